@@ -1,0 +1,68 @@
+"""Names of the public contract: the attributes and events users query in their trace backends.
+
+These strings are a public API (TraceQL queries and dashboards are written against them). Our own
+namespace is ``shapecheck.*``; the only ``gen_ai.*`` names written are the standard evaluation event's.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Every evaluated span.
+FLAGGED: Final = "shapecheck.flagged"
+FLAGS: Final = "shapecheck.flags"
+
+# Tool choice, on an LLM-call span that offered tools.
+TOOL_CHOICE_OFFERED_COUNT: Final = "shapecheck.tool_choice.offered_count"
+TOOL_CHOICE_CHOSEN: Final = "shapecheck.tool_choice.chosen"
+TOOL_CHOICE_TOP: Final = "shapecheck.tool_choice.top"
+TOOL_CHOICE_MARGIN: Final = "shapecheck.tool_choice.margin"
+TOOL_CHOICE_NARROW: Final = "shapecheck.tool_choice.narrow"
+TOOL_CHOICE_PROXY_DISAGREEMENT: Final = "shapecheck.tool_choice.proxy_disagreement"
+TOOL_CHOICE_SKIPPED: Final = "shapecheck.tool_choice.skipped"
+TOOL_CHOICE_EMBEDDER: Final = "shapecheck.tool_choice.embedder"
+
+# Conformance, on an analyst span.
+CONFORMANCE_ANALYST_ID: Final = "shapecheck.conformance.analyst_id"
+CONFORMANCE_ATTEMPTS: Final = "shapecheck.conformance.attempts"
+CONFORMANCE_EMITTED_PEAK: Final = "shapecheck.conformance.emitted_peak"
+CONFORMANCE_EMITTED_FINAL: Final = "shapecheck.conformance.emitted_final"
+CONFORMANCE_ACCEPTED: Final = "shapecheck.conformance.accepted"
+CONFORMANCE_COLLAPSED: Final = "shapecheck.conformance.collapsed"
+CONFORMANCE_RECOVERED: Final = "shapecheck.conformance.recovered"
+CONFORMANCE_RATE: Final = "shapecheck.conformance.rate"
+
+# Attempt spans written by the retry wrapper (and by any emitter following the same convention).
+ANALYST_ID: Final = "shapecheck.analyst.id"
+ANALYST_ATTEMPT: Final = "shapecheck.analyst.attempt"
+ROWS_EMITTED: Final = "shapecheck.rows.emitted"
+ROWS_ACCEPTED: Final = "shapecheck.rows.accepted"
+
+# Figures, on a span that carries a final answer.
+FIGURES_CHECKED: Final = "shapecheck.figures.checked"
+FIGURES_CARRIED: Final = "shapecheck.figures.carried"
+FIGURES_COMPUTED: Final = "shapecheck.figures.computed"
+FIGURES_UNSUPPORTED: Final = "shapecheck.figures.unsupported"
+FIGURES_DERIVATIONS: Final = "shapecheck.figures.derivations"
+FIGURES_TRUNCATED: Final = "shapecheck.figures.truncated"
+
+# Values of ``shapecheck.flags``.
+FLAG_TOOL_CHOICE_NARROW: Final = "tool_choice.narrow"
+FLAG_TOOL_CHOICE_PROXY_DISAGREEMENT: Final = "tool_choice.proxy_disagreement"
+FLAG_CONFORMANCE_COLLAPSED: Final = "conformance.collapsed"
+FLAG_CONFORMANCE_UNRECOVERED: Final = "conformance.unrecovered"
+FLAG_FIGURES_UNSUPPORTED: Final = "figures.unsupported"
+
+# The standard evaluation event (OTel GenAI semantic conventions, v1.38+).
+EVALUATION_EVENT: Final = "gen_ai.evaluation.result"
+EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
+RESPONSE_ID: Final = "gen_ai.response.id"
+ERROR_TYPE: Final = "error.type"
+
+# Values of ``gen_ai.evaluation.name``.
+EVALUATION_TOOL_CHOICE: Final = "shapecheck.tool_choice"
+EVALUATION_CONFORMANCE: Final = "shapecheck.conformance"
+EVALUATION_FIGURES: Final = "shapecheck.figures"

@@ -1,0 +1,74 @@
+"""What a check is: a batch function from evaluation subjects to verdicts.
+
+A check sees only the plain records of :mod:`otel_shapecheck._model`; the span processor and the offline
+``check`` command both build :class:`Subject` values and turn the returned :class:`Verdict` values into
+span attributes and ``gen_ai.evaluation.result`` events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, Union, runtime_checkable
+
+from otel_shapecheck._model import AnalystRun, LLMCall, ToolResult
+
+AttributeValue = Union[str, bool, int, float, Sequence[str], Sequence[bool], Sequence[int], Sequence[float]]
+"""A value an OpenTelemetry attribute can hold."""
+
+
+@dataclass(frozen=True)
+class Subject:
+    """Everything known about one span that is up for evaluation.
+
+    ``llm_call`` is set for an LLM-call span, with tool calls already joined from ``execute_tool``
+    spans when its own output did not name them. ``analyst_run`` is set for an analyst span.
+    ``trace_tool_results`` holds results of tool executions that ended earlier in the same trace.
+    ``incomplete`` says a deadline or cap released the span before every awaited fact arrived.
+    """
+
+    span_id: str
+    trace_id: str
+    llm_call: LLMCall | None = None
+    analyst_run: AnalystRun | None = None
+    trace_tool_results: tuple[ToolResult, ...] = ()
+    incomplete: bool = False
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One check's result for one span.
+
+    ``attributes`` are the ``shapecheck.*`` attributes the check adds to the span; ``flags`` are the
+    values it contributes to ``shapecheck.flags``; the rest becomes the ``gen_ai.evaluation.result``
+    event (``evaluation`` is its ``gen_ai.evaluation.name``).
+    """
+
+    evaluation: str
+    attributes: Mapping[str, AttributeValue]
+    label: str
+    explanation: str
+    score: float | None = None
+    flags: tuple[str, ...] = field(default_factory=tuple)
+    response_id: str | None = None
+
+    @property
+    def flagged(self) -> bool:
+        """Whether this verdict raised any flag."""
+        return bool(self.flags)
+
+
+@runtime_checkable
+class Check(Protocol):
+    """A check the span processor runs on its evaluation worker.
+
+    ``evaluate`` receives a batch and returns one entry per subject, in order: a verdict, or ``None``
+    when the check does not apply to that subject. It runs off the application's thread; it may
+    raise, in which case the processor counts the error and forwards the batch's spans un-enriched.
+    """
+
+    name: str
+
+    def evaluate(self, subjects: Sequence[Subject]) -> Sequence[Verdict | None]:
+        """Evaluate a batch of subjects."""
+        ...
