@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Union, runtime_checkable
+from typing import Protocol, TypeAlias, runtime_checkable
 
 from otel_shapecheck._model import AnalystRun, LLMCall, ToolResult
 
-AttributeValue = Union[str, bool, int, float, Sequence[str], Sequence[bool], Sequence[int], Sequence[float]]
+AttributeValue: TypeAlias = (
+    "str | bool | int | float | Sequence[str] | Sequence[bool] | Sequence[int] | Sequence[float]"
+)
 """A value an OpenTelemetry attribute can hold."""
 
 

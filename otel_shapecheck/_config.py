@@ -33,7 +33,9 @@ def _resolve(
         try:
             value = parse(raw)
         except ValueError:
-            raise ValueError(f"{env_var}={raw!r} is not a valid value: {name} must be {requirement}") from None
+            raise ValueError(
+                f"{env_var}={raw!r} is not a valid value: {name} must be {requirement}"
+            ) from None
     else:
         return default
     if isinstance(value, bool) or not valid(value):
@@ -67,7 +69,9 @@ def non_negative_float(name: str, explicit: float | None, env_var: str | None, d
     )
 
 
-def choice(name: str, explicit: str | None, env_var: str | None, default: str, allowed: tuple[str, ...]) -> str:
+def choice(
+    name: str, explicit: str | None, env_var: str | None, default: str, allowed: tuple[str, ...]
+) -> str:
     """A string setting restricted to ``allowed`` (compared case-insensitively)."""
     if explicit is not None:
         value, source = explicit, name
@@ -76,5 +80,7 @@ def choice(name: str, explicit: str | None, env_var: str | None, default: str, a
     else:
         return default
     if value.lower() not in allowed:
-        raise ValueError(f"{source}={value!r} is not a valid value: {name} must be one of {', '.join(allowed)}")
+        raise ValueError(
+            f"{source}={value!r} is not a valid value: {name} must be one of {', '.join(allowed)}"
+        )
     return value.lower()

@@ -11,9 +11,9 @@ trace backends print them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Union
+from typing import TypeAlias
 
-JSONValue = Union[None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]
+JSONValue: TypeAlias = "None | bool | int | float | str | list[JSONValue] | dict[str, JSONValue]"
 """A value as JSON would carry it: the shape of tool arguments and tool results once parsed."""
 
 
