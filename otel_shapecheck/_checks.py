@@ -11,6 +11,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeAlias, runtime_checkable
 
+from otel_shapecheck._attributes import (
+    EVALUATION_EXPLANATION,
+    EVALUATION_NAME,
+    EVALUATION_SCORE_LABEL,
+    EVALUATION_SCORE_VALUE,
+    FLAGGED,
+    FLAGS,
+    RESPONSE_ID,
+)
 from otel_shapecheck._model import AnalystRun, LLMCall, ToolResult
 
 AttributeValue: TypeAlias = (
@@ -58,6 +67,31 @@ class Verdict:
     def flagged(self) -> bool:
         """Whether this verdict raised any flag."""
         return bool(self.flags)
+
+    def event_attributes(self) -> dict[str, AttributeValue]:
+        """The attributes of this verdict's ``gen_ai.evaluation.result`` event (span event or log record)."""
+        attributes: dict[str, AttributeValue] = {
+            EVALUATION_NAME: self.evaluation,
+            EVALUATION_SCORE_LABEL: self.label,
+            EVALUATION_EXPLANATION: self.explanation,
+        }
+        if self.score is not None:
+            attributes[EVALUATION_SCORE_VALUE] = float(self.score)
+        if self.response_id:
+            attributes[RESPONSE_ID] = self.response_id
+        return attributes
+
+
+def enrichment_attributes(verdicts: Sequence[Verdict]) -> dict[str, AttributeValue]:
+    """The attributes an evaluated span gains: every verdict's own, plus ``shapecheck.flagged``/``flags``."""
+    attributes: dict[str, AttributeValue] = {}
+    flags: list[str] = []
+    for verdict in verdicts:
+        attributes.update(verdict.attributes)
+        flags.extend(flag for flag in verdict.flags if flag not in flags)
+    attributes[FLAGGED] = bool(flags)
+    attributes[FLAGS] = tuple(flags)
+    return attributes
 
 
 @runtime_checkable
