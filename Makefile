@@ -28,10 +28,25 @@ lint: $(STAMP_TEST)
 	$(BIN)/mypy
 
 test: lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -m "not e2e"
+
+# End-to-end tests against a real trace backend (Arize Phoenix, started on 127.0.0.1 by the tests). Phoenix
+# lives in its own venv: its dependencies would move pins of the test venv (it requires openai 3).
+E2E_VENV := .venv-e2e
+PHOENIX_REQUIREMENT := arize-phoenix==20.26.1
+STAMP_E2E := $(E2E_VENV)/.installed-phoenix
+
+$(STAMP_E2E):
+	$(PYTHON) -m venv $(E2E_VENV)
+	$(E2E_VENV)/bin/pip install --quiet --upgrade pip
+	$(E2E_VENV)/bin/pip install --quiet '$(PHOENIX_REQUIREMENT)'
+	touch $@
+
+test-e2e: $(STAMP_TEST) $(STAMP_E2E)
+	SHAPECHECK_PHOENIX=$(abspath $(E2E_VENV))/bin/phoenix $(BIN)/pytest -q -m e2e
 
 bench: $(STAMP_TEST)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(E2E_VENV) build *.egg-info

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from otel_shapecheck._checks import Check, Subject, Verdict
+from otel_shapecheck._flagged_events import FlaggedEventExporter, FlaggedEventStats
 from otel_shapecheck._model import (
     AnalystAttempt,
     AnalystRun,
@@ -18,6 +19,8 @@ __all__ = [
     "AnalystAttempt",
     "AnalystRun",
     "Check",
+    "FlaggedEventExporter",
+    "FlaggedEventStats",
     "LLMCall",
     "OfferedTool",
     "Subject",
