@@ -1,0 +1,159 @@
+"""The content of one LLM call as every convention reader sees it, and how it becomes an :class:`LLMCall`.
+
+Each convention (OTel GenAI, OpenLLMetry, OpenInference, the deprecated per-message events) has its
+own attribute layout but the same underlying shape: input messages, output messages, offered tools,
+finish reasons and a response id. Readers fill :class:`CallContent`; :func:`llm_call_from_content`
+derives the fields the checks need in one place, so "the user text of the turn" means the same thing
+for every convention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from otel_shapecheck._lenient_json import parse_json_or_text
+from otel_shapecheck._model import JSONValue, LLMCall, OfferedTool, ToolCall, ToolResult
+
+USER_ROLE = "user"
+ASSISTANT_ROLE = "assistant"
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message reduced to what the checks read: its role, text parts, tool calls and tool results."""
+
+    role: str | None
+    texts: tuple[str, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_results: tuple[ToolResult, ...] = ()
+    finish_reason: str | None = None
+
+    @property
+    def text(self) -> str | None:
+        """The message's text parts joined by newlines, or ``None`` when it has none."""
+        return "\n".join(self.texts) if self.texts else None
+
+
+@dataclass(frozen=True)
+class SpanRef:
+    """Where a reading came from: the span's ids (lowercase hex) and its end time."""
+
+    span_id: str
+    trace_id: str
+    parent_id: str | None = None
+    end_time_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class CallContent:
+    """What a convention reader found about one LLM call; ``None`` means "not captured"."""
+
+    input_messages: tuple[Message, ...] | None = None
+    output_messages: tuple[Message, ...] | None = None
+    offered_tools: tuple[OfferedTool, ...] | None = None
+    finish_reasons: tuple[str, ...] = ()
+    response_id: str | None = None
+
+
+def llm_call_from_content(content: CallContent, ref: SpanRef) -> LLMCall:
+    """The normalised LLM call for a span's (or a log record group's) content."""
+    inputs = content.input_messages or ()
+    outputs = content.output_messages
+    return LLMCall(
+        span_id=ref.span_id,
+        trace_id=ref.trace_id,
+        parent_id=ref.parent_id,
+        offered_tools=content.offered_tools,
+        tool_calls=None if outputs is None else tuple(call for m in outputs for call in m.tool_calls),
+        user_text=_last_user_text(inputs),
+        user_texts=tuple(m.text for m in inputs if m.role == USER_ROLE and m.text is not None),
+        assistant_text=_turn_assistant_text(inputs),
+        tool_results=tuple(result for m in inputs for result in m.tool_results),
+        answer_text=_answer_text(outputs or ()),
+        finish_reasons=content.finish_reasons or _output_finish_reasons(outputs or ()),
+        response_id=content.response_id,
+        end_time_ns=ref.end_time_ns,
+    )
+
+
+def has_content(content: CallContent) -> bool:
+    """Whether a reader found anything at all (so an empty reading does not mask another convention)."""
+    return (
+        content.input_messages is not None
+        or content.output_messages is not None
+        or content.offered_tools is not None
+        or bool(content.finish_reasons)
+        or content.response_id is not None
+    )
+
+
+def merge_content(first: CallContent, second: CallContent) -> CallContent:
+    """``first`` with the fields it did not capture taken from ``second``."""
+    return CallContent(
+        input_messages=first.input_messages if first.input_messages is not None else second.input_messages,
+        output_messages=first.output_messages
+        if first.output_messages is not None
+        else second.output_messages,
+        offered_tools=first.offered_tools if first.offered_tools is not None else second.offered_tools,
+        finish_reasons=first.finish_reasons or second.finish_reasons,
+        response_id=first.response_id or second.response_id,
+    )
+
+
+def openai_tool_calls(value: JSONValue) -> tuple[ToolCall, ...]:
+    """OpenAI-style ``[{id, type, function: {name, arguments}}]`` tool calls."""
+    if not isinstance(value, list):
+        return ()
+    calls: list[ToolCall] = []
+    for item in value:
+        if not isinstance(item, dict):
+            continue
+        function = item.get("function")
+        definition = function if isinstance(function, dict) else item
+        name = optional_string(definition.get("name"))
+        if name:
+            arguments = parse_json_or_text(definition.get("arguments"))
+            calls.append(ToolCall(name=name, call_id=optional_string(item.get("id")), arguments=arguments))
+    return tuple(calls)
+
+
+def openai_content_texts(content: JSONValue) -> tuple[str, ...]:
+    """Text of a message ``content``: a string, or a list of ``{type: text, text|content}`` parts."""
+    if isinstance(content, str):
+        return (content,) if content else ()
+    if not isinstance(content, list):
+        return ()
+    texts = (part.get("text", part.get("content")) for part in content if isinstance(part, dict))
+    return tuple(text for text in texts if isinstance(text, str) and text)
+
+
+def optional_string(value: object) -> str | None:
+    """The value when it is a string, else ``None``."""
+    return value if isinstance(value, str) else None
+
+
+def _last_user_text(messages: Sequence[Message]) -> str | None:
+    for message in reversed(messages):
+        if message.role == USER_ROLE:
+            return message.text
+    return None
+
+
+def _turn_assistant_text(messages: Sequence[Message]) -> str | None:
+    """The latest assistant text after the last user message: what the agent said earlier in this turn."""
+    for message in reversed(messages):
+        if message.role == USER_ROLE:
+            return None
+        if message.role == ASSISTANT_ROLE and message.text is not None:
+            return message.text
+    return None
+
+
+def _answer_text(outputs: Sequence[Message]) -> str | None:
+    """The first choice's text (each output message is one choice)."""
+    return outputs[0].text if outputs else None
+
+
+def _output_finish_reasons(outputs: Sequence[Message]) -> tuple[str, ...]:
+    return tuple(m.finish_reason for m in outputs if m.finish_reason is not None)

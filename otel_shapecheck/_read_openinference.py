@@ -1,0 +1,106 @@
+"""Reader for OpenInference's flattened attributes (Arize Phoenix and the openinference-* packages).
+
+Messages are ``llm.input_messages.<i>.message.*`` and ``llm.output_messages.<i>.message.*`` with tool
+calls under ``message.tool_calls.<j>.tool_call.*``; offered tools are whole OpenAI-style definitions in
+``llm.tools.<i>.tool.json_schema``; TOOL spans carry ``tool.name``, ``input.value`` and ``output.value``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from otel_shapecheck._lenient_json import parse_json_object, parse_json_or_text, to_json_value
+from otel_shapecheck._model import OfferedTool, ToolCall, ToolExecution, ToolResult
+from otel_shapecheck._read_content import CallContent, Message, SpanRef, optional_string
+from otel_shapecheck._read_flattened import in_index_order, indexed_groups
+from otel_shapecheck._read_genai import offered_tool_from_json
+
+OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
+INPUT_MESSAGES_PREFIX = "llm.input_messages."
+OUTPUT_MESSAGES_PREFIX = "llm.output_messages."
+TOOLS_PREFIX = "llm.tools."
+TOOL_JSON_SCHEMA = "tool.json_schema"
+TOOL_NAME = "tool.name"
+TOOL_ID = "tool.id"
+TOOL_CALL_ID = "tool_call.id"
+INPUT_VALUE = "input.value"
+OUTPUT_VALUE = "output.value"
+
+OUTPUT_MESSAGE_MARKERS = (
+    "llm.output_messages.0.message.role",
+    "llm.output_messages.0.message.content",
+    "llm.output_messages.0.message.tool_calls.0.tool_call.function.name",
+)
+"""Keys of which at least one is present when a span carries its own output."""
+
+_MESSAGE = "message."
+_CONTENTS = "contents."
+_TOOL_CALLS = "tool_calls."
+
+
+def read_openinference_content(attributes: Mapping[str, object]) -> CallContent:
+    """Call content from OpenInference's flattened message and tool attributes."""
+    inputs = in_index_order(indexed_groups(attributes, INPUT_MESSAGES_PREFIX))
+    outputs = in_index_order(indexed_groups(attributes, OUTPUT_MESSAGES_PREFIX))
+    tools = in_index_order(indexed_groups(attributes, TOOLS_PREFIX))
+    return CallContent(
+        input_messages=tuple(_message(fields) for fields in inputs) if inputs else None,
+        output_messages=tuple(_message(fields) for fields in outputs) if outputs else None,
+        offered_tools=_offered_tools(tools) if tools else None,
+    )
+
+
+def read_openinference_tool_execution(
+    span_name: str, attributes: Mapping[str, object], ref: SpanRef
+) -> ToolExecution:
+    """An OpenInference TOOL span as a tool execution."""
+    return ToolExecution(
+        span_id=ref.span_id,
+        trace_id=ref.trace_id,
+        parent_id=ref.parent_id,
+        end_time_ns=ref.end_time_ns,
+        name=optional_string(attributes.get(TOOL_NAME)) or span_name,
+        call_id=optional_string(attributes.get(TOOL_ID)) or optional_string(attributes.get(TOOL_CALL_ID)),
+        arguments=parse_json_or_text(attributes.get(INPUT_VALUE)),
+        result=to_json_value(attributes.get(OUTPUT_VALUE)),
+    )
+
+
+def _message(fields: Mapping[str, object]) -> Message:
+    message = {key[len(_MESSAGE) :]: value for key, value in fields.items() if key.startswith(_MESSAGE)}
+    role = optional_string(message.get("role"))
+    texts = _texts(message)
+    if role == "tool":
+        content = to_json_value(message.get("content")) if "content" in message else "\n".join(texts)
+        call_id = optional_string(message.get("tool_call_id"))
+        result = ToolResult(content=content, call_id=call_id, name=optional_string(message.get("name")))
+        return Message(role=role, tool_results=(result,))
+    calls = in_index_order(indexed_groups(message, _TOOL_CALLS))
+    return Message(
+        role=role,
+        texts=texts,
+        tool_calls=tuple(call for call in map(_tool_call, calls) if call is not None),
+    )
+
+
+def _texts(message: Mapping[str, object]) -> tuple[str, ...]:
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        return (content,)
+    parts = in_index_order(indexed_groups(message, _CONTENTS))
+    texts = (part.get("message_content.text") for part in parts if part.get("message_content.type") == "text")
+    return tuple(text for text in texts if isinstance(text, str) and text)
+
+
+def _tool_call(fields: Mapping[str, object]) -> ToolCall | None:
+    name = optional_string(fields.get("tool_call.function.name"))
+    if not name:
+        return None
+    arguments = parse_json_or_text(fields.get("tool_call.function.arguments"))
+    return ToolCall(name=name, call_id=optional_string(fields.get("tool_call.id")), arguments=arguments)
+
+
+def _offered_tools(tools: list[dict[str, object]]) -> tuple[OfferedTool, ...]:
+    definitions = (parse_json_object(fields.get(TOOL_JSON_SCHEMA)) for fields in tools)
+    offered = (offered_tool_from_json(item) for item in definitions if item is not None)
+    return tuple(tool for tool in offered if tool is not None)

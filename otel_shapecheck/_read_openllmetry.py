@@ -1,0 +1,110 @@
+"""Reader for OpenLLMetry's (Traceloop's) legacy indexed attributes.
+
+Instrumentations that still use the legacy form write ``gen_ai.prompt.<i>.*``,
+``gen_ai.completion.<i>.*`` and ``llm.request.functions.<i>.*``; tool spans of the Traceloop SDK carry
+``traceloop.span.kind = tool`` with the call in ``traceloop.entity.input`` and the result in
+``traceloop.entity.output``. OpenLLMetry's newer JSON form is the OTel GenAI form and is read there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from otel_shapecheck._lenient_json import parse_json_or_text, to_json_value
+from otel_shapecheck._model import JSONValue, OfferedTool, ToolCall, ToolExecution, ToolResult
+from otel_shapecheck._read_content import CallContent, Message, SpanRef, openai_content_texts, optional_string
+from otel_shapecheck._read_flattened import in_index_order, indexed_groups
+
+LLM_REQUEST_TYPE = "llm.request.type"
+TRACELOOP_SPAN_KIND = "traceloop.span.kind"
+TRACELOOP_ENTITY_NAME = "traceloop.entity.name"
+TRACELOOP_ENTITY_INPUT = "traceloop.entity.input"
+TRACELOOP_ENTITY_OUTPUT = "traceloop.entity.output"
+PROMPT_PREFIX = "gen_ai.prompt."
+COMPLETION_PREFIX = "gen_ai.completion."
+FUNCTIONS_PREFIX = "llm.request.functions."
+TOOL_NAME = "gen_ai.tool.name"
+TOOL_CALL_ID = "gen_ai.tool.call.id"
+
+COMPLETION_MARKERS = (
+    "gen_ai.completion.0.role",
+    "gen_ai.completion.0.content",
+    "gen_ai.completion.0.finish_reason",
+    "gen_ai.completion.0.tool_calls.0.name",
+)
+"""Keys of which at least one is present when a span carries its own (legacy) output."""
+
+_TOOL_SPAN_SUFFIX = ".tool"
+
+
+def read_openllmetry_content(attributes: Mapping[str, object]) -> CallContent:
+    """Call content from legacy indexed attributes; empty when the span has none."""
+    prompts = in_index_order(indexed_groups(attributes, PROMPT_PREFIX))
+    completions = in_index_order(indexed_groups(attributes, COMPLETION_PREFIX))
+    functions = in_index_order(indexed_groups(attributes, FUNCTIONS_PREFIX))
+    return CallContent(
+        input_messages=tuple(_message(fields) for fields in prompts) if prompts else None,
+        output_messages=tuple(_message(fields) for fields in completions) if completions else None,
+        offered_tools=_offered_tools(functions) if functions else None,
+    )
+
+
+def read_openllmetry_tool_execution(
+    span_name: str, attributes: Mapping[str, object], ref: SpanRef
+) -> ToolExecution:
+    """A Traceloop tool span (``traceloop.span.kind = tool``) as a tool execution."""
+    name = (
+        optional_string(attributes.get(TOOL_NAME))
+        or optional_string(attributes.get(TRACELOOP_ENTITY_NAME))
+        or span_name.removesuffix(_TOOL_SPAN_SUFFIX)
+    )
+    return ToolExecution(
+        span_id=ref.span_id,
+        trace_id=ref.trace_id,
+        parent_id=ref.parent_id,
+        end_time_ns=ref.end_time_ns,
+        name=name,
+        call_id=optional_string(attributes.get(TOOL_CALL_ID)),
+        arguments=_entity_arguments(attributes.get(TRACELOOP_ENTITY_INPUT)),
+        result=to_json_value(attributes.get(TRACELOOP_ENTITY_OUTPUT)),
+    )
+
+
+def _message(fields: Mapping[str, object]) -> Message:
+    role = optional_string(fields.get("role"))
+    content = parse_json_or_text(fields.get("content"))
+    if role == "tool":
+        call_id = optional_string(fields.get("tool_call_id"))
+        return Message(role=role, tool_results=(ToolResult(content=content, call_id=call_id),))
+    calls = in_index_order(indexed_groups(fields, "tool_calls."))
+    return Message(
+        role=role,
+        texts=openai_content_texts(content),
+        tool_calls=tuple(call for call in map(_tool_call, calls) if call is not None),
+        finish_reason=optional_string(fields.get("finish_reason")),
+    )
+
+
+def _tool_call(fields: Mapping[str, object]) -> ToolCall | None:
+    name = optional_string(fields.get("name"))
+    if not name:
+        return None
+    arguments = parse_json_or_text(fields.get("arguments"))
+    return ToolCall(name=name, call_id=optional_string(fields.get("id")), arguments=arguments)
+
+
+def _offered_tools(functions: list[dict[str, object]]) -> tuple[OfferedTool, ...]:
+    tools = (
+        OfferedTool(name=name, description=optional_string(fields.get("description")))
+        for fields in functions
+        if (name := optional_string(fields.get("name")))
+    )
+    return tuple(tools)
+
+
+def _entity_arguments(value: object) -> JSONValue:
+    """The call's arguments from ``{"args": [...], "kwargs": {...}}``: the kwargs when only they are set."""
+    parsed = parse_json_or_text(value)
+    if isinstance(parsed, dict) and not parsed.get("args") and isinstance(parsed.get("kwargs"), dict):
+        return parsed["kwargs"]
+    return parsed
