@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from otel_shapecheck._analyst import Analyst, AnalystContext
 from otel_shapecheck._checks import Check, Subject, Verdict
+from otel_shapecheck._conformance_check import ConformanceCheck
+from otel_shapecheck._conformance_record import AnalystConformanceRecord
 from otel_shapecheck._flagged_events import FlaggedEventExporter, FlaggedEventStats
 from otel_shapecheck._model import (
     AnalystAttempt,
@@ -13,20 +16,30 @@ from otel_shapecheck._model import (
     ToolExecution,
     ToolResult,
 )
+from otel_shapecheck._shape_retry import with_shape_collapse_retry
+from otel_shapecheck._validate_rows import RejectedRow, ValidatedRows, validate_rows
 from otel_shapecheck._version import __version__
 
 __all__ = [
+    "Analyst",
     "AnalystAttempt",
+    "AnalystConformanceRecord",
+    "AnalystContext",
     "AnalystRun",
     "Check",
+    "ConformanceCheck",
     "FlaggedEventExporter",
     "FlaggedEventStats",
     "LLMCall",
     "OfferedTool",
+    "RejectedRow",
     "Subject",
     "ToolCall",
     "ToolExecution",
     "ToolResult",
+    "ValidatedRows",
     "Verdict",
     "__version__",
+    "validate_rows",
+    "with_shape_collapse_retry",
 ]
