@@ -6,6 +6,17 @@ from otel_shapecheck._analyst import Analyst, AnalystContext
 from otel_shapecheck._checks import Check, Subject, Verdict
 from otel_shapecheck._conformance_check import ConformanceCheck
 from otel_shapecheck._conformance_record import AnalystConformanceRecord
+from otel_shapecheck._figures import (
+    ComputedFigure,
+    Derivation,
+    FigureBasis,
+    FiguresFinding,
+    check_figures,
+    explain_figure,
+    figure_basis,
+    figures_conclusion_line,
+)
+from otel_shapecheck._figures_check import FiguresCheck
 from otel_shapecheck._flagged_events import FlaggedEventExporter, FlaggedEventStats
 from otel_shapecheck._model import (
     AnalystAttempt,
@@ -27,7 +38,12 @@ __all__ = [
     "AnalystContext",
     "AnalystRun",
     "Check",
+    "ComputedFigure",
     "ConformanceCheck",
+    "Derivation",
+    "FigureBasis",
+    "FiguresCheck",
+    "FiguresFinding",
     "FlaggedEventExporter",
     "FlaggedEventStats",
     "LLMCall",
@@ -40,6 +56,10 @@ __all__ = [
     "ValidatedRows",
     "Verdict",
     "__version__",
+    "check_figures",
+    "explain_figure",
+    "figure_basis",
+    "figures_conclusion_line",
     "validate_rows",
     "with_shape_collapse_retry",
 ]

@@ -1,0 +1,656 @@
+"""Figures: is every number in a final answer carried by a tool result, or a declared derivation of one?
+
+A *figure* is a number wearing a unit of measure (``53.2%``, ``6.3 TB``, ``41,200 IOPS``) whatever its
+digit count, or a bare number with at least ``min_digits`` digits. Each figure of an answer is
+*carried* when a tool result (or the user) states it, *computed* when it is one of a closed set of
+derivations of carried numbers (rounded, unit-scale, complement, column sum, ratio, difference), and
+*unsupported* otherwise. Everything here is plain arithmetic over plain data, bounded in time and memory.
+
+The rules follow agentfootprint's evidence figures module (``figureBasisOf`` / ``explainFigure``), with
+one deliberate difference: precision is the answer's own *as written*, so ``61.0%`` is compared within
+±0.05 and does not match a carried 61.1, where the reference's normalisation turns it into ``61`` first.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+import numpy as np
+
+from otel_shapecheck._model import JSONValue, ToolResult
+
+logger = logging.getLogger(__name__)
+
+FIGURE_UNITS: Final = (
+    "%",
+    "percent",
+    "kb",
+    "mb",
+    "gb",
+    "tb",
+    "pb",
+    "kib",
+    "mib",
+    "gib",
+    "tib",
+    "pib",
+    "iops",
+    "mbps",
+    "gbps",
+    "ms",
+    "us",
+)
+"""Units that make a number a figure whatever its digit count (matched case-insensitively)."""
+
+DEFAULT_MIN_DIGITS: Final = 4
+"""Digits a bare number (no unit) needs to be a candidate; shorter ones read as prose (``3 issues``)."""
+
+MAX_BASIS_NUMBERS: Final = 50_000
+"""Carried numbers kept per basis."""
+
+MAX_DERIVED: Final = 50_000
+"""Column-derived values (sums, ratios, differences, complements) kept per basis."""
+
+MAX_ROWS: Final = 5_000
+"""Rows of one list folded into columns."""
+
+MAX_NUMERIC_FIELDS: Final = 64
+"""Numeric fields of one list folded into columns."""
+
+MAX_GROUP_FIELDS: Final = 8
+"""Text fields of one list whose values group the rows for per-group sums."""
+
+MIN_GROUP_VALUES: Final = 2
+MAX_GROUP_VALUES: Final = 50
+"""A text field groups the rows when it has this many distinct values (and fewer than rows)."""
+
+MAX_DEPTH: Final = 64
+"""Deepest nesting of a tool result that is walked; deeper parts are skipped (and ``truncated`` set)."""
+
+MAX_NODES: Final = 500_000
+"""JSON nodes walked per basis, so one huge result costs bounded time."""
+
+MAX_CONCLUSION_VALUES: Final = 8
+"""Flagged values named in the conclusion line; the rest are counted."""
+
+Shape = Literal["figure", "number"]
+
+_NUMBER = r"[-+]?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?"
+_WORD_UNITS = sorted((unit for unit in FIGURE_UNITS if unit != "%"), key=len, reverse=True)
+_UNIT = rf"%|(?:{'|'.join(_WORD_UNITS)})(?:/s)?(?![a-z0-9])"
+_FIGURE_RE: Final = re.compile(rf"(?<![\w.,])(?P<number>{_NUMBER})\s?(?P<unit>{_UNIT})", re.IGNORECASE)
+# A bare number stands alone: not part of an identifier, date, time, range, ratio or version.
+_BARE_RE: Final = re.compile(rf"(?<![\w.,/:#@+\-])(?P<number>{_NUMBER})(?![\w/:\-]|[.,][0-9])")
+_PLAIN_NUMBER_RE: Final = re.compile(r"[-+]?([0-9]+)(?:\.([0-9]+))?")
+_THOUSANDS_RE: Final = re.compile(r"-?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?")
+_TOKEN_RE: Final = re.compile(r"[A-Za-z0-9:_\-/.,%+@#$]+")
+_TOKEN_COMMA_RE: Final = re.compile(r"(?<![0-9]),|,(?![0-9])")
+_FIGURE_TOKEN_RE: Final = re.compile(rf"(?P<number>{_NUMBER})(?:{_UNIT})", re.IGNORECASE)
+_PERCENT_KEY_RE: Final = re.compile(r"(pct|percent|percentage)$", re.IGNORECASE)
+_UNIT_SUFFIX_RE: Final = re.compile(r"[_-]([A-Za-z]+)$")
+_LEADING_STRIP: Final = "$#@+'\"`([{<"
+_TRAILING_STRIP: Final = ".,;:!?%'\"`)]}>"
+_SCALES: Final = tuple(
+    (float(base**power), f"{base}^{power}") for power in range(1, 6) for base in (1000, 1024)
+)
+_JSON_OPENERS: Final = frozenset("[{")
+
+
+# --- the answer side ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One candidate figure of an answer."""
+
+    written: str
+    """The figure exactly as the answer wrote it, unit included (``1,526.3 TB``)."""
+    value: str
+    """The number without thousands separators or a ``+`` sign, trailing zeros kept (``1526.3``)."""
+    shape: Shape
+    """``figure`` for a number wearing a unit, ``number`` for a long bare number."""
+
+
+def figures_in(answer: str, min_digits: int = DEFAULT_MIN_DIGITS) -> tuple[Figure, ...]:
+    """The candidate figures of ``answer`` in order of appearance, one per distinct value.
+
+    Raises:
+        ValueError: ``min_digits`` is not a whole number ≥ 1.
+    """
+    _require_min_digits(min_digits)
+    found: list[tuple[int, Figure]] = []
+    covered = bytearray(len(answer))
+    for match in _FIGURE_RE.finditer(answer):
+        found.append((match.start(), Figure(match.group(0), _plain_value(match.group("number")), "figure")))
+        covered[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
+    for match in _BARE_RE.finditer(answer):
+        number = match.group("number")
+        if sum(char.isdigit() for char in number) < min_digits or any(covered[match.start() : match.end()]):
+            continue
+        found.append((match.start(), Figure(number, _plain_value(number), "number")))
+    figures: dict[str, Figure] = {}
+    for _, figure in sorted(found, key=lambda item: item[0]):
+        figures.setdefault(figure.value, figure)
+    return tuple(figures.values())
+
+
+def normalize_token(token: str) -> str:
+    """A token as the basis compares it: lowercased, wrapping punctuation and thousands separators gone.
+
+    This is the reference's ``normalizeToken`` without its last step (re-printing plain numbers through
+    a float), so ``61.0`` stays ``61.0`` and keeps its written precision.
+    """
+    text = token.lower().strip().lstrip(_LEADING_STRIP).rstrip(_TRAILING_STRIP)
+    if _THOUSANDS_RE.fullmatch(text):
+        text = text.replace(",", "")
+    return text
+
+
+def _plain_value(number: str) -> str:
+    return number.replace(",", "").lstrip("+")
+
+
+def _require_min_digits(min_digits: int) -> None:
+    if isinstance(min_digits, bool) or not isinstance(min_digits, int) or min_digits < 1:
+        raise ValueError(
+            f"min_digits={min_digits!r} is not a valid value: min_digits must be a whole number ≥ 1"
+        )
+
+
+# --- the basis: what the tool results carry -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CarriedNumber:
+    """A number a tool result carried, and where."""
+
+    value: float
+    at: str
+    """Its path in the result (``rows[0].used_pct``); ``result`` for a top-level text."""
+    key: str | None = None
+    """The field it sat under, when it sat directly under one."""
+
+
+@dataclass(frozen=True)
+class DerivedNumber:
+    """A value reconstructed from a list of rows."""
+
+    value: float
+    derivation: str
+    """``column-sum``, ``column-ratio``, ``column-difference`` or ``complement``."""
+    source: str
+    """How, in words over the carried fields (``sum of rows[].usable_tb``)."""
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """Why a figure no tool result carried is still supported."""
+
+    derivation: str
+    """One of ``rounded``, ``unit-scale``, ``complement`` or a column derivation (``column-sum``…)."""
+    source: str
+    """The carried numbers it derives from, in words (``100 × rows[].used_tb ÷ rows[].total_tb``)."""
+
+
+class _SortedNumbers:
+    """Values sorted for window look-ups, each remembering the earliest position it was recorded at."""
+
+    def __init__(self, values: Iterable[tuple[float, int]]) -> None:
+        self._values: list[float] = []
+        self._positions: list[int] = []
+        for value, position in sorted(values):
+            if self._values and self._values[-1] == value:
+                continue
+            self._values.append(value)
+            self._positions.append(position)
+
+    def first_within(self, low: float, high: float, accept: Callable[[float], bool]) -> int | None:
+        """The earliest recorded position of an accepted value in ``[low, high]``."""
+        best: int | None = None
+        for index in range(bisect_left(self._values, low), bisect_right(self._values, high)):
+            if accept(self._values[index]) and (best is None or self._positions[index] < best):
+                best = self._positions[index]
+        return best
+
+
+@dataclass(frozen=True)
+class FigureBasis:
+    """What the tool results carry, folded for the derivation question."""
+
+    carried: tuple[CarriedNumber, ...]
+    derived: tuple[DerivedNumber, ...]
+    truncated: bool
+    """A bound cut the fold: some numbers were never recorded, which can only flag more, never fewer."""
+    _exact: frozenset[float] = field(init=False, repr=False, compare=False)
+    _carried_index: _SortedNumbers = field(init=False, repr=False, compare=False)
+    _complement_index: _SortedNumbers = field(init=False, repr=False, compare=False)
+    _derived_index: _SortedNumbers = field(init=False, repr=False, compare=False)
+    _sum_index: _SortedNumbers = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        carried, derived = self.carried, self.derived
+        object.__setattr__(self, "_exact", frozenset(number.value for number in carried))
+        object.__setattr__(
+            self, "_carried_index", _SortedNumbers((n.value, i) for i, n in enumerate(carried))
+        )
+        percent = (
+            (100 - n.value, i) for i, n in enumerate(carried) if n.key and _PERCENT_KEY_RE.search(n.key)
+        )
+        object.__setattr__(self, "_complement_index", _SortedNumbers(percent))
+        object.__setattr__(
+            self, "_derived_index", _SortedNumbers((n.value, i) for i, n in enumerate(derived))
+        )
+        sums = (
+            (n.value, i)
+            for i, n in enumerate(derived)
+            if n.derivation == "column-sum" and abs(n.value) >= 1000
+        )
+        object.__setattr__(self, "_sum_index", _SortedNumbers(sums))
+
+    def carries(self, value: float) -> bool:
+        """Whether some tool result carried exactly this number."""
+        return value in self._exact
+
+
+def figure_basis(tool_results: Iterable[ToolResult]) -> FigureBasis:
+    """Fold every tool result into the numbers it carries and the column derivations over its lists.
+
+    Content is read as JSON when it is JSON (also JSON followed by text, and JSON inside JSON strings),
+    else as text. Never raises; every bound that cuts the fold sets ``truncated``.
+    """
+    builder = _BasisBuilder()
+    for result in tool_results:
+        builder.add(result.content)
+    return FigureBasis(tuple(builder.carried), tuple(builder.derived), builder.truncated)
+
+
+class _BasisBuilder:
+    """Walks tool results iteratively (no recursion, so nesting cannot exhaust the stack)."""
+
+    def __init__(self) -> None:
+        self.carried: list[CarriedNumber] = []
+        self.derived: list[DerivedNumber] = []
+        self.truncated = False
+        self._nodes = 0
+        self._stack: list[tuple[JSONValue, str, str | None, int]] = []
+
+    def add(self, content: JSONValue) -> None:
+        self._stack.append((content, "", None, 0))
+        while self._stack:
+            node, at, key, depth = self._stack.pop()
+            self._nodes += 1
+            if self._nodes > MAX_NODES:
+                self.truncated = True
+                self._stack.clear()
+                return
+            self._visit(node, at, key, depth)
+
+    def _visit(self, node: JSONValue, at: str, key: str | None, depth: int) -> None:
+        if node is None or isinstance(node, bool):
+            return
+        if isinstance(node, int | float):
+            self._carry(node, at, key)
+        elif isinstance(node, str):
+            self._read_string(node, at, key, depth)
+        elif depth >= MAX_DEPTH:
+            self.truncated = True
+        elif isinstance(node, dict):
+            values = list(node.values())
+            if len(values) >= 2 and all(isinstance(value, dict) for value in values):
+                self._fold_rows(values, at)
+            prefix = f"{at}." if at else ""
+            self._push([(value, f"{prefix}{name}", str(name), depth + 1) for name, value in node.items()])
+        elif isinstance(node, list):
+            if node and all(isinstance(value, dict) for value in node):
+                self._fold_rows(node, at)
+            self._push([(value, f"{at}[{index}]", None, depth + 1) for index, value in enumerate(node)])
+
+    def _push(self, children: list[tuple[JSONValue, str, str | None, int]]) -> None:
+        room = MAX_NODES - self._nodes
+        if len(children) > room:
+            self.truncated = True
+            children = children[: max(room, 0)]
+        self._stack.extend(reversed(children))
+
+    def _carry(self, value: float, at: str, key: str | None) -> None:
+        try:
+            number = float(value)
+        except OverflowError:
+            return
+        if not math.isfinite(number):
+            return
+        if len(self.carried) >= MAX_BASIS_NUMBERS:
+            self.truncated = True
+            return
+        self.carried.append(CarriedNumber(number, at or "result", key))
+
+    def _read_string(self, text: str, at: str, key: str | None, depth: int) -> None:
+        number = _plain_number(normalize_token(text)) if len(text) <= 64 else None
+        if number is not None:
+            self._carry(number, at, key)
+            return
+        stripped = text.lstrip()
+        if stripped[:1] in _JSON_OPENERS and depth < MAX_DEPTH:
+            parsed, rest = _json_prefix(stripped)
+            if parsed is not None:
+                self._stack.append((rest, at, None, depth))
+                self._stack.append((parsed, at, key, depth + 1))
+                return
+        for value in numbers_in_text(text):
+            if len(self.carried) >= MAX_BASIS_NUMBERS:
+                self.truncated = True
+                return
+            self._carry(value, at, None)
+
+    def _fold_rows(self, rows: Sequence[JSONValue], at: str) -> None:
+        if len(rows) > MAX_ROWS:
+            self.truncated = True
+        table = _RowTable([row for row in rows[:MAX_ROWS] if isinstance(row, dict)])
+        self.truncated |= table.truncated
+        label = at or "result"
+        complete = self._derive(table, table.all_rows(), f"{label}[]")
+        for name, group, codes in table.groupings():
+            if not complete:
+                return
+            for code, value in enumerate(group):
+                complete = self._derive(table, codes == code, f"{label}[{name}={value}]")
+                if not complete:
+                    break
+
+    def _derive(self, table: _RowTable, selected: np.ndarray, label: str) -> bool:
+        """Record the sums, ratios, differences and complements over the selected rows."""
+        totals = table.totals(selected)
+        derived: list[DerivedNumber] = []
+        if int(selected.sum()) > 1:
+            derived.extend(DerivedNumber(t, "column-sum", f"sum of {label}.{n}") for n, t in totals.items())
+        for a, b in table.like_unit_pairs:
+            if a not in totals or b not in totals:
+                continue
+            sum_a, sum_b = totals[a], totals[b]
+            if sum_b != 0:
+                ratio = 100 * sum_a / sum_b
+                words = f"100 × {label}.{a} ÷ {label}.{b}"
+                derived.append(DerivedNumber(ratio, "column-ratio", words))
+                if 0 <= ratio <= 100:
+                    derived.append(DerivedNumber(100 - ratio, "complement", f"100 − {words}"))
+            if sum_b - sum_a > 0:
+                derived.append(
+                    DerivedNumber(sum_b - sum_a, "column-difference", f"{label}.{b} − {label}.{a}")
+                )
+        for number in derived:
+            if not math.isfinite(number.value):
+                continue
+            if len(self.derived) >= MAX_DERIVED:
+                self.truncated = True
+                return False
+            self.derived.append(number)
+        return True
+
+
+class _RowTable:
+    """The numeric columns and grouping text fields of one list of rows."""
+
+    def __init__(self, rows: list[dict[str, JSONValue]]) -> None:
+        self.truncated = False
+        self._row_count = len(rows)
+        numeric: dict[str, np.ndarray] = {}
+        texts: dict[str, list[str | None]] = {}
+        for index, row in enumerate(rows):
+            for name, value in row.items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    self._set_number(numeric, name, index, value)
+                elif isinstance(value, str) and value:
+                    texts.setdefault(name, [None] * len(rows))[index] = value
+        self._columns = numeric
+        self._texts = texts
+        self.like_unit_pairs = _like_unit_pairs(list(numeric))
+
+    def _set_number(self, numeric: dict[str, np.ndarray], name: str, index: int, value: float) -> None:
+        column = numeric.get(name)
+        if column is None:
+            if len(numeric) >= MAX_NUMERIC_FIELDS:
+                self.truncated = True
+                return
+            column = numeric[name] = np.full(self._row_count, np.nan)
+        try:
+            column[index] = float(value)
+        except OverflowError:
+            return
+
+    def all_rows(self) -> np.ndarray:
+        return np.ones(self._row_count, dtype=bool)
+
+    def totals(self, selected: np.ndarray) -> dict[str, float]:
+        """The sum of each numeric field over the selected rows that carry it (finite sums only)."""
+        totals: dict[str, float] = {}
+        with np.errstate(all="ignore"):
+            for name, column in self._columns.items():
+                values = column[selected]
+                present = values[~np.isnan(values)]
+                if present.size:
+                    total = float(math.fsum(present.tolist()))
+                    if math.isfinite(total):
+                        totals[name] = total
+        return totals
+
+    def groupings(self) -> Iterator[tuple[str, list[str], np.ndarray]]:
+        """Each grouping text field: its name, its distinct values, and each row's value code (-1: none)."""
+        used = 0
+        for name, values in self._texts.items():
+            distinct = list(dict.fromkeys(value for value in values if value is not None))
+            if not MIN_GROUP_VALUES <= len(distinct) <= MAX_GROUP_VALUES or len(distinct) >= self._row_count:
+                continue
+            if used == MAX_GROUP_FIELDS:
+                self.truncated = True
+                return
+            used += 1
+            code_of = {value: code for code, value in enumerate(distinct)}
+            codes = np.array([-1 if value is None else code_of[value] for value in values])
+            yield name, distinct, codes
+
+
+def _like_unit_pairs(fields: list[str]) -> list[tuple[str, str]]:
+    """Ordered pairs of different fields wearing the same unit suffix, percentages left out."""
+    units: dict[str, str] = {}
+    for name in fields:
+        match = _UNIT_SUFFIX_RE.search(name)
+        if match and not _PERCENT_KEY_RE.search(name):
+            units[name] = match.group(1).lower()
+    return [(a, b) for a in units for b in units if a != b and units[a] == units[b]]
+
+
+def _json_prefix(text: str) -> tuple[JSONValue, str]:
+    """The JSON value ``text`` starts with and the text after it; ``(None, text)`` when there is none."""
+    try:
+        return json.loads(text), ""
+    except (ValueError, RecursionError):
+        pass
+    try:
+        value, end = json.JSONDecoder().raw_decode(text)
+    except (ValueError, RecursionError):
+        return None, text
+    return value, text[end:]
+
+
+def _plain_number(token: str) -> float | None:
+    if not _PLAIN_NUMBER_RE.fullmatch(token):
+        return None
+    number = float(token)
+    return number if math.isfinite(number) else None
+
+
+def numbers_in_text(text: str) -> Iterator[float]:
+    """The numbers a text states: its numeric tokens, and the number of each figure token (``24.8TB``)."""
+    for match in _TOKEN_RE.finditer(text):
+        token = match.group(0)
+        if not any(char.isdigit() for char in token):
+            continue
+        for piece in _TOKEN_COMMA_RE.split(token):
+            normalized = normalize_token(piece)
+            number = _plain_number(normalized)
+            if number is None:
+                figure = _FIGURE_TOKEN_RE.fullmatch(normalized)
+                number = _plain_number(_plain_value(figure.group("number"))) if figure else None
+            if number is not None:
+                yield number
+
+
+# --- the derivation question ----------------------------------------------------------------------
+
+
+def explain_figure(value: str, basis: FigureBasis) -> Derivation | None:
+    """The first declared derivation of ``value`` from ``basis``, or ``None`` when there is none.
+
+    ``value`` is a plain number as the answer wrote it (``1526.3``, ``61``, ``61.0``); its digits after
+    the point set the precision it is compared at (±0.5 for a whole number, ±0.05 for one decimal…).
+    The order is the reference's: rounded, unit-scale (÷ 1000^k or 1024^k, k = 1…5), complement of a
+    percentage, a column derivation, then a unit-scaled column sum.
+    """
+    match = _PLAIN_NUMBER_RE.fullmatch(value)
+    if match is None:
+        return None
+    target = float(value)
+    tolerance = 0.5 * 10.0 ** -len(match.group(2) or "") * (1 + 1e-9) + 1e-12
+
+    def near(x: float) -> bool:
+        return abs(x - target) <= tolerance
+
+    low, high = target - 2 * tolerance, target + 2 * tolerance
+    carried, derived = basis.carried, basis.derived
+    position = basis._carried_index.first_within(low, high, near)
+    if position is not None:
+        return Derivation("rounded", carried[position].at)
+    scaled = _first_scaled(basis._carried_index, low, high, near)
+    if scaled is not None:
+        position, scale = scaled
+        return Derivation("unit-scale", f"{carried[position].at} ÷ {scale}")
+    position = basis._complement_index.first_within(low, high, near)
+    if position is not None:
+        return Derivation("complement", f"100 − {carried[position].at}")
+    position = basis._derived_index.first_within(low, high, near)
+    if position is not None:
+        return Derivation(derived[position].derivation, derived[position].source)
+    scaled = _first_scaled(basis._sum_index, low, high, near)
+    if scaled is not None:
+        position, scale = scaled
+        return Derivation("unit-scale", f"({derived[position].source}) ÷ {scale}")
+    return None
+
+
+def _first_scaled(
+    index: _SortedNumbers, low: float, high: float, near: Callable[[float], bool]
+) -> tuple[int, str] | None:
+    """The earliest number ≥ 1000 in magnitude that some scale divides into the window, with that scale."""
+    best: tuple[int, int] | None = None
+    for order, (scale, _) in enumerate(_SCALES):
+
+        def accept(x: float, scale: float = scale) -> bool:
+            return abs(x) >= 1000 and near(x / scale)
+
+        position = index.first_within(low * scale, high * scale, accept)
+        if position is not None and (best is None or (position, order) < best):
+            best = (position, order)
+    return None if best is None else (best[0], _SCALES[best[1]][1])
+
+
+# --- one answer's finding -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ComputedFigure:
+    """A figure no tool result carried that a declared derivation explains."""
+
+    written: str
+    value: str
+    derivation: str
+    source: str
+
+    def describe(self) -> str:
+        """``"<value> = <derivation>: <from>"``, the form of ``shapecheck.figures.derivations``."""
+        return f"{self.value} = {self.derivation}: {self.source}"
+
+
+@dataclass(frozen=True)
+class FiguresFinding:
+    """What the figures check found in one answer."""
+
+    checked: int
+    """Candidate figures in the answer (one per distinct value)."""
+    carried: tuple[str, ...]
+    """Figures (as written) that a tool result carried as-is, or that the user supplied."""
+    computed: tuple[ComputedFigure, ...]
+    unsupported: tuple[str, ...]
+    """Figures (as written) that nothing carried and no declared derivation explains."""
+    truncated: bool
+    """A bound cut the basis (can only flag more, never fewer)."""
+
+    @property
+    def supported_share(self) -> float:
+        """Share of the checked figures that are carried or computed; 1.0 when there were none."""
+        if not self.checked:
+            return 1.0
+        return (len(self.carried) + len(self.computed)) / self.checked
+
+
+def check_figures(
+    answer: str,
+    tool_results: Iterable[ToolResult],
+    user_texts: Iterable[str] = (),
+    *,
+    min_digits: int = DEFAULT_MIN_DIGITS,
+) -> FiguresFinding:
+    """Check every figure of ``answer`` against the tool results it could have seen.
+
+    Numbers stated in the user's own messages are exempt (counted as carried).
+
+    Raises:
+        ValueError: ``min_digits`` is not a whole number ≥ 1.
+    """
+    figures = figures_in(answer, min_digits)
+    if not figures:
+        return FiguresFinding(0, (), (), (), False)
+    basis = figure_basis(tool_results)
+    user_numbers = {number for text in user_texts for number in numbers_in_text(text)}
+    carried: list[str] = []
+    computed: list[ComputedFigure] = []
+    unsupported: list[str] = []
+    for figure in figures:
+        number = float(figure.value)
+        if basis.carries(number) or number in user_numbers:
+            carried.append(figure.written)
+            continue
+        derivation = explain_figure(figure.value, basis)
+        if derivation is None:
+            unsupported.append(figure.written)
+        else:
+            computed.append(
+                ComputedFigure(figure.written, figure.value, derivation.derivation, derivation.source)
+            )
+    return FiguresFinding(len(figures), tuple(carried), tuple(computed), tuple(unsupported), basis.truncated)
+
+
+def figures_conclusion_line(unsupported: Sequence[str]) -> str | None:
+    """The library's finding about the flagged figures, as one line for the end of a revision request.
+
+    Names at most :data:`MAX_CONCLUSION_VALUES` figures, then ``and N more``; ``None`` when nothing is
+    flagged. Worded as the check's finding, not as the person's correction.
+    """
+    values = list(dict.fromkeys(value.strip() for value in unsupported if value and value.strip()))
+    if not values:
+        return None
+    named = ", ".join(values[:MAX_CONCLUSION_VALUES])
+    if len(values) > MAX_CONCLUSION_VALUES:
+        named += f" and {len(values) - MAX_CONCLUSION_VALUES} more"
+    subject = "this figure" if len(values) == 1 else "these figures"
+    return (
+        f"Note from the figures check (the library, not the user): no tool result carries {named}, "
+        f"and no declared derivation of the numbers they do carry gives {subject}; "
+        f"do not state {subject} unless a tool result supports them."
+    )
