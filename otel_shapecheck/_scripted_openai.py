@@ -2,7 +2,9 @@
 
 It answers ``POST /v1/chat/completions`` with canned replies, in order, so the real ``openai`` client
 (and every instrumentation that wraps it) can run a whole agent turn without a network or a model.
-Tests use it to capture real telemetry; the CLI demo uses it to run an agent offline.
+Tests use it to capture real telemetry; the CLI demo uses it to run an agent offline. The same script
+can also be played in Cohere's v2 chat format (``POST /v2/chat``), so clients of that wire format run
+against it too.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 _CHAT_COMPLETIONS_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
+_COHERE_CHAT_PATH = "/v2/chat"
+_COHERE_FINISH_REASONS = {"stop": "COMPLETE", "tool_calls": "TOOL_CALL", "length": "MAX_TOKENS"}
 _POLL_INTERVAL_S = 0.02
 
 
@@ -78,7 +82,9 @@ class ScriptedOpenAIServer:
 
     Use it as a context manager; ``base_url`` (``http://127.0.0.1:PORT/v1``) goes to
     ``openai.OpenAI(base_url=..., api_key=...)``. Each ``POST /v1/chat/completions`` consumes the next
-    reply; ``"stream": true`` requests get server-sent events. A request beyond the script gets HTTP 500.
+    reply; ``"stream": true`` requests get server-sent events. ``POST /v2/chat`` consumes the next reply
+    too and answers in Cohere's v2 format (use ``root_url`` as the client's base URL). A request beyond
+    the script gets HTTP 500.
     """
 
     def __init__(self, replies: Sequence[ScriptedReply], *, model: str = "gpt-4o-mini") -> None:
@@ -98,6 +104,11 @@ class ScriptedOpenAIServer:
             raise RuntimeError("the scripted server is not running")
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}/v1"
+
+    @property
+    def root_url(self) -> str:
+        """The server's root URL, ``http://127.0.0.1:PORT``, for clients that add their own version prefix."""
+        return self.base_url.removesuffix("/v1")
 
     @property
     def requests(self) -> list[ReceivedRequest]:
@@ -191,6 +202,26 @@ class ScriptedOpenAIServer:
         if isinstance(options, Mapping) and options.get("include_usage"):
             yield {**envelope, "choices": [], "usage": _usage(reply)}
 
+    def cohere_chat_body(self, reply: ScriptedReply) -> dict[str, Any]:
+        """The Cohere v2 ``chat`` response for a reply: text content, tool plan and tool calls."""
+        message: dict[str, Any] = {"role": "assistant"}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                _tool_call_object(call, self._tool_call_id(call)) for call in reply.tool_calls
+            ]
+            if reply.text:
+                message["tool_plan"] = reply.text
+        elif reply.text is not None:
+            message["content"] = [{"type": "text", "text": reply.text}]
+        finish = reply.resolved_finish_reason()
+        tokens = {"input_tokens": reply.prompt_tokens, "output_tokens": reply.completion_tokens}
+        return {
+            "id": reply.completion_id or f"cohere-scripted-{next(self._ids)}",
+            "finish_reason": _COHERE_FINISH_REASONS.get(finish, finish.upper()),
+            "message": message,
+            "usage": {"billed_units": tokens, "tokens": tokens},
+        }
+
     def _envelope(self, reply: ScriptedReply, request: Mapping[str, Any], kind: str) -> dict[str, Any]:
         model = request.get("model")
         return {
@@ -235,7 +266,7 @@ def _handler_class(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]
             path = self.path.split("?", 1)[0]
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
-            if path not in _CHAT_COMPLETIONS_PATHS:
+            if path not in _CHAT_COMPLETIONS_PATHS and path != _COHERE_CHAT_PATH:
                 self._send_json(HTTPStatus.NOT_FOUND, _error(f"no route for {path}"))
                 return
             try:
@@ -251,7 +282,9 @@ def _handler_class(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]
             except ScriptExhaustedError as exc:
                 self._send_json(HTTPStatus.INTERNAL_SERVER_ERROR, _error(str(exc)))
                 return
-            if body.get("stream") is True:
+            if path == _COHERE_CHAT_PATH:
+                self._send_json(HTTPStatus.OK, server.cohere_chat_body(reply))
+            elif body.get("stream") is True:
                 self._send_stream(server.completion_chunks(reply, body))
             else:
                 self._send_json(HTTPStatus.OK, server.completion_body(reply, body))
