@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 from otel_shapecheck._analyst import Analyst, AnalystContext
+from otel_shapecheck._catalog_lint import (
+    CatalogLintReport,
+    CatalogTool,
+    SimilarPair,
+    StructuralFinding,
+    coerce_catalog,
+    lint_catalog,
+)
 from otel_shapecheck._checks import Check, Subject, Verdict
 from otel_shapecheck._conformance_check import ConformanceCheck
 from otel_shapecheck._conformance_record import AnalystConformanceRecord
+from otel_shapecheck._embedders import CharCountEmbedder, Embedder, HashingEmbedder, MiniLMEmbedder
+from otel_shapecheck._embedding_cache import CacheStats, EmbeddingCache, content_hash
 from otel_shapecheck._figures import (
     ComputedFigure,
     Derivation,
@@ -28,6 +38,16 @@ from otel_shapecheck._model import (
     ToolResult,
 )
 from otel_shapecheck._shape_retry import with_shape_collapse_retry
+from otel_shapecheck._tool_choice import (
+    MarginResult,
+    ToolChoiceCall,
+    ToolChoiceCheck,
+    ToolChoiceSummary,
+    ToolScore,
+    choice_context,
+    score_margin,
+)
+from otel_shapecheck._tool_index import ToolIndex, confusability_text
 from otel_shapecheck._validate_rows import RejectedRow, ValidatedRows, validate_rows
 from otel_shapecheck._version import __version__
 
@@ -37,29 +57,51 @@ __all__ = [
     "AnalystConformanceRecord",
     "AnalystContext",
     "AnalystRun",
+    "CacheStats",
+    "CatalogLintReport",
+    "CatalogTool",
+    "CharCountEmbedder",
     "Check",
     "ComputedFigure",
     "ConformanceCheck",
     "Derivation",
+    "Embedder",
+    "EmbeddingCache",
     "FigureBasis",
     "FiguresCheck",
     "FiguresFinding",
     "FlaggedEventExporter",
     "FlaggedEventStats",
+    "HashingEmbedder",
     "LLMCall",
+    "MarginResult",
+    "MiniLMEmbedder",
     "OfferedTool",
     "RejectedRow",
+    "SimilarPair",
+    "StructuralFinding",
     "Subject",
     "ToolCall",
+    "ToolChoiceCall",
+    "ToolChoiceCheck",
+    "ToolChoiceSummary",
     "ToolExecution",
+    "ToolIndex",
     "ToolResult",
+    "ToolScore",
     "ValidatedRows",
     "Verdict",
     "__version__",
     "check_figures",
+    "choice_context",
+    "coerce_catalog",
+    "confusability_text",
+    "content_hash",
     "explain_figure",
     "figure_basis",
     "figures_conclusion_line",
+    "lint_catalog",
+    "score_margin",
     "validate_rows",
     "with_shape_collapse_retry",
 ]
