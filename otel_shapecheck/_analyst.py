@@ -46,3 +46,29 @@ class Analyst(Protocol):
     def analyze(self, input: Any, ctx: AnalystContext) -> Sequence[Any] | Awaitable[Sequence[Any]]:
         """Analyse ``input`` and return the findings (possibly empty)."""
         ...
+
+
+class SyncAnalyst(Protocol):
+    """An analyst whose ``analyze`` returns its findings directly."""
+
+    @property
+    def id(self) -> str:
+        """A stable name for this analyst."""
+        ...
+
+    def analyze(self, input: Any, ctx: AnalystContext) -> Sequence[Any]:
+        """Analyse ``input`` and return the findings."""
+        ...
+
+
+class AsyncAnalyst(Protocol):
+    """An analyst whose ``analyze`` is ``async def``."""
+
+    @property
+    def id(self) -> str:
+        """A stable name for this analyst."""
+        ...
+
+    def analyze(self, input: Any, ctx: AnalystContext) -> Awaitable[Sequence[Any]]:
+        """Analyse ``input`` and return the findings, awaitably."""
+        ...

@@ -24,12 +24,19 @@ import math
 import numbers
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence, Sized
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, overload
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, Tracer, TracerProvider
 
-from otel_shapecheck._analyst import ACCEPTED_FIELD, EMITTED_FIELD, Analyst, AnalystContext
+from otel_shapecheck._analyst import (
+    ACCEPTED_FIELD,
+    EMITTED_FIELD,
+    Analyst,
+    AnalystContext,
+    AsyncAnalyst,
+    SyncAnalyst,
+)
 from otel_shapecheck._attributes import ANALYST_ATTEMPT, ANALYST_ID, ROWS_ACCEPTED, ROWS_EMITTED
 from otel_shapecheck._conformance_record import (
     AnalystConformanceRecord,
@@ -48,6 +55,39 @@ OnRetry = Callable[[int, int, int], object]
 
 OnConformance = Callable[[AnalystConformanceRecord], object]
 """Called once per ``analyze()`` with the settled record."""
+
+
+@overload
+def with_shape_collapse_retry(
+    base: AsyncAnalyst,
+    *,
+    max_retries: float = ...,
+    on_retry: OnRetry | None = ...,
+    on_conformance: OnConformance | None = ...,
+    tracer_provider: TracerProvider | None = ...,
+) -> AsyncAnalyst: ...
+
+
+@overload
+def with_shape_collapse_retry(
+    base: SyncAnalyst,
+    *,
+    max_retries: float = ...,
+    on_retry: OnRetry | None = ...,
+    on_conformance: OnConformance | None = ...,
+    tracer_provider: TracerProvider | None = ...,
+) -> SyncAnalyst: ...
+
+
+@overload
+def with_shape_collapse_retry(
+    base: Analyst,
+    *,
+    max_retries: float = ...,
+    on_retry: OnRetry | None = ...,
+    on_conformance: OnConformance | None = ...,
+    tracer_provider: TracerProvider | None = ...,
+) -> Analyst: ...
 
 
 def with_shape_collapse_retry(
