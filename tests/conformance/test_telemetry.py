@@ -161,3 +161,43 @@ def test_without_a_provider_passed_in_the_record_is_still_delivered() -> None:
     ).analyze({}, RecordingContext())
     assert len(findings) == 3
     assert records[0].recovered is True
+
+
+def test_concurrent_async_runs_keep_their_own_spans_and_records(
+    tracer_provider: TracerProvider, span_exporter: InMemorySpanExporter
+) -> None:
+    """Five interleaved analyze() calls on one wrapper: five records, each attempt under its own run."""
+
+    class Interleaving:
+        id = "probe"
+
+        def __init__(self) -> None:
+            self.seen: dict[int, int] = {}
+
+        async def analyze(self, input: int, ctx: Any) -> list[int]:
+            self.seen[input] = self.seen.get(input, 0) + 1
+            await asyncio.sleep(0)
+            collapsed = self.seen[input] <= input % 3
+            ctx.log("rows", {"emitted": 2, "accepted": 0 if collapsed else 2})
+            await asyncio.sleep(0)
+            return [] if collapsed else [input, input]
+
+    records: list[AnalystConformanceRecord] = []
+    wrapped = with_shape_collapse_retry(
+        Interleaving(), on_conformance=records.append, tracer_provider=tracer_provider
+    )
+
+    async def main() -> list[Any]:
+        return list(await asyncio.gather(*(wrapped.analyze(n, RecordingContext()) for n in range(5))))
+
+    assert asyncio.run(main()) == [[n, n] for n in range(5)]
+    assert sorted(record.attempts for record in records) == sorted(1 + n % 3 for n in range(5))
+    spans = span_exporter.get_finished_spans()
+    runs = {span.context.span_id: span for span in spans if span.name == "analyst probe"}
+    assert len(runs) == 5
+    for span in spans:
+        if span.name == "analyst probe attempt":
+            assert span.parent is not None
+            run = runs[span.parent.span_id]
+            assert span.attributes[ANALYST_ATTEMPT] <= run.attributes[CONFORMANCE_ATTEMPTS]  # type: ignore[index,operator]
+    assert sum(run.attributes[CONFORMANCE_ATTEMPTS] for run in runs.values()) == len(spans) - 5  # type: ignore[misc,index]
