@@ -1,0 +1,37 @@
+"""The reference docs stay true to the code: every public name and every setting documented, nothing else."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from otel_shapecheck import _attributes
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+TABLE_ROW_NAME = re.compile(r"^\|\s*`([^`]+)`\s*\|", re.MULTILINE)
+SETTING = re.compile(r"OTEL_SHAPECHECK_[A-Z0-9_]*[A-Z0-9]")
+
+
+def _contract_names() -> set[str]:
+    return {value for name, value in vars(_attributes).items() if name.isupper() and isinstance(value, str)}
+
+
+def test_attribute_reference_lists_exactly_the_contract() -> None:
+    """docs/attributes.md's tables name every constant of the attribute module, and nothing else."""
+    documented = TABLE_ROW_NAME.findall((DOCS / "attributes.md").read_text(encoding="utf-8"))
+    assert len(documented) == len(set(documented)), "a name is listed twice"
+    assert set(documented) == _contract_names()
+
+
+def test_configuration_reference_lists_every_setting_in_the_code() -> None:
+    """docs/configuration.md documents every OTEL_SHAPECHECK_* variable the package reads, and no other."""
+    in_code = {
+        name
+        for path in (ROOT / "otel_shapecheck").rglob("*.py")
+        for name in SETTING.findall(path.read_text(encoding="utf-8"))
+    }
+    documented = set(SETTING.findall((DOCS / "configuration.md").read_text(encoding="utf-8")))
+    assert in_code, "the package reads no OTEL_SHAPECHECK_* variable?"
+    assert in_code - documented == set(), "undocumented settings"
+    assert documented - in_code == set(), "documented settings the code does not read"
