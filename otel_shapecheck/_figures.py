@@ -353,16 +353,14 @@ class _BasisBuilder:
         if len(rows) > MAX_ROWS:
             self.truncated = True
         table = _RowTable([row for row in rows[:MAX_ROWS] if isinstance(row, dict)])
-        self.truncated |= table.truncated
         label = at or "result"
         complete = self._derive(table, table.all_rows(), f"{label}[]")
         for name, group, codes in table.groupings():
-            if not complete:
-                return
             for code, value in enumerate(group):
-                complete = self._derive(table, codes == code, f"{label}[{name}={value}]")
-                if not complete:
-                    break
+                complete = complete and self._derive(table, codes == code, f"{label}[{name}={value}]")
+            if not complete:
+                break
+        self.truncated |= table.truncated
 
     def _derive(self, table: _RowTable, selected: np.ndarray, label: str) -> bool:
         """Record the sums, ratios, differences and complements over the selected rows."""
