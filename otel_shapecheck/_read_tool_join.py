@@ -2,23 +2,36 @@
 
 Tool executions are siblings of the call that requested them (both under an agent span) or its
 children. A call's own output names its tool calls when content is captured; otherwise the executions
-that ran after it are its tool calls. Executions join by ``gen_ai.tool.call.id``, else by name in
-order of their end times; the results of joined executions are tool results the later calls saw.
+that ran after it (and before the next call) are its tool calls. Executions join a requested tool call
+by ``gen_ai.tool.call.id``, else by name in order of their end times; the results of joined executions
+become tool results that the later calls saw, under the id of the tool call they answer.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from otel_shapecheck._model import LLMCall, ToolCall, ToolExecution, ToolResult
+
+
+@dataclass(frozen=True)
+class _Joined:
+    """An execution and the tool call it answers (``None`` when the call's output was not captured)."""
+
+    execution: ToolExecution
+    tool_call: ToolCall | None = None
+
+    def result(self) -> ToolResult:
+        call_id = self.execution.call_id or (self.tool_call.call_id if self.tool_call else None)
+        return ToolResult(content=self.execution.result, call_id=call_id, name=self.execution.name)
 
 
 def join_tool_executions(calls: Sequence[LLMCall], executions: Sequence[ToolExecution]) -> list[LLMCall]:
     """The calls (in the given order) with tool calls and tool results completed from the executions."""
     pending = sorted(executions, key=_end_order)
-    joined: list[list[ToolExecution]] = [[] for _ in calls]
+    joined: list[list[_Joined]] = [[] for _ in calls]
     _join_by_call_id(calls, pending, joined)
     _join_by_name_and_order(calls, pending, joined)
     _assign_to_calls_without_output(calls, pending, joined)
@@ -26,28 +39,30 @@ def join_tool_executions(calls: Sequence[LLMCall], executions: Sequence[ToolExec
 
 
 def _join_by_call_id(
-    calls: Sequence[LLMCall], pending: list[ToolExecution], joined: list[list[ToolExecution]]
+    calls: Sequence[LLMCall], pending: list[ToolExecution], joined: list[list[_Joined]]
 ) -> None:
     for index, call in enumerate(calls):
         for tool_call in call.tool_calls or ():
-            match = next((e for e in pending if tool_call.call_id and e.call_id == tool_call.call_id), None)
+            if not tool_call.call_id:
+                continue
+            match = next((e for e in pending if e.call_id == tool_call.call_id), None)
             if match is not None:
                 pending.remove(match)
-                joined[index].append(match)
+                joined[index].append(_Joined(match, tool_call))
 
 
 def _join_by_name_and_order(
-    calls: Sequence[LLMCall], pending: list[ToolExecution], joined: list[list[ToolExecution]]
+    calls: Sequence[LLMCall], pending: list[ToolExecution], joined: list[list[_Joined]]
 ) -> None:
     for index, call in enumerate(calls):
-        joined_ids = {e.call_id for e in joined[index] if e.call_id}
+        answered = {id(pair.tool_call) for pair in joined[index]}
         for tool_call in call.tool_calls or ():
-            if tool_call.call_id and tool_call.call_id in joined_ids:
+            if id(tool_call) in answered:
                 continue
             match = next((e for e in pending if _joins_by_name(call, tool_call, e)), None)
             if match is not None:
                 pending.remove(match)
-                joined[index].append(match)
+                joined[index].append(_Joined(match, tool_call))
 
 
 def _joins_by_name(call: LLMCall, tool_call: ToolCall, execution: ToolExecution) -> bool:
@@ -60,7 +75,7 @@ def _joins_by_name(call: LLMCall, tool_call: ToolCall, execution: ToolExecution)
 
 
 def _assign_to_calls_without_output(
-    calls: Sequence[LLMCall], pending: list[ToolExecution], joined: list[list[ToolExecution]]
+    calls: Sequence[LLMCall], pending: list[ToolExecution], joined: list[list[_Joined]]
 ) -> None:
     """A call whose output was not captured gets the executions that ended after it, before the next call."""
     for index, call in enumerate(calls):
@@ -70,26 +85,23 @@ def _assign_to_calls_without_output(
         taken = [e for e in pending if _ended_after(e, call.end_time_ns) and _end_order(e)[1] <= next_end]
         for execution in taken:
             pending.remove(execution)
-        joined[index].extend(taken)
+        joined[index].extend(_Joined(execution) for execution in taken)
 
 
-def _completed(index: int, calls: Sequence[LLMCall], joined: list[list[ToolExecution]]) -> LLMCall:
+def _completed(index: int, calls: Sequence[LLMCall], joined: list[list[_Joined]]) -> LLMCall:
     call = calls[index]
     if call.tool_calls is None and joined[index]:
-        tool_calls = tuple(
-            ToolCall(name=e.name, call_id=e.call_id, arguments=e.arguments) for e in joined[index]
+        requested = (
+            ToolCall(p.execution.name, p.execution.call_id, p.execution.arguments) for p in joined[index]
         )
-        call = replace(call, tool_calls=tool_calls)
-    earlier = [_result_of(e) for executions in joined[:index] for e in executions if e.result is not None]
+        call = replace(call, tool_calls=tuple(requested))
     results = list(call.tool_results)
-    for result in earlier:
-        if not any(_same_result(result, seen) for seen in results):
-            results.append(result)
+    for earlier in joined[:index]:
+        for pair in earlier:
+            result = pair.result()
+            if pair.execution.result is not None and not any(_same_result(result, seen) for seen in results):
+                results.append(result)
     return replace(call, tool_results=tuple(results)) if len(results) != len(call.tool_results) else call
-
-
-def _result_of(execution: ToolExecution) -> ToolResult:
-    return ToolResult(content=execution.result, call_id=execution.call_id, name=execution.name)
 
 
 def _same_result(result: ToolResult, seen: ToolResult) -> bool:

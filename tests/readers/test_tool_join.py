@@ -1,0 +1,191 @@
+"""Joining tool executions to the LLM calls that requested them.
+
+The integration tests build ``execute_tool`` spans with util-genai's ``TelemetryHandler.tool`` (no
+client instrumentation makes them) next to chat spans from the genai-openai instrumentation, all under
+one agent span; the plain-data tests pin the ordering rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
+from opentelemetry.util.genai.handler import TelemetryHandler
+
+from otel_shapecheck._model import LLMCall, ToolCall, ToolExecution, ToolResult
+from otel_shapecheck._read import (
+    SpanKind,
+    join_tool_executions,
+    read_llm_call,
+    read_tool_execution,
+)
+from otel_shapecheck._scripted_openai import ScriptedOpenAIServer
+
+from .telemetry import (
+    CALL_ID,
+    WEATHER_ARGUMENTS,
+    WEATHER_RESULT,
+    CapturedTelemetry,
+    run_openai_turn,
+    weather_script,
+)
+
+CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+
+@pytest.fixture
+def handler(telemetry: CapturedTelemetry, request: pytest.FixtureRequest) -> Iterator[TelemetryHandler]:
+    """A util-genai handler and the genai-openai instrumentation, both in the capture mode the test names."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(CAPTURE_ENV, request.param)
+        instrumentor = OpenAIInstrumentor()
+        instrumentor.instrument(
+            tracer_provider=telemetry.tracer_provider, logger_provider=telemetry.logger_provider
+        )
+        try:
+            yield TelemetryHandler(
+                tracer_provider=telemetry.tracer_provider, logger_provider=telemetry.logger_provider
+            )
+        finally:
+            instrumentor.uninstrument()
+
+
+def _agent_turn(handler: TelemetryHandler, base_url: str, *, record_call_id: bool) -> None:
+    """The weather turn under an agent span, the tool run inside an ``execute_tool`` span."""
+
+    def run_tool(name: str, call_id: str, arguments: Mapping[str, Any]) -> str:
+        with handler.tool(name, tool_type="function") as tool:
+            if record_call_id:
+                tool.tool_call_id = call_id
+            tool.arguments = dict(arguments)
+            tool.tool_result = WEATHER_RESULT
+        return WEATHER_RESULT
+
+    with handler.invoke_local_agent(agent_name="weather-agent"):
+        run_openai_turn(base_url, run_tool=run_tool)
+
+
+def _read(telemetry: CapturedTelemetry) -> tuple[list[LLMCall], list[ToolExecution]]:
+    calls = [read_llm_call(span) for span in telemetry.spans_of_kind(SpanKind.LLM_CALL)]
+    executions = [read_tool_execution(span) for span in telemetry.spans_of_kind(SpanKind.TOOL_EXECUTION)]
+    assert all(calls) and all(executions)
+    return calls, executions  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("handler", ["SPAN_ONLY"], indirect=True)
+def test_execute_tool_span_is_read_and_joined_by_call_id(
+    telemetry: CapturedTelemetry, handler: TelemetryHandler
+) -> None:
+    with ScriptedOpenAIServer(weather_script()) as server:
+        _agent_turn(handler, server.base_url, record_call_id=True)
+    calls, executions = _read(telemetry)
+
+    (execution,) = executions
+    assert execution.name == "get_weather"
+    assert execution.call_id == CALL_ID
+    assert execution.arguments == WEATHER_ARGUMENTS
+    assert execution.result == WEATHER_RESULT
+    assert execution.parent_id is not None
+    assert {call.parent_id for call in calls} == {execution.parent_id}, "tool and chat spans are siblings"
+
+    joined = join_tool_executions(calls, executions)
+    assert joined[0] == calls[0], "the first call already named its tool call"
+    assert joined[1].tool_results == (ToolResult(WEATHER_RESULT, call_id=CALL_ID),), "no duplicate result"
+
+
+@pytest.mark.parametrize("handler", ["SPAN_ONLY"], indirect=True)
+def test_execute_tool_span_without_call_id_joins_by_name_and_order(
+    telemetry: CapturedTelemetry, handler: TelemetryHandler
+) -> None:
+    with ScriptedOpenAIServer(weather_script()) as server:
+        _agent_turn(handler, server.base_url, record_call_id=False)
+    calls, executions = _read(telemetry)
+    assert executions[0].call_id is None
+
+    joined = join_tool_executions(calls, executions)
+    assert joined[1].tool_results == (ToolResult(WEATHER_RESULT, call_id=CALL_ID),)
+    # Without the result in its own input, the successor still sees it, under the joined call's id.
+    without_inputs = join_tool_executions([calls[0], LLMCall("f" * 16, "e" * 32, tool_calls=())], executions)
+    assert without_inputs[1].tool_results == (
+        ToolResult(WEATHER_RESULT, call_id=CALL_ID, name="get_weather"),
+    )
+
+
+@pytest.mark.parametrize("handler", ["NO_CONTENT"], indirect=True)
+def test_call_without_captured_output_gets_the_executions_after_it(
+    telemetry: CapturedTelemetry, handler: TelemetryHandler
+) -> None:
+    with ScriptedOpenAIServer(weather_script()) as server:
+        _agent_turn(handler, server.base_url, record_call_id=True)
+    calls, executions = _read(telemetry)
+    assert [call.tool_calls for call in calls] == [None, None]
+
+    joined = join_tool_executions(calls, executions)
+    assert joined[0].tool_calls == (ToolCall("get_weather", CALL_ID, None),)
+    assert joined[0].chosen == ("get_weather",)
+    assert joined[1].tool_calls is None, "nothing ran after the last call"
+
+
+def _call(name: str, end: int | None, tool_calls: tuple[ToolCall, ...] | None) -> LLMCall:
+    return LLMCall(span_id=name * 16, trace_id="a" * 32, tool_calls=tool_calls, end_time_ns=end)
+
+
+def _execution(name: str, end: int | None, result: str, call_id: str | None = None) -> ToolExecution:
+    return ToolExecution(
+        span_id=f"{end or 0:016x}",
+        trace_id="a" * 32,
+        name=name,
+        call_id=call_id,
+        result=result,
+        end_time_ns=end,
+    )
+
+
+def test_parallel_calls_to_one_tool_join_in_end_time_order() -> None:
+    first = _call("1", 10, (ToolCall("get_weather", "A"), ToolCall("get_weather", "B")))
+    later = _call("2", 40, ())
+    # Given out of order: the join sorts by end time.
+    executions = [_execution("get_weather", 30, "sunny"), _execution("get_weather", 20, "rainy")]
+    _, second = join_tool_executions([first, later], executions)
+    assert second.tool_results == (
+        ToolResult("rainy", call_id="A", name="get_weather"),
+        ToolResult("sunny", call_id="B", name="get_weather"),
+    )
+
+
+def test_id_join_wins_over_order_and_ids_never_cross() -> None:
+    first = _call("1", 10, (ToolCall("get_weather", "A"), ToolCall("get_weather", "B")))
+    later = _call("2", 40, ())
+    executions = [_execution("get_weather", 20, "for B", "B"), _execution("get_weather", 30, "for A", "A")]
+    _, second = join_tool_executions([first, later], executions)
+    assert {result.call_id: result.content for result in second.tool_results} == {"A": "for A", "B": "for B"}
+
+
+def test_execution_that_ended_before_the_call_is_not_its_tool_call() -> None:
+    stale = _execution("get_weather", 5, "old")
+    call = _call("1", 10, None)
+    (joined,) = join_tool_executions([call], [stale])
+    assert joined.tool_calls is None
+
+
+def test_calls_without_output_split_executions_at_the_next_call() -> None:
+    calls = [_call("1", 10, None), _call("2", 30, None), _call("3", 50, None)]
+    executions = [
+        _execution("lookup", 20, "x"),
+        _execution("fetch", 25, "y"),
+        _execution("lookup", 40, "z"),
+    ]
+    joined = join_tool_executions(calls, executions)
+    assert [call.chosen for call in joined] == [("lookup", "fetch"), ("lookup",), ()]
+    assert joined[2].tool_calls is None
+    assert [result.content for result in joined[2].tool_results] == ["x", "y", "z"]
+    assert [result.content for result in joined[1].tool_results] == ["x", "y"]
+    assert joined[0].tool_results == ()
+
+
+def test_unmatched_execution_is_left_alone() -> None:
+    call = _call("1", 10, (ToolCall("get_weather", "A"),))
+    (joined,) = join_tool_executions([call], [_execution("send_email", 20, "sent")])
+    assert joined == call
