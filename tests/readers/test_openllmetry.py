@@ -1,0 +1,118 @@
+"""The readers on telemetry from OpenLLMetry instrumentations.
+
+``opentelemetry-instrumentation-openai`` (OpenLLMetry) writes the OTel GenAI JSON attributes on its
+``openai.chat`` spans; ``opentelemetry-instrumentation-cohere`` still writes the legacy indexed
+``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` / ``llm.request.functions.N.*`` form. Both run their
+real client against the scripted server on loopback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import cohere
+import pytest
+from opentelemetry.instrumentation.cohere import CohereInstrumentor
+from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+
+from otel_shapecheck._model import OfferedTool, ToolCall, ToolResult
+from otel_shapecheck._read import SpanKind, names_own_tool_calls, read_llm_call
+from otel_shapecheck._scripted_openai import ScriptedOpenAIServer
+
+from .telemetry import (
+    ANSWER,
+    CALL_ID,
+    OFFERED,
+    QUESTION,
+    SYSTEM_PROMPT,
+    TOOLS,
+    WEATHER_ARGUMENTS,
+    WEATHER_RESULT,
+    CapturedTelemetry,
+    run_openai_turn,
+    weather_script,
+)
+
+PLAN = "I will look up the weather in Paris."
+
+
+@pytest.fixture
+def openai_instrumented(telemetry: CapturedTelemetry) -> Iterator[CapturedTelemetry]:
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(
+        tracer_provider=telemetry.tracer_provider, logger_provider=telemetry.logger_provider
+    )
+    try:
+        yield telemetry
+    finally:
+        instrumentor.uninstrument()
+
+
+@pytest.fixture
+def cohere_instrumented(telemetry: CapturedTelemetry) -> Iterator[CapturedTelemetry]:
+    instrumentor = CohereInstrumentor()
+    instrumentor.instrument(
+        tracer_provider=telemetry.tracer_provider, logger_provider=telemetry.logger_provider
+    )
+    try:
+        yield telemetry
+    finally:
+        instrumentor.uninstrument()
+
+
+def test_openai_json_form(openai_instrumented: CapturedTelemetry) -> None:
+    with ScriptedOpenAIServer(weather_script()) as server:
+        run_openai_turn(server.base_url)
+
+    spans = openai_instrumented.spans_of_kind(SpanKind.LLM_CALL)
+    assert [span.name for span in spans] == ["openai.chat", "openai.chat"]
+    assert all(names_own_tool_calls(span.attributes or {}) for span in spans)
+    first, second = (read_llm_call(span) for span in spans)
+    assert first is not None and second is not None
+    assert first.offered_tools == tuple(OfferedTool(name, description) for name, description in OFFERED)
+    assert first.tool_calls == (ToolCall("get_weather", CALL_ID, WEATHER_ARGUMENTS),)
+    assert first.user_text == QUESTION
+    assert first.response_id == "chatcmpl-turn-1"
+    assert second.tool_results == (ToolResult(WEATHER_RESULT, call_id=CALL_ID),)
+    assert second.answer_text == ANSWER
+
+
+def _cohere_turn(root_url: str) -> None:
+    client = cohere.ClientV2(api_key="scripted", base_url=root_url)
+    messages: list[Any] = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": QUESTION},
+    ]
+    first = client.chat(model="command-r", messages=messages, tools=TOOLS)
+    assert first.message.tool_calls
+    call = first.message.tool_calls[0]
+    messages.append({"role": "assistant", "tool_plan": first.message.tool_plan, "tool_calls": [call]})
+    messages.append({"role": "tool", "tool_call_id": call.id, "content": WEATHER_RESULT})
+    client.chat(model="command-r", messages=messages, tools=TOOLS)
+
+
+def test_cohere_legacy_indexed_form(cohere_instrumented: CapturedTelemetry) -> None:
+    with ScriptedOpenAIServer(weather_script(plan=PLAN)) as server:
+        _cohere_turn(server.root_url)
+
+    spans = cohere_instrumented.spans_of_kind(SpanKind.LLM_CALL)
+    assert [span.name for span in spans] == ["cohere.chat", "cohere.chat"]
+    attributes = spans[0].attributes or {}
+    assert "gen_ai.input.messages" not in attributes and "gen_ai.prompt.1.content" in attributes
+    assert all(names_own_tool_calls(span.attributes or {}) for span in spans)
+    first, second = (read_llm_call(span) for span in spans)
+    assert first is not None and second is not None
+
+    assert first.offered_tools == tuple(OfferedTool(name, description) for name, description in OFFERED)
+    assert first.tool_calls == (ToolCall("get_weather", CALL_ID, WEATHER_ARGUMENTS),)
+    assert first.user_text == QUESTION
+    assert first.answer_text == PLAN, "the legacy content list of the tool-call reply holds the tool plan"
+    assert first.finish_reasons == ("TOOL_CALL",)
+    assert first.response_id == "chatcmpl-turn-1"
+
+    assert second.tool_calls == ()
+    assert second.tool_results == (ToolResult(WEATHER_RESULT),), "cohere records no tool_call_id"
+    assert second.answer_text == ANSWER
+    assert second.user_texts == (QUESTION,)
+    assert second.finish_reasons == ("COMPLETE",)
