@@ -1,0 +1,211 @@
+"""The report of a run, read back from enriched spans: what each evaluated span got, and the counts.
+
+Both the offline ``check`` command and the demo build their output from the enriched spans alone (the
+public attribute contract and the ``gen_ai.evaluation.result`` span events), so what they print is
+exactly what a trace backend would show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.util.types import AnyValue
+
+from otel_shapecheck._attributes import (
+    CONFORMANCE_ANALYST_ID,
+    CONFORMANCE_COLLAPSED,
+    CONFORMANCE_RECOVERED,
+    EVALUATION_EVENT,
+    EVALUATION_EXPLANATION,
+    EVALUATION_NAME,
+    EVALUATION_SCORE_LABEL,
+    EVALUATION_SCORE_VALUE,
+    FIGURES_CHECKED,
+    FIGURES_COMPUTED,
+    FIGURES_UNSUPPORTED,
+    FLAGGED,
+    FLAGS,
+    TOOL_CHOICE_CHOSEN,
+    TOOL_CHOICE_NARROW,
+    TOOL_CHOICE_PROXY_DISAGREEMENT,
+    TOOL_CHOICE_SKIPPED,
+)
+
+REPORT_VERSION = 1
+"""The version of the ``check --json`` document; it changes only when the shape does."""
+
+_NAMESPACE = "shapecheck."
+_TOOL_CHOICE_PREFIX = "shapecheck.tool_choice."
+_CONFORMANCE_PREFIX = "shapecheck.conformance."
+_VERDICT_PREFIXES = (_TOOL_CHOICE_PREFIX, _CONFORMANCE_PREFIX, "shapecheck.figures.")
+_VERDICT_KEYS = frozenset({FLAGGED, FLAGS})
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    """One verdict of one span, as the summary table shows it."""
+
+    trace_id: str
+    span_id: str
+    span_name: str
+    check: str
+    label: str
+    score: float | None
+    explanation: str
+    flagged: bool
+
+
+def is_verdict_attribute(key: str) -> bool:
+    """Whether ``key`` is an attribute a check writes (not one an application wrote as input)."""
+    return key in _VERDICT_KEYS or key.startswith(_VERDICT_PREFIXES)
+
+
+def is_verdict_event(name: str, attributes: Mapping[str, AnyValue] | None) -> bool:
+    """Whether a span event is one of our ``gen_ai.evaluation.result`` events."""
+    evaluation = (attributes or {}).get(EVALUATION_NAME)
+    return name == EVALUATION_EVENT and isinstance(evaluation, str) and evaluation.startswith(_NAMESPACE)
+
+
+def evaluated(span: ReadableSpan) -> bool:
+    """Whether the span received a verdict (every evaluated span carries ``shapecheck.flagged``)."""
+    return FLAGGED in (span.attributes or {})
+
+
+def verdict_rows(spans: Sequence[ReadableSpan]) -> list[VerdictRow]:
+    """One row per verdict event on every evaluated span, in span order."""
+    rows: list[VerdictRow] = []
+    for span in spans:
+        if not evaluated(span):
+            continue
+        flags = [str(flag) for flag in _sequence((span.attributes or {}).get(FLAGS))]
+        for event in span.events:
+            attributes = event.attributes or {}
+            if not is_verdict_event(event.name, attributes):
+                continue
+            check = str(attributes[EVALUATION_NAME]).removeprefix(_NAMESPACE)
+            score = attributes.get(EVALUATION_SCORE_VALUE)
+            rows.append(
+                VerdictRow(
+                    trace_id=_hex_trace_id(span),
+                    span_id=_hex_span_id(span),
+                    span_name=span.name,
+                    check=check,
+                    label=str(attributes.get(EVALUATION_SCORE_LABEL, "")),
+                    score=float(score) if isinstance(score, (int, float)) else None,
+                    explanation=str(attributes.get(EVALUATION_EXPLANATION, "")),
+                    flagged=any(flag.startswith(check + ".") for flag in flags),
+                )
+            )
+    return rows
+
+
+def json_report(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
+    """The ``check --json`` document: each evaluated span with its verdict attributes and events; counts."""
+    return {
+        "version": REPORT_VERSION,
+        "spans": [_span_entry(span) for span in spans if evaluated(span)],
+        "summary": summary(spans),
+    }
+
+
+def summary(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
+    """The counts of a run: spans read, evaluated and flagged, and per-check tallies."""
+    attribute_sets = [span.attributes or {} for span in spans if evaluated(span)]
+    return {
+        "spans": len(spans),
+        "evaluated": len(attribute_sets),
+        "flagged": sum(1 for attributes in attribute_sets if attributes.get(FLAGGED) is True),
+        "tool_choice": _tool_choice_summary(
+            [a for a in attribute_sets if any(key.startswith(_TOOL_CHOICE_PREFIX) for key in a)]
+        ),
+        "conformance": _conformance_summary(
+            [a for a in attribute_sets if CONFORMANCE_ANALYST_ID in a or CONFORMANCE_COLLAPSED in a]
+        ),
+        "figures": _figures_summary([a for a in attribute_sets if FIGURES_CHECKED in a]),
+    }
+
+
+def _tool_choice_summary(calls: Sequence[Mapping[str, AnyValue]]) -> dict[str, int]:
+    narrow = sum(1 for call in calls if call.get(TOOL_CHOICE_NARROW) is True)
+    disagreement = sum(1 for call in calls if call.get(TOOL_CHOICE_PROXY_DISAGREEMENT) is True)
+    either = sum(
+        1
+        for call in calls
+        if call.get(TOOL_CHOICE_NARROW) is True or call.get(TOOL_CHOICE_PROXY_DISAGREEMENT) is True
+    )
+    skipped = sum(1 for call in calls if TOOL_CHOICE_SKIPPED in call)
+    return {
+        "llm_calls_with_tools": len(calls),
+        "choices": sum(1 for call in calls if _sequence(call.get(TOOL_CHOICE_CHOSEN))),
+        "scored": len(calls) - skipped,
+        "flagged": either,
+        "narrow": narrow,
+        "proxy_disagreement": disagreement,
+        "skipped": skipped,
+    }
+
+
+def _conformance_summary(analysts: Sequence[Mapping[str, AnyValue]]) -> dict[str, int]:
+    return {
+        "analysts": len(analysts),
+        "collapsed": sum(1 for analyst in analysts if analyst.get(CONFORMANCE_COLLAPSED) is True),
+        "recovered": sum(1 for analyst in analysts if analyst.get(CONFORMANCE_RECOVERED) is True),
+    }
+
+
+def _figures_summary(answers: Sequence[Mapping[str, AnyValue]]) -> dict[str, int]:
+    return {
+        "answers": len(answers),
+        "checked": sum(_count(answer.get(FIGURES_CHECKED)) for answer in answers),
+        "computed": sum(_count(answer.get(FIGURES_COMPUTED)) for answer in answers),
+        "unsupported": sum(len(_sequence(answer.get(FIGURES_UNSUPPORTED))) for answer in answers),
+    }
+
+
+def _span_entry(span: ReadableSpan) -> dict[str, Any]:
+    attributes = span.attributes or {}
+    return {
+        "trace_id": _hex_trace_id(span),
+        "span_id": _hex_span_id(span),
+        "name": span.name,
+        "attributes": {
+            key: _json_value(value) for key, value in attributes.items() if key.startswith(_NAMESPACE)
+        },
+        "events": [
+            {
+                "name": event.name,
+                "attributes": {k: _json_value(v) for k, v in (event.attributes or {}).items()},
+            }
+            for event in span.events
+            if is_verdict_event(event.name, event.attributes)
+        ],
+    }
+
+
+def _json_value(value: AnyValue) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_json_value(item) for item in value]
+    if isinstance(value, Mapping):
+        return {str(key): _json_value(item) for key, item in value.items()}
+    if isinstance(value, bytes):
+        return value.hex()
+    return value
+
+
+def _sequence(value: AnyValue) -> Sequence[AnyValue]:
+    return value if isinstance(value, (list, tuple)) else ()
+
+
+def _count(value: AnyValue) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _hex_trace_id(span: ReadableSpan) -> str:
+    return format(span.context.trace_id if span.context else 0, "032x")
+
+
+def _hex_span_id(span: ReadableSpan) -> str:
+    return format(span.context.span_id if span.context else 0, "016x")

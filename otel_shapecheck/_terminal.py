@@ -1,0 +1,98 @@
+"""Terminal output: the verdict table, the run summary, and a progress bar for large inputs (rich)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+from rich.text import Text
+
+from otel_shapecheck._report import VerdictRow
+
+PROGRESS_THRESHOLD_SPANS = 2000
+"""Inputs with more spans than this get a progress bar on stderr."""
+
+_WHY_WIDTH = 72
+
+
+def print_verdicts(console: Console, rows: Sequence[VerdictRow], title: str = "shapecheck verdicts") -> None:
+    """Print one table row per verdict: span, check, verdict, score, why; flagged verdicts in red."""
+    if not rows:
+        console.print("[dim]No span carried anything the checks evaluate.[/dim]")
+        return
+    table = Table(title=title, title_justify="left", show_lines=False)
+    table.add_column("span")
+    table.add_column("check")
+    table.add_column("verdict")
+    table.add_column("score", justify="right")
+    table.add_column("why", max_width=_WHY_WIDTH, overflow="fold")
+    for row in rows:
+        style = "bold red" if row.flagged else "green"
+        table.add_row(
+            Text(f"{row.span_name} ", style="bold").append(row.span_id[:8], style="dim"),
+            row.check,
+            Text(row.label, style=style),
+            "" if row.score is None else f"{row.score:.3f}",
+            row.explanation,
+        )
+    console.print(table)
+
+
+def print_summary(console: Console, summary: Mapping[str, Any]) -> None:
+    """Print the run's counts in a few lines."""
+    flagged = summary["flagged"]
+    flag_style = "bold red" if flagged else "green"
+    console.print(
+        f"[bold]{summary['spans']}[/bold] spans, [bold]{summary['evaluated']}[/bold] evaluated, "
+        f"[{flag_style}]{flagged} flagged[/{flag_style}]"
+    )
+    tool_choice, conformance, figures = summary["tool_choice"], summary["conformance"], summary["figures"]
+    console.print(
+        f"  tool choice: {tool_choice['llm_calls_with_tools']} calls with tools, "
+        f"{tool_choice['scored']} scored, {tool_choice['narrow']} narrow, "
+        f"{tool_choice['proxy_disagreement']} proxy disagreement, "
+        f"{tool_choice['skipped']} skipped"
+    )
+    console.print(
+        f"  conformance: {conformance['analysts']} analysts, {conformance['collapsed']} collapsed, "
+        f"{conformance['recovered']} recovered"
+    )
+    console.print(
+        f"  figures: {figures['answers']} answers, {figures['checked']} figures checked, "
+        f"{figures['computed']} computed, {figures['unsupported']} unsupported"
+    )
+
+
+class SpanProgress:
+    """A progress bar over spans, drawn on stderr; does nothing below :data:`PROGRESS_THRESHOLD_SPANS`."""
+
+    def __init__(self, progress: Progress | None, total: int) -> None:
+        self._progress = progress
+        self._task = progress.add_task("checking spans", total=total) if progress is not None else None
+
+    def advance(self, *_: object) -> None:
+        """Count one more span done (thread-safe; extra arguments are ignored so it fits any callback)."""
+        if self._progress is not None and self._task is not None:
+            self._progress.advance(self._task)
+
+
+@contextmanager
+def span_progress(total: int, *, enabled: bool = True) -> Iterator[SpanProgress]:
+    """A :class:`SpanProgress` for ``total`` spans, shown on stderr when the input is large."""
+    if not enabled or total <= PROGRESS_THRESHOLD_SPANS:
+        yield SpanProgress(None, total)
+        return
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    with progress:
+        yield SpanProgress(progress, total)
