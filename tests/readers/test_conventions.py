@@ -1,0 +1,284 @@
+"""Convention details the readers must honour.
+
+Where a real instrumentation produces the case, it does (the turn structure tests). The variants that
+no installed emitter writes but the specifications and their published examples do (``result``
+instead of ``response``, ids with a stray space, OpenAI-nested tool definitions, ``tool_calls``
+beside ``message`` in ``gen_ai.choice``, the old ``event.name`` attribute, MCP and Traceloop tool
+spans, OpenInference multi-part contents) are written as those documents show them, on spans made
+by the real SDK tracer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import openai
+import pytest
+from opentelemetry._logs import LogRecord
+from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import NonRecordingSpan, set_span_in_context
+
+from otel_shapecheck._model import OfferedTool, ToolCall, ToolResult
+from otel_shapecheck._read import (
+    SpanKind,
+    classify_span,
+    is_genai_content_record,
+    names_own_tool_calls,
+    read_llm_call,
+    read_log_records,
+    read_tool_execution,
+)
+from otel_shapecheck._scripted_openai import ScriptedOpenAIServer, ScriptedReply
+
+from .telemetry import MODEL, QUESTION, TOOLS, CapturedTelemetry, run_openai_turn, weather_script
+
+PLAN = "Let me check the forecast."
+FOLLOW_UP = "And should I take an umbrella?"
+
+
+@pytest.fixture
+def instrumented(telemetry: CapturedTelemetry) -> Iterator[CapturedTelemetry]:
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
+        instrumentor = OpenAIInstrumentor()
+        instrumentor.instrument(tracer_provider=telemetry.tracer_provider)
+        try:
+            yield telemetry
+        finally:
+            instrumentor.uninstrument()
+
+
+def test_assistant_text_is_the_latest_of_the_current_turn(instrumented: CapturedTelemetry) -> None:
+    script = [*weather_script(plan=PLAN), ScriptedReply(text="Yes, take one.")]
+    with ScriptedOpenAIServer(script) as server:
+        answer = run_openai_turn(server.base_url)
+        with openai.OpenAI(base_url=server.base_url, api_key="scripted", max_retries=0) as client:
+            history: list[Any] = [
+                {"role": "user", "content": QUESTION},
+                {"role": "assistant", "content": answer},
+                {"role": "user", "content": FOLLOW_UP},
+            ]
+            client.chat.completions.create(model=MODEL, messages=history, tools=TOOLS)
+
+    first, second, third = (read_llm_call(span) for span in instrumented.spans_of_kind(SpanKind.LLM_CALL))
+    assert first is not None and second is not None and third is not None
+    assert first.answer_text == PLAN and first.assistant_text is None
+    assert second.assistant_text == PLAN, "the plan precedes the tool result in this turn"
+    assert third.user_text == FOLLOW_UP
+    assert third.user_texts == (QUESTION, FOLLOW_UP)
+    assert third.assistant_text is None, "the earlier answer belongs to the previous turn"
+
+
+def _span(telemetry: CapturedTelemetry, name: str, attributes: Mapping[str, Any]) -> ReadableSpan:
+    with telemetry.tracer_provider.get_tracer(__name__).start_as_current_span(name, attributes=attributes):
+        pass
+    return telemetry.spans()[-1]
+
+
+def test_published_example_shapes_result_key_spaced_ids_and_nested_definitions(
+    telemetry: CapturedTelemetry,
+) -> None:
+    inputs = [
+        {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]},
+        {
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool_call",
+                    "id": " call_VSPy",
+                    "name": "get_weather",
+                    "arguments": '{"city":"Paris"}',
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "parts": [{"type": "tool_call_response", "id": " call_VSPy", "result": "rainy, 57°F"}],
+        },
+        {"role": "critic", "parts": [{"type": "hologram", "content": "ignored"}, "not a part"]},
+    ]
+    definitions = [
+        {"type": "function", "function": {"name": "get_weather", "description": "Weather by city"}},
+        {"type": "web_search", "name": "web_search"},
+        {"type": "function", "description": "nameless"},
+    ]
+    outputs = [{"role": "assistant", "parts": [{"type": "text", "content": "Rainy."}]}]
+    span = _span(
+        telemetry,
+        "chat gpt-4",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps(inputs),
+            "gen_ai.output.messages": json.dumps(outputs),
+            "gen_ai.tool.definitions": json.dumps(definitions),
+        },
+    )
+    call = read_llm_call(span)
+    assert call is not None
+    assert call.tool_results == (ToolResult("rainy, 57°F", call_id="call_VSPy"),)
+    assert call.offered_tools == (OfferedTool("get_weather", "Weather by city"), OfferedTool("web_search"))
+    assert call.tool_calls == () and call.finish_reasons == ()
+    assert call.answer_text == "Rainy." and call.user_text == "Weather in Paris?"
+
+
+def test_truncated_content_reads_as_not_captured(telemetry: CapturedTelemetry) -> None:
+    full = json.dumps([{"role": "assistant", "parts": [{"type": "tool_call", "name": "get_weather"}]}])
+    span = _span(
+        telemetry,
+        "chat m",
+        {"gen_ai.operation.name": "chat", "gen_ai.output.messages": full[:-7], "gen_ai.input.messages": "[{"},
+    )
+    call = read_llm_call(span)
+    assert call is not None and call.tool_calls is None and call.user_text is None
+    assert names_own_tool_calls(span.attributes or {}), "the attribute is there, even if unreadable"
+
+
+def _record(telemetry: CapturedTelemetry, span: ReadableSpan, **fields: Any) -> LogRecord:
+    context = set_span_in_context(NonRecordingSpan(span.get_span_context()))
+    return LogRecord(context=context, **fields)
+
+
+def test_choice_with_tool_calls_beside_message_and_old_event_name_attribute(
+    telemetry: CapturedTelemetry,
+) -> None:
+    span = _span(telemetry, "chat m", {"gen_ai.operation.name": "chat"})
+    tool_calls = [
+        {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+        }
+    ]
+    records = [
+        _record(
+            telemetry,
+            span,
+            attributes={"event.name": "gen_ai.user.message"},
+            body={"content": "Oslo weather?"},
+        ),
+        _record(
+            telemetry,
+            span,
+            event_name="gen_ai.choice",
+            body={
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {"role": "assistant"},
+                "tool_calls": tool_calls,
+            },
+        ),
+        _record(telemetry, span, event_name="app.unrelated", body={"content": "not read"}),
+    ]
+    assert [is_genai_content_record(record) for record in records] == [True, True, False]
+    call = read_log_records(records)
+    assert call is not None
+    assert call.span_id == format(span.context.span_id, "016x")
+    assert call.user_text == "Oslo weather?"
+    assert call.tool_calls == (ToolCall("get_weather", "call_1", {"city": "Oslo"}),)
+    assert call.finish_reasons == ("tool_calls",)
+
+
+def test_choices_are_ordered_by_index_and_the_first_is_the_answer(telemetry: CapturedTelemetry) -> None:
+    span = _span(telemetry, "chat m", {"gen_ai.operation.name": "chat"})
+    records = [
+        _record(
+            telemetry,
+            span,
+            event_name="gen_ai.choice",
+            body={"index": 1, "finish_reason": "stop", "message": {"content": "B"}},
+        ),
+        _record(
+            telemetry,
+            span,
+            event_name="gen_ai.choice",
+            body={"index": 0, "finish_reason": "length", "message": {"content": "A"}},
+        ),
+    ]
+    call = read_log_records(records)
+    assert call is not None and call.answer_text == "A" and call.finish_reasons == ("length", "stop")
+
+
+def test_records_without_a_span_context_give_nothing() -> None:
+    record = LogRecord(event_name="gen_ai.user.message", body={"content": "hi"})
+    assert read_log_records([record]) is None
+
+
+def test_mcp_and_traceloop_tool_spans(telemetry: CapturedTelemetry) -> None:
+    mcp = _span(
+        telemetry, "tools/call get-weather", {"mcp.method.name": "tools/call", "gen_ai.tool.call.id": "7"}
+    )
+    traceloop = _span(
+        telemetry,
+        "get_weather.tool",
+        {
+            "traceloop.span.kind": "tool",
+            "traceloop.entity.name": "get_weather",
+            "traceloop.entity.input": json.dumps({"args": [], "kwargs": {"city": "Paris"}}),
+            "traceloop.entity.output": json.dumps("rainy"),
+        },
+    )
+    assert classify_span(mcp.name, mcp.attributes or {}) is SpanKind.TOOL_EXECUTION
+    mcp_execution, traceloop_execution = read_tool_execution(mcp), read_tool_execution(traceloop)
+    assert mcp_execution is not None and (mcp_execution.name, mcp_execution.call_id) == ("get-weather", "7")
+    assert traceloop_execution is not None
+    assert traceloop_execution.name == "get_weather"
+    assert traceloop_execution.arguments == {"city": "Paris"}
+    assert traceloop_execution.result == '"rainy"', "results are kept as captured"
+
+
+def test_openinference_multipart_contents_and_tool_messages(telemetry: CapturedTelemetry) -> None:
+    prefix = "llm.input_messages"
+    span = _span(
+        telemetry,
+        "ChatCompletion",
+        {
+            "openinference.span.kind": "LLM",
+            f"{prefix}.0.message.role": "user",
+            f"{prefix}.0.message.contents.0.message_content.type": "text",
+            f"{prefix}.0.message.contents.0.message_content.text": "Compare these",
+            f"{prefix}.0.message.contents.1.message_content.type": "image",
+            f"{prefix}.0.message.contents.2.message_content.type": "text",
+            f"{prefix}.0.message.contents.2.message_content.text": "two files",
+            f"{prefix}.1.message.role": "tool",
+            f"{prefix}.1.message.name": "diff",
+            f"{prefix}.1.message.tool_call_id": "call_9",
+            f"{prefix}.1.message.content": "3 lines differ",
+        },
+    )
+    call = read_llm_call(span)
+    assert call is not None
+    assert call.user_text == "Compare these\ntwo files"
+    assert call.tool_results == (ToolResult("3 lines differ", call_id="call_9", name="diff"),)
+    assert call.tool_calls is None and call.offered_tools is None
+
+
+@pytest.mark.parametrize(
+    ("name", "attributes", "kind"),
+    [
+        ("chat m", {"gen_ai.operation.name": "chat"}, SpanKind.LLM_CALL),
+        ("generate_content m", {"gen_ai.operation.name": "generate_content"}, SpanKind.LLM_CALL),
+        ("text_completion m", {"gen_ai.operation.name": "text_completion"}, SpanKind.LLM_CALL),
+        ("embeddings m", {"gen_ai.operation.name": "embeddings"}, SpanKind.OTHER),
+        ("invoke_agent a", {"gen_ai.operation.name": "invoke_agent"}, SpanKind.OTHER),
+        ("execute_tool f", {"gen_ai.operation.name": "execute_tool"}, SpanKind.TOOL_EXECUTION),
+        ("execute_tool f", {}, SpanKind.TOOL_EXECUTION),
+        ("ollama.chat", {"llm.request.type": "chat"}, SpanKind.LLM_CALL),
+        ("ollama.embeddings", {"llm.request.type": "embedding"}, SpanKind.OTHER),
+        ("ChatCompletion", {"openinference.span.kind": "LLM"}, SpanKind.LLM_CALL),
+        ("f", {"openinference.span.kind": "TOOL"}, SpanKind.TOOL_EXECUTION),
+        ("f.tool", {"traceloop.span.kind": "tool"}, SpanKind.TOOL_EXECUTION),
+        ("f.task", {"traceloop.span.kind": "task"}, SpanKind.OTHER),
+        (
+            "analyze",
+            {"shapecheck.analyst.id": "a", "shapecheck.analyst.attempt": 1},
+            SpanKind.ANALYST_ATTEMPT,
+        ),
+        ("analyze", {"shapecheck.analyst.id": "a"}, SpanKind.OTHER),
+        ("chat m", {"gen_ai.operation.name": ["chat"]}, SpanKind.OTHER),
+    ],
+)
+def test_classification(name: str, attributes: dict[str, Any], kind: SpanKind) -> None:
+    assert classify_span(name, attributes) is kind
