@@ -17,8 +17,10 @@ Usage::
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -230,6 +232,18 @@ class FlaggedEventExporter:
         self._logger: Logger = logger_provider.get_logger(EVENT_LOGGER_NAME, __version__)
         self._flush_call = _BoundedCall("shapecheck-events-flush", self._flush_provider)
         self._shutdown_call = _BoundedCall("shapecheck-events-shutdown", self._shutdown_provider)
+        if hasattr(os, "register_at_fork"):
+            reinit = weakref.WeakMethod(self._at_fork_reinit)
+            os.register_at_fork(after_in_child=lambda: _call_if_alive(reinit))
+
+    def _at_fork_reinit(self) -> None:
+        """A forked child's batch processor starts with an empty queue; so does the admission count."""
+        self._lock = threading.Lock()
+        if self._counting is not None:
+            self._counting._lock = threading.Lock()
+        self._in_queue = 0
+        self._flush_call = _BoundedCall("shapecheck-events-flush", self._flush_provider)
+        self._shutdown_call = _BoundedCall("shapecheck-events-shutdown", self._shutdown_provider)
 
     def _build_provider(
         self,
@@ -388,6 +402,12 @@ class FlaggedEventExporter:
                 return
             self._warned.add(key)
         logger.warning(message, exc_info=exc_info)
+
+
+def _call_if_alive(method: weakref.WeakMethod[Callable[[], None]]) -> None:
+    bound = method()
+    if bound is not None:
+        bound()
 
 
 def _resolve_include_content(explicit: bool | None) -> bool:

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import threading
+from collections.abc import Sequence
+
 import pytest
 from opentelemetry._logs import SeverityNumber
-from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
+from opentelemetry.sdk._logs.export import (
+    InMemoryLogRecordExporter,
+    LogRecordExportResult,
+    SimpleLogRecordProcessor,
+)
 from opentelemetry.trace import SpanContext
 
 from otel_shapecheck import FlaggedEventExporter
@@ -175,3 +183,40 @@ class TestLifecycle:
         events.emit(span_context, None)  # type: ignore[arg-type]
         assert events.stats().errors == 1
         events.shutdown()
+
+
+class _BlockingExporter(InMemoryLogRecordExporter):
+    """Holds every export until released, so records stay counted as queued."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        self.release.wait(5)
+        return super().export(batch)
+
+
+def test_forked_child_starts_with_an_empty_queue(span_context: SpanContext) -> None:
+    """A child forked while the parent's queue is full can still emit: its admission count starts at zero."""
+    blocking = _BlockingExporter()
+    events = FlaggedEventExporter(
+        blocking, max_queue_size=2, max_export_batch_size=1, schedule_delay_millis=10
+    )
+    for _ in range(6):
+        events.emit(span_context, [figures_verdict()])
+    assert events.stats().dropped_queue_full > 0
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report how many records the first emit admitted, then leave at once
+        before = events.stats().emitted
+        events.emit(span_context, [figures_verdict()])
+        os.write(write_end, str(events.stats().emitted - before).encode())
+        os._exit(0)
+    os.close(write_end)
+    admitted = os.read(read_end, 16).decode()
+    os.waitpid(pid, 0)
+    os.close(read_end)
+    blocking.release.set()
+    events.shutdown()
+    assert admitted == "1"
