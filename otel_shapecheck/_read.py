@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from typing import TypeGuard
+from typing import TypeAlias, TypeGuard
 
 from opentelemetry._logs import LogRecord
+from opentelemetry.sdk._logs import ReadableLogRecord, ReadWriteLogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck._attributes import ANALYST_ATTEMPT, ANALYST_ID, ROWS_ACCEPTED, ROWS_EMITTED
@@ -48,6 +49,7 @@ from otel_shapecheck._read_openllmetry import (
 from otel_shapecheck._read_tool_join import join_tool_executions
 
 __all__ = [
+    "AnyLogRecord",
     "SpanKind",
     "classify_span",
     "is_genai_content_record",
@@ -58,6 +60,9 @@ __all__ = [
     "read_log_records",
     "read_tool_execution",
 ]
+
+AnyLogRecord: TypeAlias = "LogRecord | ReadableLogRecord | ReadWriteLogRecord"
+"""A log record as the API emits it, or as the SDK hands it to processors and exporters."""
 
 OPERATION_NAME = "gen_ai.operation.name"
 MCP_METHOD_NAME = "mcp.method.name"
@@ -161,18 +166,19 @@ def read_analyst_attempt(span: ReadableSpan) -> AnalystAttempt | None:
     )
 
 
-def is_genai_content_record(log_record: LogRecord) -> bool:
+def is_genai_content_record(log_record: AnyLogRecord) -> bool:
     """Whether a log record is a GenAI event that carries LLM-call content."""
+    log_record = _api_record(log_record)
     attributes = log_record.attributes
     name = event_name_of(log_record.event_name, attributes if isinstance(attributes, Mapping) else None)
     return name in CONTENT_EVENT_NAMES
 
 
-def read_log_records(log_records: Sequence[LogRecord]) -> LLMCall | None:
+def read_log_records(log_records: Sequence[AnyLogRecord]) -> LLMCall | None:
     """The LLM-call content the GenAI log records of one span carry (given in emission order)."""
     events: list[tuple[str, Mapping[str, object], object]] = []
     ref: SpanRef | None = None
-    for record in log_records:
+    for record in map(_api_record, log_records):
         attributes = record.attributes if isinstance(record.attributes, Mapping) else {}
         name = event_name_of(record.event_name, attributes)
         if name not in CONTENT_EVENT_NAMES or name is None:
@@ -183,6 +189,13 @@ def read_log_records(log_records: Sequence[LogRecord]) -> LLMCall | None:
     if ref is None or content is None:
         return None
     return llm_call_from_content(content, ref)
+
+
+def _api_record(record: AnyLogRecord) -> LogRecord:
+    """The API log record inside the SDK's processor and exporter wrappers."""
+    if isinstance(record, ReadableLogRecord | ReadWriteLogRecord):
+        return record.log_record
+    return record
 
 
 def _span_ref(span: ReadableSpan) -> SpanRef | None:

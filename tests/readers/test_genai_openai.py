@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
+from opentelemetry.sdk._logs import LogRecordProcessor, ReadWriteLogRecord
 
 from otel_shapecheck._model import OfferedTool, ToolCall, ToolResult
 from otel_shapecheck._read import (
@@ -128,3 +129,35 @@ def test_without_content_capture_only_the_response_metadata_is_read(instrumented
     assert [call.finish_reasons for call in calls if call] == [("tool_calls",), ("stop",)]
     assert all(call is not None and call.tool_calls is None and call.user_text is None for call in calls)
     assert instrumented.log_records() == []
+
+
+class _RecordingLogProcessor(LogRecordProcessor):
+    """Keeps what ``on_emit`` receives: the SDK's read-write wrappers."""
+
+    def __init__(self) -> None:
+        self.emitted: list[ReadWriteLogRecord] = []
+
+    def on_emit(self, log_record: ReadWriteLogRecord) -> None:
+        self.emitted.append(log_record)
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("instrumented", ["EVENT_ONLY"], indirect=True)
+def test_sdk_record_wrappers_read_like_the_records_they_wrap(instrumented: CapturedTelemetry) -> None:
+    processor = _RecordingLogProcessor()
+    instrumented.logger_provider.add_log_record_processor(processor)
+    with ScriptedOpenAIServer(weather_script()) as server:
+        run_openai_turn(server.base_url)
+
+    exported = list(instrumented.log_exporter.get_finished_logs())
+    assert len(processor.emitted) == len(exported) == 2
+    assert all(is_genai_content_record(record) for record in [*processor.emitted, *exported])
+    for wrapped in (processor.emitted, exported):
+        calls = [read_log_records([record]) for record in wrapped]
+        assert calls == [read_log_records([record.log_record]) for record in wrapped]
+        assert [call.chosen for call in calls if call] == [("get_weather",), ()]
