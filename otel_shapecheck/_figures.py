@@ -19,8 +19,8 @@ import math
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Final, Literal
+from dataclasses import dataclass
+from typing import Final, Literal, NamedTuple
 
 import numpy as np
 
@@ -101,6 +101,10 @@ _SCALES: Final = tuple(
     (float(base**power), f"{base}^{power}") for power in range(1, 6) for base in (1000, 1024)
 )
 _JSON_OPENERS: Final = frozenset("[{")
+_DIGIT_RE: Final = re.compile(r"[0-9]")
+_NUMBER_KINDS: Final = frozenset({int, float, type(None)})
+# Where a token that normalises to a number can start: a superset test that skips identifiers cheaply.
+_NUMBER_TOKEN_START_RE: Final = re.compile(r"(?<![A-Za-z0-9:_\-/.%@#$+])[$#@+]*-?[0-9]")
 
 
 # --- the answer side ------------------------------------------------------------------------------
@@ -148,7 +152,7 @@ def normalize_token(token: str) -> str:
     a float), so ``61.0`` stays ``61.0`` and keeps its written precision.
     """
     text = token.lower().strip().lstrip(_LEADING_STRIP).rstrip(_TRAILING_STRIP)
-    if _THOUSANDS_RE.fullmatch(text):
+    if "," in text and _THOUSANDS_RE.fullmatch(text):
         text = text.replace(",", "")
     return text
 
@@ -167,8 +171,7 @@ def _require_min_digits(min_digits: int) -> None:
 # --- the basis: what the tool results carry -------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CarriedNumber:
+class CarriedNumber(NamedTuple):
     """A number a tool result carried, and where."""
 
     value: float
@@ -178,8 +181,7 @@ class CarriedNumber:
     """The field it sat under, when it sat directly under one."""
 
 
-@dataclass(frozen=True)
-class DerivedNumber:
+class DerivedNumber(NamedTuple):
     """A value reconstructed from a list of rows."""
 
     value: float
@@ -202,61 +204,102 @@ class Derivation:
 class _SortedNumbers:
     """Values sorted for window look-ups, each remembering the earliest position it was recorded at."""
 
-    def __init__(self, values: Iterable[tuple[float, int]]) -> None:
-        self._values: list[float] = []
-        self._positions: list[int] = []
-        for value, position in sorted(values):
-            if self._values and self._values[-1] == value:
-                continue
-            self._values.append(value)
-            self._positions.append(position)
+    def __init__(self, values: Sequence[float], positions: Sequence[int]) -> None:
+        array = np.asarray(values, dtype=np.float64)
+        order = np.argsort(array, kind="stable")
+        ordered = array[order]
+        first = np.ones(ordered.size, dtype=bool)
+        first[1:] = ordered[1:] != ordered[:-1]
+        self._values: list[float] = ordered[first].tolist()
+        self._positions: list[int] = np.asarray(positions, dtype=np.int64)[order][first].tolist()
 
     def first_within(self, low: float, high: float, accept: Callable[[float], bool]) -> int | None:
         """The earliest recorded position of an accepted value in ``[low, high]``."""
+        start = bisect_left(self._values, low)
+        stop = bisect_right(self._values, high, start)
         best: int | None = None
-        for index in range(bisect_left(self._values, low), bisect_right(self._values, high)):
-            if accept(self._values[index]) and (best is None or self._positions[index] < best):
-                best = self._positions[index]
+        for index in range(start, stop):
+            position = self._positions[index]
+            if (best is None or position < best) and accept(self._values[index]):
+                best = position
         return best
 
 
-@dataclass(frozen=True)
+_Path = str | tuple[str, str]
+"""A carried number's path: the text itself, or (row path, field name) joined only when asked for."""
+
+
+def _path_text(path: _Path) -> str:
+    return path if isinstance(path, str) else f"{path[0]}.{path[1]}"
+
+
 class FigureBasis:
-    """What the tool results carry, folded for the derivation question."""
+    """What the tool results carry, folded for the derivation question.
 
-    carried: tuple[CarriedNumber, ...]
-    derived: tuple[DerivedNumber, ...]
-    truncated: bool
-    """A bound cut the fold: some numbers were never recorded, which can only flag more, never fewer."""
-    _exact: frozenset[float] = field(init=False, repr=False, compare=False)
-    _carried_index: _SortedNumbers = field(init=False, repr=False, compare=False)
-    _complement_index: _SortedNumbers = field(init=False, repr=False, compare=False)
-    _derived_index: _SortedNumbers = field(init=False, repr=False, compare=False)
-    _sum_index: _SortedNumbers = field(init=False, repr=False, compare=False)
+    Built by :func:`figure_basis`; carried numbers are kept as parallel columns and turned into
+    :class:`CarriedNumber` records only when read, which keeps a 50 000-number basis cheap.
+    """
 
-    def __post_init__(self) -> None:
-        carried, derived = self.carried, self.derived
-        object.__setattr__(self, "_exact", frozenset(number.value for number in carried))
-        object.__setattr__(
-            self, "_carried_index", _SortedNumbers((n.value, i) for i, n in enumerate(carried))
-        )
-        percent = (
-            (100 - n.value, i) for i, n in enumerate(carried) if n.key and _PERCENT_KEY_RE.search(n.key)
-        )
-        object.__setattr__(self, "_complement_index", _SortedNumbers(percent))
-        object.__setattr__(
-            self, "_derived_index", _SortedNumbers((n.value, i) for i, n in enumerate(derived))
-        )
-        sums = (
-            (n.value, i)
-            for i, n in enumerate(derived)
-            if n.derivation == "column-sum" and abs(n.value) >= 1000
-        )
-        object.__setattr__(self, "_sum_index", _SortedNumbers(sums))
+    def __init__(
+        self,
+        values: Sequence[float],
+        paths: Sequence[_Path],
+        keys: Sequence[str | None],
+        derived: Sequence[DerivedNumber],
+        truncated: bool,
+    ) -> None:
+        self._values = list(values)
+        self._paths = list(paths)
+        self._keys = list(keys)
+        self._derived = tuple(derived)
+        self._truncated = truncated
+        self._carried: tuple[CarriedNumber, ...] | None = None
+        percent_keys = {key for key in set(self._keys) if key and _PERCENT_KEY_RE.search(key)}
+        percent = [i for i, key in enumerate(self._keys) if key in percent_keys]
+        derived_values = [number.value for number in self._derived]
+        sums = [
+            i
+            for i, number in enumerate(self._derived)
+            if number.derivation == "column-sum" and abs(number.value) >= 1000
+        ]
+        self._carried_index = _SortedNumbers(self._values, range(len(self._values)))
+        self._complement_index = _SortedNumbers([100 - self._values[i] for i in percent], percent)
+        self._derived_index = _SortedNumbers(derived_values, range(len(derived_values)))
+        self._sum_index = _SortedNumbers([derived_values[i] for i in sums], sums)
+
+    @property
+    def carried(self) -> tuple[CarriedNumber, ...]:
+        """Every carried number with its path and field, in reading order."""
+        if self._carried is None:
+            self._carried = tuple(
+                CarriedNumber(value, _path_text(path), key)
+                for value, path, key in zip(self._values, self._paths, self._keys, strict=True)
+            )
+        return self._carried
+
+    @property
+    def derived(self) -> tuple[DerivedNumber, ...]:
+        """Every column-derived value (sums, ratios, differences, complements), in derivation order."""
+        return self._derived
+
+    @property
+    def truncated(self) -> bool:
+        """A bound cut the fold: some numbers were never recorded, which can only flag more, never fewer."""
+        return self._truncated
 
     def carries(self, value: float) -> bool:
         """Whether some tool result carried exactly this number."""
-        return value in self._exact
+        return self._carried_index.first_within(value, value, lambda x: x == value) is not None
+
+    def carried_at(self, position: int) -> str:
+        """The path of the carried number recorded at ``position``."""
+        return _path_text(self._paths[position])
+
+    def __repr__(self) -> str:
+        return (
+            f"FigureBasis(carried={len(self._values)} numbers, derived={len(self._derived)} values, "
+            f"truncated={self._truncated})"
+        )
 
 
 def figure_basis(tool_results: Iterable[ToolResult]) -> FigureBasis:
@@ -268,14 +311,16 @@ def figure_basis(tool_results: Iterable[ToolResult]) -> FigureBasis:
     builder = _BasisBuilder()
     for result in tool_results:
         builder.add(result.content)
-    return FigureBasis(tuple(builder.carried), tuple(builder.derived), builder.truncated)
+    return FigureBasis(builder.values, builder.paths, builder.keys, builder.derived, builder.truncated)
 
 
 class _BasisBuilder:
     """Walks tool results iteratively (no recursion, so nesting cannot exhaust the stack)."""
 
     def __init__(self) -> None:
-        self.carried: list[CarriedNumber] = []
+        self.values: list[float] = []
+        self.paths: list[_Path] = []
+        self.keys: list[str | None] = []
         self.derived: list[DerivedNumber] = []
         self.truncated = False
         self._nodes = 0
@@ -293,48 +338,154 @@ class _BasisBuilder:
             self._visit(node, at, key, depth)
 
     def _visit(self, node: JSONValue, at: str, key: str | None, depth: int) -> None:
+        if isinstance(node, dict | list):
+            self._visit_container(node, at, depth)
+        else:
+            self._visit_scalar(node, at, key, depth)
+
+    def _visit_scalar(self, node: JSONValue, at: str, key: str | None, depth: int) -> None:
         if node is None or isinstance(node, bool):
             return
         if isinstance(node, int | float):
             self._carry(node, at, key)
         elif isinstance(node, str):
             self._read_string(node, at, key, depth)
-        elif depth >= MAX_DEPTH:
-            self.truncated = True
-        elif isinstance(node, dict):
-            values = list(node.values())
-            if len(values) >= 2 and all(isinstance(value, dict) for value in values):
-                self._fold_rows(values, at)
-            prefix = f"{at}." if at else ""
-            self._push([(value, f"{prefix}{name}", str(name), depth + 1) for name, value in node.items()])
-        elif isinstance(node, list):
-            if node and all(isinstance(value, dict) for value in node):
-                self._fold_rows(node, at)
-            self._push([(value, f"{at}[{index}]", None, depth + 1) for index, value in enumerate(node)])
 
-    def _push(self, children: list[tuple[JSONValue, str, str | None, int]]) -> None:
-        room = MAX_NODES - self._nodes
+    def _visit_container(self, node: dict[str, JSONValue] | list[JSONValue], at: str, depth: int) -> None:
+        """Read a container's children; a list of rows is also folded into columns."""
+        if depth >= MAX_DEPTH:
+            self.truncated = True
+            return
+        children: list[tuple[str, str | None, JSONValue]]
+        if isinstance(node, dict):
+            prefix = f"{at}." if at else ""
+            children = [(f"{prefix}{name}", name, value) for name, value in node.items()]
+            is_rows = len(children) >= 2 and all(isinstance(value, dict) for value in node.values())
+        else:
+            children = [(f"{at}[{index}]", None, value) for index, value in enumerate(node)]
+            is_rows = bool(children) and all(isinstance(value, dict) for value in node)
+        room = max(MAX_NODES - self._nodes, 0)
         if len(children) > room:
             self.truncated = True
-            children = children[: max(room, 0)]
-        self._stack.extend(reversed(children))
+            children = children[:room]
+        self._nodes += len(children)
+        if is_rows and depth + 1 < MAX_DEPTH:
+            if len(children) > MAX_ROWS:
+                self.truncated = True
+            self._read_rows(children[:MAX_ROWS], at or "result", depth + 1)
+            children = children[MAX_ROWS:]
+        self._read_children(children, depth + 1)
 
-    def _carry(self, value: float, at: str, key: str | None) -> None:
-        try:
-            number = float(value)
-        except OverflowError:
-            return
-        if not math.isfinite(number):
-            return
-        if len(self.carried) >= MAX_BASIS_NUMBERS:
+    def _read_children(self, children: Iterable[tuple[str, str | None, JSONValue]], depth: int) -> None:
+        """Read scalar children now and queue containers, so nesting never recurses."""
+        containers: list[tuple[JSONValue, str, str | None, int]] = []
+        for path, key, value in children:
+            kind = type(value)
+            if kind is float or kind is int:
+                self._carry(value, path, key)  # type: ignore[arg-type]
+            elif kind is str:
+                self._read_string(value, path, key, depth)  # type: ignore[arg-type]
+            elif isinstance(value, dict | list):
+                containers.append((value, path, key, depth))
+            else:
+                self._visit_scalar(value, path, key, depth)
+        self._stack.extend(reversed(containers))
+
+    def _read_rows(self, rows: list[tuple[str, str | None, JSONValue]], label: str, depth: int) -> None:
+        """Read the rows column by column, collecting numeric and text columns for the fold."""
+        if depth >= MAX_DEPTH:
             self.truncated = True
             return
-        self.carried.append(CarriedNumber(number, at or "result", key))
+        table = [(path, row) for path, _, row in rows if isinstance(row, dict)]
+        cells_total = 0
+        for index, (_, row) in enumerate(table):
+            if self._nodes + cells_total + len(row) > MAX_NODES:
+                self.truncated = True
+                table = table[:index]
+                break
+            cells_total += len(row)
+        self._nodes += cells_total
+        numeric: dict[str, list[float]] = {}
+        texts: dict[str, list[str | None]] = {}
+        containers: list[tuple[JSONValue, str, str | None, int]] = []
+        for name in dict.fromkeys(name for _, row in table for name in row):
+            cells = [row.get(name) for _, row in table]
+            kinds = set(map(type, cells))
+            if kinds <= _NUMBER_KINDS and kinds & _NUMBER_KINDS - {type(None)}:
+                column = self._carry_column(name, cells, table)  # type: ignore[arg-type]
+                self._add_column(numeric, name, column)
+            elif kinds <= {str, type(None)}:
+                texts[name] = [cell or None for cell in cells]  # type: ignore[misc]
+                for (path, _), cell in zip(table, cells, strict=True):
+                    if cell:
+                        self._read_string(cell, f"{path}.{name}", name, depth + 1)  # type: ignore[arg-type]
+            else:
+                mixed = self._read_mixed_column(name, cells, table, depth + 1, containers)
+                if mixed is not None:
+                    self._add_column(numeric, name, mixed)
+        self._stack.extend(reversed(containers))
+        self._fold(_RowTable(numeric, texts, len(table)), label)
+
+    def _add_column(self, numeric: dict[str, list[float]], name: str, column: list[float]) -> None:
+        if len(numeric) >= MAX_NUMERIC_FIELDS:
+            self.truncated = True
+        else:
+            numeric[name] = column
+
+    def _carry_column(
+        self, name: str, cells: list[float | None], table: list[tuple[str, dict[str, JSONValue]]]
+    ) -> list[float]:
+        """Carry a column of JSON numbers (nulls and gaps allowed); returns it with NaN for the gaps."""
+        try:
+            column = [math.nan if cell is None else float(cell) for cell in cells]
+        except OverflowError:
+            column = [math.nan if cell is None else _finite_or_nan(cell) for cell in cells]
+        present = [index for index, number in enumerate(column) if number - number == 0.0]
+        if len(present) < len(column):
+            column = [number if number - number == 0.0 else math.nan for number in column]
+        room = MAX_BASIS_NUMBERS - len(self.values)
+        if len(present) > room:
+            self.truncated = True
+            present = present[: max(room, 0)]
+        self.values.extend(column[index] for index in present)
+        self.paths.extend((table[index][0], name) for index in present)
+        self.keys.extend([name] * len(present))
+        return column
+
+    def _read_mixed_column(
+        self,
+        name: str,
+        cells: list[JSONValue],
+        table: list[tuple[str, dict[str, JSONValue]]],
+        depth: int,
+        containers: list[tuple[JSONValue, str, str | None, int]],
+    ) -> list[float] | None:
+        """Read a column of mixed values cell by cell; its numbers still form a column."""
+        column = [math.nan] * len(cells)
+        has_numbers = False
+        for index, ((path, _), cell) in enumerate(zip(table, cells, strict=True)):
+            if isinstance(cell, int | float) and not isinstance(cell, bool):
+                column[index] = _finite_or_nan(cell)
+                has_numbers = True
+                self._carry(cell, (path, name), name)
+            elif isinstance(cell, dict | list):
+                containers.append((cell, f"{path}.{name}", name, depth))
+            else:
+                self._visit_scalar(cell, f"{path}.{name}", name, depth)
+        return column if has_numbers else None
+
+    def _carry(self, value: float, at: _Path, key: str | None) -> None:
+        if len(self.values) >= MAX_BASIS_NUMBERS:
+            self.truncated = True
+            return
+        number = _finite_or_nan(value)
+        if number == number:  # not NaN
+            self.values.append(number)
+            self.paths.append(at or "result")
+            self.keys.append(key)
 
     def _read_string(self, text: str, at: str, key: str | None, depth: int) -> None:
-        number = _plain_number(normalize_token(text)) if len(text) <= 64 else None
-        if number is not None:
-            self._carry(number, at, key)
+        if _DIGIT_RE.search(text) is None:
             return
         stripped = text.lstrip()
         if stripped[:1] in _JSON_OPENERS and depth < MAX_DEPTH:
@@ -343,30 +494,32 @@ class _BasisBuilder:
                 self._stack.append((rest, at, None, depth))
                 self._stack.append((parsed, at, key, depth + 1))
                 return
+        if _NUMBER_TOKEN_START_RE.search(text) is None:
+            return
+        number = _plain_number(normalize_token(text)) if len(text) <= 64 else None
+        if number is not None:
+            self._carry(number, at, key)
+            return
         for value in numbers_in_text(text):
-            if len(self.carried) >= MAX_BASIS_NUMBERS:
+            if len(self.values) >= MAX_BASIS_NUMBERS:
                 self.truncated = True
                 return
             self._carry(value, at, None)
 
-    def _fold_rows(self, rows: Sequence[JSONValue], at: str) -> None:
-        if len(rows) > MAX_ROWS:
-            self.truncated = True
-        table = _RowTable([row for row in rows[:MAX_ROWS] if isinstance(row, dict)])
-        label = at or "result"
-        complete = self._derive(table, table.all_rows(), f"{label}[]")
-        for name, group, codes in table.groupings():
-            for code, value in enumerate(group):
-                complete = complete and self._derive(table, codes == code, f"{label}[{name}={value}]")
+    def _fold(self, table: _RowTable, label: str) -> None:
+        """Record the column derivations over all rows, then over each group of a grouping text field."""
+        complete = self._derive(table, table.totals(), table.row_count, f"{label}[]")
+        for name, group, group_totals, group_rows in table.groupings():
+            for value, totals, rows in zip(group, group_totals, group_rows, strict=True):
+                complete = complete and self._derive(table, totals, rows, f"{label}[{name}={value}]")
             if not complete:
                 break
         self.truncated |= table.truncated
 
-    def _derive(self, table: _RowTable, selected: np.ndarray, label: str) -> bool:
-        """Record the sums, ratios, differences and complements over the selected rows."""
-        totals = table.totals(selected)
+    def _derive(self, table: _RowTable, totals: dict[str, float], rows: int, label: str) -> bool:
+        """Record the sums, ratios, differences and complements of some rows' column totals."""
         derived: list[DerivedNumber] = []
-        if int(selected.sum()) > 1:
+        if rows > 1:
             derived.extend(DerivedNumber(t, "column-sum", f"sum of {label}.{n}") for n, t in totals.items())
         for a, b in table.like_unit_pairs:
             if a not in totals or b not in totals:
@@ -393,65 +546,73 @@ class _BasisBuilder:
 
 
 class _RowTable:
-    """The numeric columns and grouping text fields of one list of rows."""
+    """The numeric columns and grouping text fields of one list of rows, and their totals."""
 
-    def __init__(self, rows: list[dict[str, JSONValue]]) -> None:
+    def __init__(
+        self, numeric: dict[str, list[float]], texts: dict[str, list[str | None]], rows: int
+    ) -> None:
         self.truncated = False
-        self._row_count = len(rows)
-        numeric: dict[str, np.ndarray] = {}
-        texts: dict[str, list[str | None]] = {}
-        for index, row in enumerate(rows):
-            for name, value in row.items():
-                if isinstance(value, int | float) and not isinstance(value, bool):
-                    self._set_number(numeric, name, index, value)
-                elif isinstance(value, str) and value:
-                    texts.setdefault(name, [None] * len(rows))[index] = value
-        self._columns = numeric
+        self.row_count = rows
+        self._columns = {name: np.asarray(column, dtype=np.float64) for name, column in numeric.items()}
         self._texts = texts
         self.like_unit_pairs = _like_unit_pairs(list(numeric))
 
-    def _set_number(self, numeric: dict[str, np.ndarray], name: str, index: int, value: float) -> None:
-        column = numeric.get(name)
-        if column is None:
-            if len(numeric) >= MAX_NUMERIC_FIELDS:
-                self.truncated = True
-                return
-            column = numeric[name] = np.full(self._row_count, np.nan)
-        try:
-            column[index] = float(value)
-        except OverflowError:
-            return
-
-    def all_rows(self) -> np.ndarray:
-        return np.ones(self._row_count, dtype=bool)
-
-    def totals(self, selected: np.ndarray) -> dict[str, float]:
-        """The sum of each numeric field over the selected rows that carry it (finite sums only)."""
+    def totals(self) -> dict[str, float]:
+        """The sum of each numeric field over the rows that carry it (finite sums only)."""
         totals: dict[str, float] = {}
-        with np.errstate(all="ignore"):
-            for name, column in self._columns.items():
-                values = column[selected]
-                present = values[~np.isnan(values)]
-                if present.size:
-                    total = float(math.fsum(present.tolist()))
-                    if math.isfinite(total):
-                        totals[name] = total
+        for name, column in self._columns.items():
+            present = column[~np.isnan(column)]
+            if present.size:
+                total = math.fsum(present.tolist())
+                if math.isfinite(total):
+                    totals[name] = total
         return totals
 
-    def groupings(self) -> Iterator[tuple[str, list[str], np.ndarray]]:
-        """Each grouping text field: its name, its distinct values, and each row's value code (-1: none)."""
+    def groupings(self) -> Iterator[tuple[str, list[str], list[dict[str, float]], list[int]]]:
+        """Each grouping text field: its name, its distinct values, and each value's totals and row count."""
         used = 0
         for name, values in self._texts.items():
             distinct = list(dict.fromkeys(value for value in values if value is not None))
-            if not MIN_GROUP_VALUES <= len(distinct) <= MAX_GROUP_VALUES or len(distinct) >= self._row_count:
+            if not MIN_GROUP_VALUES <= len(distinct) <= MAX_GROUP_VALUES or len(distinct) >= self.row_count:
                 continue
             if used == MAX_GROUP_FIELDS:
                 self.truncated = True
                 return
             used += 1
             code_of = {value: code for code, value in enumerate(distinct)}
-            codes = np.array([-1 if value is None else code_of[value] for value in values])
-            yield name, distinct, codes
+            codes = np.array([-1 if value is None else code_of[value] for value in values], dtype=np.int64)
+            yield (
+                name,
+                distinct,
+                self._group_totals(codes, len(distinct)),
+                self._group_rows(codes, len(distinct)),
+            )
+
+    def _group_totals(self, codes: np.ndarray, groups: int) -> list[dict[str, float]]:
+        totals: list[dict[str, float]] = [{} for _ in range(groups)]
+        grouped = codes >= 0
+        with np.errstate(all="ignore"):
+            for name, column in self._columns.items():
+                present = grouped & ~np.isnan(column)
+                counts = np.bincount(codes[present], minlength=groups)
+                sums = np.bincount(codes[present], weights=column[present], minlength=groups)
+                for code in np.flatnonzero(counts).tolist():
+                    total = float(sums[code])
+                    if math.isfinite(total):
+                        totals[code][name] = total
+        return totals
+
+    @staticmethod
+    def _group_rows(codes: np.ndarray, groups: int) -> list[int]:
+        return [int(count) for count in np.bincount(codes[codes >= 0], minlength=groups)]
+
+
+def _finite_or_nan(value: float) -> float:
+    try:
+        number = float(value)
+    except OverflowError:
+        return math.nan
+    return number if math.isfinite(number) else math.nan
 
 
 def _like_unit_pairs(fields: list[str]) -> list[tuple[str, str]]:
@@ -488,9 +649,9 @@ def numbers_in_text(text: str) -> Iterator[float]:
     """The numbers a text states: its numeric tokens, and the number of each figure token (``24.8TB``)."""
     for match in _TOKEN_RE.finditer(text):
         token = match.group(0)
-        if not any(char.isdigit() for char in token):
+        if _DIGIT_RE.search(token) is None:
             continue
-        for piece in _TOKEN_COMMA_RE.split(token):
+        for piece in _TOKEN_COMMA_RE.split(token) if "," in token else (token,):
             normalized = normalize_token(piece)
             number = _plain_number(normalized)
             if number is None:
@@ -521,17 +682,17 @@ def explain_figure(value: str, basis: FigureBasis) -> Derivation | None:
         return abs(x - target) <= tolerance
 
     low, high = target - 2 * tolerance, target + 2 * tolerance
-    carried, derived = basis.carried, basis.derived
+    derived = basis.derived
     position = basis._carried_index.first_within(low, high, near)
     if position is not None:
-        return Derivation("rounded", carried[position].at)
+        return Derivation("rounded", basis.carried_at(position))
     scaled = _first_scaled(basis._carried_index, low, high, near)
     if scaled is not None:
         position, scale = scaled
-        return Derivation("unit-scale", f"{carried[position].at} ÷ {scale}")
+        return Derivation("unit-scale", f"{basis.carried_at(position)} ÷ {scale}")
     position = basis._complement_index.first_within(low, high, near)
     if position is not None:
-        return Derivation("complement", f"100 − {carried[position].at}")
+        return Derivation("complement", f"100 − {basis.carried_at(position)}")
     position = basis._derived_index.first_within(low, high, near)
     if position is not None:
         return Derivation(derived[position].derivation, derived[position].source)
@@ -621,7 +782,7 @@ def check_figures(
     unsupported: list[str] = []
     for figure in figures:
         number = float(figure.value)
-        if basis.carries(number) or number in user_numbers:
+        if number in user_numbers or basis.carries(number):
             carried.append(figure.written)
             continue
         derivation = explain_figure(figure.value, basis)

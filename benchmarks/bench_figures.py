@@ -1,0 +1,108 @@
+"""Figures check cost per answer: an answer of 30 figures against tool results of 50 and 5 000 rows.
+
+Each row times ``check_figures`` end to end (parse the JSON tool result, fold it into the basis, ask
+every figure) and compares it with a baseline measured in the same run: a plain ``json.loads`` of the
+same result, the least any check that reads the result must pay. Run alone with
+``python -m benchmarks.bench_figures``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from otel_shapecheck import ToolResult, check_figures
+
+FIELDS = ("total_tb", "used_tb", "free_tb", "read_iops", "write_iops", "read_ms", "write_ms", "cpu_pct")
+_GROUPS = ("CLUSTER-A01", "CLUSTER-A02", "CLUSTER-B01", "CLUSTER-B02", "CLUSTER-C01")
+
+
+def capacity_rows(count: int, numeric_fields: int = 10, seed: int = 7) -> list[dict[str, Any]]:
+    """``count`` pool rows of ``numeric_fields`` numbers, a cluster (5 values) and a unique pool name."""
+    generator = random.Random(seed)
+    names = [*FIELDS, *(f"extra{index}_gb" for index in range(max(0, numeric_fields - len(FIELDS))))]
+    rows = []
+    for index in range(count):
+        row: dict[str, Any] = {"cluster": _GROUPS[index % len(_GROUPS)], "pool": f"pool-{index:05d}"}
+        row.update({name: round(generator.uniform(1, 5000), 1) for name in names[:numeric_fields]})
+        row["used_tb"] = round(row["total_tb"] * generator.uniform(0.2, 0.9), 1)
+        row["free_tb"] = round(row["total_tb"] - row["used_tb"], 1)
+        rows.append(row)
+    return rows
+
+
+def answer_with_30_figures(rows: list[dict[str, Any]]) -> str:
+    """An answer of 30 distinct figures: read, rounded, summed, scaled, ratios, and invented ones."""
+    used = sum(row["used_tb"] for row in rows)
+    total = sum(row["total_tb"] for row in rows)
+    parts = [f"{rows[i]['read_iops']:,} IOPS" for i in range(8)]  # read as written
+    parts += [f"{round(rows[i]['read_ms'])} ms" for i in range(8, 14)]  # rounded
+    parts += [f"{used:,.1f} TB", f"{total:,.1f} TB", f"{total / 1000:.1f} PB"]  # sums, scaled sum
+    parts += [f"{100 * used / total:.1f}%", f"{100 - 100 * used / total:.1f}%", f"{total - used:,.1f} TB"]
+    parts += [f"{12.34 + 0.5 * i:.2f}%" for i in range(6)]  # invented percentages
+    parts += [f"{98_765 + 10 * i:,} IOPS" for i in range(4)]  # invented counts
+    return "Summary: " + "; ".join(parts) + "."
+
+
+def _median_ns(action: Callable[[], object], repeats: int) -> float:
+    action()  # warm caches (regexes, allocator) before timing
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter_ns()
+        action()
+        samples.append(time.perf_counter_ns() - start)
+    return statistics.median(samples)
+
+
+def _row(name: str, value_ns: float, baseline_ns: float, target_ms: float | None) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": round(value_ns / 1e6, 3),
+        "unit": "ms/answer",
+        "baseline": round(baseline_ns / 1e6, 3),
+        "ratio": round(value_ns / baseline_ns, 2),
+        "target": f"< {target_ms:g} ms" if target_ms is not None else "bounded",
+    }
+
+
+def _measure(name: str, rows: list[dict[str, Any]], repeats: int, target_ms: float | None) -> dict[str, Any]:
+    content = json.dumps({"rows": rows})
+    result = ToolResult(content, call_id="call_1", name="get_capacity")
+    answer = answer_with_30_figures(rows)
+    finding = check_figures(answer, [result])
+    assert finding.checked == 30, finding.checked
+    elapsed = _median_ns(lambda: check_figures(answer, [result]), repeats)
+    baseline = _median_ns(lambda: json.loads(content), repeats)
+    row = _row(name, elapsed, baseline, target_ms)
+    row["unsupported"] = len(finding.unsupported)
+    row["computed"] = len(finding.computed)
+    row["truncated"] = finding.truncated
+    return row
+
+
+def run() -> list[dict[str, Any]]:
+    """Rows for 50 and 5 000 rows × 10 numeric fields, plus the worst case the bounds allow."""
+    return [
+        _measure("figures: 30 figures vs 50 rows x 10 fields", capacity_rows(50), 300, 1.0),
+        _measure("figures: 30 figures vs 5000 rows x 10 fields", capacity_rows(5000), 15, 100.0),
+        _measure("figures: 30 figures vs 5000 rows x 64 fields (bounds)", capacity_rows(5000, 64), 5, None),
+    ]
+
+
+def main() -> None:
+    """Print the rows as a table."""
+    for row in run():
+        print(
+            f"{row['name']:<58} {row['value']:>9.3f} {row['unit']}"
+            f"  baseline json.loads {row['baseline']:>8.3f} ms"
+            f"  ratio {row['ratio']:>6.2f}x  target {row['target']}  "
+            f"(computed {row['computed']}, unsupported {row['unsupported']}, truncated {row['truncated']})"
+        )
+
+
+if __name__ == "__main__":
+    main()
