@@ -25,22 +25,28 @@ from otel_shapecheck._read_content import (
     llm_call_from_content,
     merge_content,
     optional_string,
+    stopped_for_tools,
 )
 from otel_shapecheck._read_genai import (
     EXECUTE_TOOL_SPAN_PREFIX,
+    FINISH_REASONS,
     OUTPUT_MESSAGES,
     read_genai_content,
     read_genai_tool_execution,
 )
 from otel_shapecheck._read_genai_events import CONTENT_EVENT_NAMES, event_name_of, read_content_events
+from otel_shapecheck._read_openinference import FINISH_REASON as OPENINFERENCE_FINISH_REASON
 from otel_shapecheck._read_openinference import (
     OPENINFERENCE_SPAN_KIND,
     OUTPUT_MESSAGE_MARKERS,
+    OUTPUT_TOOL_CALL_MARKER,
     read_openinference_content,
     read_openinference_tool_execution,
 )
 from otel_shapecheck._read_openllmetry import (
+    COMPLETION_FINISH_REASON,
     COMPLETION_MARKERS,
+    COMPLETION_TOOL_CALL_MARKER,
     LLM_REQUEST_TYPE,
     TRACELOOP_SPAN_KIND,
     read_openllmetry_content,
@@ -71,7 +77,6 @@ _LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 _LEGACY_LLM_REQUEST_TYPES = frozenset({"chat", "completion"})
 _EXECUTE_TOOL = "execute_tool"
 _MCP_TOOLS_CALL = "tools/call"
-_OWN_OUTPUT_MARKERS = (OUTPUT_MESSAGES, *COMPLETION_MARKERS, *OUTPUT_MESSAGE_MARKERS)
 
 
 class SpanKind(enum.Enum):
@@ -106,8 +111,22 @@ def classify_span(name: str, attributes: Mapping[str, object]) -> SpanKind:
 
 
 def names_own_tool_calls(attributes: Mapping[str, object]) -> bool:
-    """Whether a span's own attributes carry its output, so its tool calls are known at its end."""
-    return any(marker in attributes for marker in _OWN_OUTPUT_MARKERS)
+    """Whether a span's own attributes carry its output, so its tool calls are known at its end.
+
+    Flattened output that says the model stopped to call tools but names no tool call does not count:
+    some instrumentations record the text of a reply and never its tool calls.
+    """
+    if OUTPUT_MESSAGES in attributes:
+        return True
+    if any(marker in attributes for marker in COMPLETION_MARKERS):
+        return COMPLETION_TOOL_CALL_MARKER in attributes or not _flattened_stop_for_tools(
+            attributes, COMPLETION_FINISH_REASON
+        )
+    if any(marker in attributes for marker in OUTPUT_MESSAGE_MARKERS):
+        return OUTPUT_TOOL_CALL_MARKER in attributes or not _flattened_stop_for_tools(
+            attributes, OPENINFERENCE_FINISH_REASON
+        )
+    return False
 
 
 def read_llm_call(span: ReadableSpan) -> LLMCall | None:
@@ -189,6 +208,12 @@ def read_log_records(log_records: Sequence[AnyLogRecord]) -> LLMCall | None:
     if ref is None or content is None:
         return None
     return llm_call_from_content(content, ref)
+
+
+def _flattened_stop_for_tools(attributes: Mapping[str, object], finish_reason_key: str) -> bool:
+    return stopped_for_tools(attributes.get(finish_reason_key)) or stopped_for_tools(
+        attributes.get(FINISH_REASONS)
+    )
 
 
 def _api_record(record: AnyLogRecord) -> LogRecord:

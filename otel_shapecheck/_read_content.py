@@ -17,6 +17,8 @@ from otel_shapecheck._model import JSONValue, LLMCall, OfferedTool, ToolCall, To
 
 USER_ROLE = "user"
 ASSISTANT_ROLE = "assistant"
+TOOL_FINISH_REASONS = frozenset({"tool_calls", "tool_call", "function_call", "tool_use"})
+"""Finish reasons (compared in lower case) that mean the model stopped to call tools."""
 
 
 @dataclass(frozen=True)
@@ -60,21 +62,33 @@ def llm_call_from_content(content: CallContent, ref: SpanRef) -> LLMCall:
     """The normalised LLM call for a span's (or a log record group's) content."""
     inputs = content.input_messages or ()
     outputs = content.output_messages
+    finish_reasons = content.finish_reasons or _output_finish_reasons(outputs or ())
+    tool_calls = None if outputs is None else tuple(call for m in outputs for call in m.tool_calls)
+    if tool_calls == () and stopped_for_tools(finish_reasons):
+        tool_calls = None  # The output says it requested tools but names none: they are unknown, not absent.
     return LLMCall(
         span_id=ref.span_id,
         trace_id=ref.trace_id,
         parent_id=ref.parent_id,
         offered_tools=content.offered_tools,
-        tool_calls=None if outputs is None else tuple(call for m in outputs for call in m.tool_calls),
+        tool_calls=tool_calls,
         user_text=_last_user_text(inputs),
         user_texts=tuple(m.text for m in inputs if m.role == USER_ROLE and m.text is not None),
         assistant_text=_turn_assistant_text(inputs),
         tool_results=tuple(result for m in inputs for result in m.tool_results),
         answer_text=_answer_text(outputs or ()),
-        finish_reasons=content.finish_reasons or _output_finish_reasons(outputs or ()),
+        finish_reasons=finish_reasons,
         response_id=content.response_id,
         end_time_ns=ref.end_time_ns,
     )
+
+
+def stopped_for_tools(finish_reasons: object) -> bool:
+    """Whether a finish reason (a string or a sequence of them) says the model stopped to call tools."""
+    reasons = (finish_reasons,) if isinstance(finish_reasons, str) else finish_reasons
+    if not isinstance(reasons, tuple | list):
+        return False
+    return any(isinstance(reason, str) and reason.lower() in TOOL_FINISH_REASONS for reason in reasons)
 
 
 def has_content(content: CallContent) -> bool:

@@ -26,12 +26,14 @@ TOOL_CALL_ID = "tool_call.id"
 INPUT_VALUE = "input.value"
 OUTPUT_VALUE = "output.value"
 
+FINISH_REASON = "llm.finish_reason"
 OUTPUT_MESSAGE_MARKERS = (
     "llm.output_messages.0.message.role",
     "llm.output_messages.0.message.content",
     "llm.output_messages.0.message.tool_calls.0.tool_call.function.name",
 )
 """Keys of which at least one is present when a span carries its own output."""
+OUTPUT_TOOL_CALL_MARKER = "llm.output_messages.0.message.tool_calls.0.tool_call.function.name"
 
 _MESSAGE = "message."
 _CONTENTS = "contents."
@@ -47,6 +49,7 @@ def read_openinference_content(attributes: Mapping[str, object]) -> CallContent:
         input_messages=tuple(_message(fields) for fields in inputs) if inputs else None,
         output_messages=tuple(_message(fields) for fields in outputs) if outputs else None,
         offered_tools=_offered_tools(tools) if tools else None,
+        finish_reasons=_finish_reasons(attributes.get(FINISH_REASON)),
     )
 
 
@@ -98,6 +101,10 @@ def _tool_call(fields: Mapping[str, object]) -> ToolCall | None:
         return None
     arguments = parse_json_or_text(fields.get("tool_call.function.arguments"))
     return ToolCall(name=name, call_id=optional_string(fields.get("tool_call.id")), arguments=arguments)
+
+
+def _finish_reasons(value: object) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) and value else ()
 
 
 def _offered_tools(tools: list[dict[str, object]]) -> tuple[OfferedTool, ...]:

@@ -33,6 +33,8 @@ COMPLETION_MARKERS = (
     "gen_ai.completion.0.tool_calls.0.name",
 )
 """Keys of which at least one is present when a span carries its own (legacy) output."""
+COMPLETION_TOOL_CALL_MARKER = "gen_ai.completion.0.tool_calls.0.name"
+COMPLETION_FINISH_REASON = "gen_ai.completion.0.finish_reason"
 
 _TOOL_SPAN_SUFFIX = ".tool"
 
@@ -72,10 +74,11 @@ def read_openllmetry_tool_execution(
 
 def _message(fields: Mapping[str, object]) -> Message:
     role = optional_string(fields.get("role"))
-    content = parse_json_or_text(fields.get("content"))
     if role == "tool":
         call_id = optional_string(fields.get("tool_call_id"))
-        return Message(role=role, tool_results=(ToolResult(content=content, call_id=call_id),))
+        result = ToolResult(content=to_json_value(fields.get("content")), call_id=call_id)
+        return Message(role=role, tool_results=(result,))
+    content = parse_json_or_text(fields.get("content"))
     calls = in_index_order(indexed_groups(fields, "tool_calls."))
     return Message(
         role=role,

@@ -282,3 +282,41 @@ def test_openinference_multipart_contents_and_tool_messages(telemetry: CapturedT
 )
 def test_classification(name: str, attributes: dict[str, Any], kind: SpanKind) -> None:
     assert classify_span(name, attributes) is kind
+
+
+def test_output_that_stopped_for_tools_but_names_none_leaves_tool_calls_unknown(
+    telemetry: CapturedTelemetry,
+) -> None:
+    # As opentelemetry-instrumentation-mistralai 0.62.4 records a tool-call reply: text fields only.
+    legacy = _span(
+        telemetry,
+        "mistralai.chat",
+        {
+            "llm.request.type": "chat",
+            "gen_ai.prompt.0.role": "user",
+            "gen_ai.prompt.0.content": QUESTION,
+            "gen_ai.completion.0.role": "assistant",
+            "gen_ai.completion.0.finish_reason": "tool_calls",
+        },
+    )
+    assert not names_own_tool_calls(legacy.attributes or {})
+    legacy_call = read_llm_call(legacy)
+    assert legacy_call is not None and legacy_call.tool_calls is None and legacy_call.user_text == QUESTION
+
+    outputs = json.dumps([{"role": "assistant", "parts": [], "finish_reason": "tool_call"}])
+    genai = _span(telemetry, "chat m", {"gen_ai.operation.name": "chat", "gen_ai.output.messages": outputs})
+    genai_call = read_llm_call(genai)
+    assert genai_call is not None and genai_call.tool_calls is None
+
+    answered = _span(
+        telemetry,
+        "mistralai.chat",
+        {
+            "llm.request.type": "chat",
+            "gen_ai.completion.0.content": "Rainy.",
+            "gen_ai.completion.0.finish_reason": "stop",
+        },
+    )
+    assert names_own_tool_calls(answered.attributes or {})
+    answered_call = read_llm_call(answered)
+    assert answered_call is not None and answered_call.tool_calls == ()

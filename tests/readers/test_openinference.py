@@ -59,6 +59,7 @@ def test_llm_spans_give_menu_choice_results_and_answer(instrumented: CapturedTel
     assert first.tool_calls == (ToolCall("get_weather", CALL_ID, WEATHER_ARGUMENTS),)
     assert first.user_text == QUESTION
     assert first.answer_text is None
+    assert first.finish_reasons == ("tool_calls",)
     assert second.tool_calls == ()
     assert second.tool_results == (ToolResult(WEATHER_RESULT, call_id=CALL_ID),)
     assert second.answer_text == ANSWER
