@@ -9,9 +9,11 @@ against it too.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
+import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -94,7 +96,7 @@ class ScriptedOpenAIServer:
         self._next_index = 0
         self._requests: list[ReceivedRequest] = []
         self._ids = itertools.count(1)
-        self._server: ThreadingHTTPServer | None = None
+        self._server: _ClosingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -122,11 +124,10 @@ class ScriptedOpenAIServer:
         return self._model
 
     def start(self) -> ScriptedOpenAIServer:
-        """Bind to 127.0.0.1 on a free port and serve on a daemon thread."""
+        """Bind to 127.0.0.1 on a free port and serve on a background thread."""
         if self._server is not None:
             return self
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self))
-        server.daemon_threads = True
+        server = _ClosingHTTPServer(("127.0.0.1", 0), _handler_class(self))
         self._server = server
         self._thread = threading.Thread(
             target=server.serve_forever,
@@ -138,7 +139,7 @@ class ScriptedOpenAIServer:
         return self
 
     def stop(self) -> None:
-        """Stop serving and close the socket."""
+        """Stop serving, close open client connections and wait for every server thread to end."""
         server, thread = self._server, self._thread
         self._server, self._thread = None, None
         if server is not None:
@@ -234,6 +235,41 @@ class ScriptedOpenAIServer:
 
     def _tool_call_id(self, call: ScriptedToolCall) -> str:
         return call.call_id or f"call_scripted_{next(self._ids)}"
+
+
+class _ClosingHTTPServer(ThreadingHTTPServer):
+    """A threading HTTP server whose ``server_close`` also ends kept-alive connections and their threads.
+
+    Clients keep connections open between requests; without closing them, handler threads would
+    wait on them after the server stopped.
+    """
+
+    daemon_threads = False
+    block_on_close = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        connection, address = super().get_request()
+        with self._connections_lock:
+            self._connections.add(connection)
+        return connection, address
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._connections_lock:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    def server_close(self) -> None:
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):  # Already closed by the client.
+                connection.shutdown(socket.SHUT_RDWR)
+        super().server_close()
 
 
 def _tool_call_object(call: ScriptedToolCall, call_id: str) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import urllib.error
 import urllib.request
 
@@ -108,3 +109,13 @@ def test_stop_releases_the_port() -> None:
         _ = server.base_url
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(url + "/v1/chat/completions", data=b"{}", timeout=2)
+
+
+def test_stop_ends_kept_alive_connections_and_their_threads() -> None:
+    before = set(threading.enumerate())
+    server = ScriptedOpenAIServer([ScriptedReply(text="x")]).start()
+    client = _client(server)
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    server.stop()  # the client still holds its kept-alive connection
+    assert set(threading.enumerate()) - before == set()
+    client.close()
