@@ -103,6 +103,7 @@ _SCALES: Final = tuple(
 _JSON_OPENERS: Final = frozenset("[{")
 _DIGIT_RE: Final = re.compile(r"[0-9]")
 _NUMBER_KINDS: Final = frozenset({int, float, type(None)})
+_SMALL_INDEX: Final = 512  # below this many values, sorting in Python beats numpy's call overhead
 # Where a token that normalises to a number can start: a superset test that skips identifiers cheaply.
 _NUMBER_TOKEN_START_RE: Final = re.compile(r"(?<![A-Za-z0-9:_\-/.%@#$+])[$#@+]*-?[0-9]")
 
@@ -205,16 +206,27 @@ class _SortedNumbers:
     """Values sorted for window look-ups, each remembering the earliest position it was recorded at."""
 
     def __init__(self, values: Sequence[float], positions: Sequence[int]) -> None:
-        array = np.asarray(values, dtype=np.float64)
-        order = np.argsort(array, kind="stable")
-        ordered = array[order]
-        first = np.ones(ordered.size, dtype=bool)
-        first[1:] = ordered[1:] != ordered[:-1]
-        self._values: list[float] = ordered[first].tolist()
-        self._positions: list[int] = np.asarray(positions, dtype=np.int64)[order][first].tolist()
+        # Equal values keep only their earliest position, so a window never walks duplicates.
+        if len(values) < _SMALL_INDEX:
+            pairs = sorted(zip(values, positions, strict=True))
+            kept = [pair for index, pair in enumerate(pairs) if index == 0 or pairs[index - 1][0] != pair[0]]
+            self._values = [value for value, _ in kept]
+            self._positions = [position for _, position in kept]
+        else:
+            array = np.asarray(values, dtype=np.float64)
+            order = np.argsort(array, kind="stable")
+            ordered = array[order]
+            first = np.ones(ordered.size, dtype=bool)
+            first[1:] = ordered[1:] != ordered[:-1]
+            self._values = ordered[first].tolist()
+            self._positions = np.asarray(positions, dtype=np.int64)[order][first].tolist()
+        self._low = self._values[0] if self._values else math.inf
+        self._high = self._values[-1] if self._values else -math.inf
 
     def first_within(self, low: float, high: float, accept: Callable[[float], bool]) -> int | None:
         """The earliest recorded position of an accepted value in ``[low, high]``."""
+        if high < self._low or low > self._high:
+            return None
         start = bisect_left(self._values, low)
         stop = bisect_right(self._values, high, start)
         best: int | None = None

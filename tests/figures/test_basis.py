@@ -82,6 +82,24 @@ class TestCarriedNumbers:
         assert carried_of({"x": 10**400}) == []
 
 
+class TestLookup:
+    def test_earliest_carried_number_is_named(self) -> None:
+        """When several carried numbers round to a figure, the first one read is named."""
+        explained = explain_figure("61", figure_basis([ToolResult({"a": 61.1, "b": 60.9})]))
+        assert explained is not None and explained.source == "a"
+
+    def test_many_equal_values(self) -> None:
+        """Thousands of equal carried values are looked up like one, with their first path."""
+        content: JSONValue = {"zeros": [0.0] * 10_000, "x": 7.4}
+        basis = figure_basis([ToolResult(content)])
+        zero = explain_figure("0.00", basis)
+        assert zero is not None and zero.source == "zeros[0]"
+        seven = explain_figure("7", basis)
+        assert seven is not None and seven.source == "x"
+        assert basis.carries(0.0)
+        assert not basis.carries(7.0)
+
+
 class TestColumns:
     def test_map_of_objects_is_a_row_list(self) -> None:
         """An object of at least two objects is folded like an array of rows."""
