@@ -155,14 +155,15 @@ def read_tool_execution(span: ReadableSpan) -> ToolExecution | None:
     """The tool execution a span records; ``None`` if it is none or names no tool."""
     attributes = span.attributes or {}
     ref = _span_ref(span)
-    if ref is None or classify_span(span.name, attributes) is not SpanKind.TOOL_EXECUTION:
+    name = span.name if isinstance(span.name, str) else ""
+    if ref is None or classify_span(name, attributes) is not SpanKind.TOOL_EXECUTION:
         return None
     if _string(attributes.get(OPENINFERENCE_SPAN_KIND)) == "TOOL":
-        execution = read_openinference_tool_execution(span.name, attributes, ref)
+        execution = read_openinference_tool_execution(name, attributes, ref)
     elif _string(attributes.get(TRACELOOP_SPAN_KIND)) == "tool":
-        execution = read_openllmetry_tool_execution(span.name, attributes, ref)
+        execution = read_openllmetry_tool_execution(name, attributes, ref)
     else:
-        execution = read_genai_tool_execution(span.name, attributes, ref)
+        execution = read_genai_tool_execution(name, attributes, ref)
     return execution if execution.name else None
 
 

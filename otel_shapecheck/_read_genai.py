@@ -143,7 +143,10 @@ def _call_id(value: object) -> str | None:
 
 
 def _tool_name_from_span_name(span_name: str) -> str:
+    """``execute_tool {name}`` / ``tools/call {name}`` give the name; a bare operation name gives none."""
     for prefix in (EXECUTE_TOOL_SPAN_PREFIX, MCP_TOOLS_CALL_SPAN_PREFIX):
         if span_name.startswith(prefix):
             return span_name[len(prefix) :].strip()
+        if span_name == prefix.strip():
+            return ""
     return span_name

@@ -320,3 +320,13 @@ def test_output_that_stopped_for_tools_but_names_none_leaves_tool_calls_unknown(
     assert names_own_tool_calls(answered.attributes or {})
     answered_call = read_llm_call(answered)
     assert answered_call is not None and answered_call.tool_calls == ()
+
+
+def test_tool_span_without_any_tool_name_is_not_a_tool_execution(telemetry: CapturedTelemetry) -> None:
+    bare = _span(telemetry, "execute_tool", {"gen_ai.operation.name": "execute_tool"})
+    named = _span(
+        telemetry, "execute_tool", {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "f"}
+    )
+    assert read_tool_execution(bare) is None
+    execution = read_tool_execution(named)
+    assert execution is not None and execution.name == "f"
