@@ -1,0 +1,128 @@
+"""The span processor's counters: readable in-process, and observable through the OpenTelemetry metrics API.
+
+Counts are kept as plain integers behind one lock; the hot path adds to them without allocating. A
+``MeterProvider`` given to the processor (or the global one) gets one observable counter per outcome,
+read from the same integers at collection time.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation, get_meter_provider
+
+from otel_shapecheck._version import __version__
+
+logger = logging.getLogger(__name__)
+
+METER_NAME = "otel_shapecheck"
+SPANS_METRIC = "shapecheck.processor.spans"
+"""Observable counter of spans by ``shapecheck.outcome`` (the fields of :class:`ProcessorCounts`)."""
+ERRORS_METRIC = "shapecheck.processor.errors"
+"""Observable counter of errors survived inside the processor's hooks, by ``error.type``."""
+OUTCOME_ATTRIBUTE = "shapecheck.outcome"
+ERROR_TYPE_ATTRIBUTE = "error.type"
+
+
+@dataclass(frozen=True)
+class ProcessorCounts:
+    """A snapshot of what the span processor did since it was built."""
+
+    seen: int = 0
+    """Spans handed to ``on_end``."""
+    forwarded_untouched: int = 0
+    """Spans passed straight to the downstream because there was nothing to evaluate."""
+    held: int = 0
+    """Spans kept for evaluation (waiting for facts or for the worker)."""
+    evaluated: int = 0
+    """Held spans that went through the checks."""
+    enriched: int = 0
+    """Evaluated spans forwarded as an enriched copy (at least one verdict)."""
+    flagged: int = 0
+    """Enriched spans with at least one flag."""
+    released_by_deadline: int = 0
+    """Spans evaluated as incomplete because ``max_wait`` passed before their facts arrived."""
+    released_by_cap: int = 0
+    """Spans evaluated as incomplete because ``max_pending_spans`` spans were already waiting."""
+    released_by_shutdown: int = 0
+    """Spans evaluated as incomplete because the processor shut down while they waited."""
+    forwarded_unevaluated: int = 0
+    """Spans forwarded un-enriched without evaluation: the worker's queue was full, or it was gone."""
+    facts_dropped: int = 0
+    """Tool executions, attempts or content records not kept because a per-trace or trace bound was hit."""
+    errors: tuple[tuple[str, int], ...] = ()
+    """Errors survived inside the processor, by kind (``check:<name>``, ``downstream``, ``events``, ...)."""
+
+    def error_count(self, kind: str | None = None) -> int:
+        """Errors of one kind, or of every kind."""
+        return sum(count for name, count in self.errors if kind is None or name == kind)
+
+
+_COUNT_FIELDS = tuple(name for name in ProcessorCounts.__dataclass_fields__ if name != "errors")
+
+
+class ProcessorCounters:
+    """Mutable counters behind one lock, with a once-per-kind error log."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys(_COUNT_FIELDS, 0)
+        self._errors: dict[str, int] = {}
+
+    def add(self, name: str, amount: int = 1) -> None:
+        """Add to one of the :class:`ProcessorCounts` fields."""
+        with self._lock:
+            self._counts[name] += amount
+
+    def add_untouched(self) -> None:
+        """One span seen and forwarded untouched (the hot path's only bookkeeping)."""
+        with self._lock:
+            counts = self._counts
+            counts["seen"] += 1
+            counts["forwarded_untouched"] += 1
+
+    def error(self, kind: str, message: str, *args: object, exc_info: bool = True) -> None:
+        """Count an error of ``kind``; log it only the first time this kind occurs."""
+        with self._lock:
+            first = kind not in self._errors
+            self._errors[kind] = self._errors.get(kind, 0) + 1
+        if first:
+            logger.warning(message, *args, exc_info=exc_info)
+            logger.warning("Further errors of kind %r are counted, not logged", kind)
+
+    def snapshot(self) -> ProcessorCounts:
+        """The counts as they are now."""
+        with self._lock:
+            return ProcessorCounts(**self._counts, errors=tuple(sorted(self._errors.items())))
+
+    def reset(self) -> None:
+        """Start again from zero (a forked child counts only its own work) with a fresh lock."""
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys(_COUNT_FIELDS, 0)
+        self._errors = {}
+
+    def observe_with(self, meter_provider: MeterProvider | None) -> None:
+        """Register observable counters reading these counts on ``meter_provider`` (or the global one)."""
+        meter = (meter_provider or get_meter_provider()).get_meter(METER_NAME, __version__)
+        meter.create_observable_counter(
+            SPANS_METRIC,
+            callbacks=[self._observe_spans],
+            unit="{span}",
+            description="Spans the shapecheck span processor handled, by outcome.",
+        )
+        meter.create_observable_counter(
+            ERRORS_METRIC,
+            callbacks=[self._observe_errors],
+            unit="{error}",
+            description="Errors the shapecheck span processor survived, by kind.",
+        )
+
+    def _observe_spans(self, options: CallbackOptions) -> Iterable[Observation]:
+        snapshot = self.snapshot()
+        return [Observation(getattr(snapshot, name), {OUTCOME_ATTRIBUTE: name}) for name in _COUNT_FIELDS]
+
+    def _observe_errors(self, options: CallbackOptions) -> Iterable[Observation]:
+        return [Observation(count, {ERROR_TYPE_ATTRIBUTE: kind}) for kind, count in self.snapshot().errors]
