@@ -12,6 +12,7 @@ from otel_shapecheck._catalog_lint import (
     lint_catalog,
 )
 from otel_shapecheck._checks import Check, Subject, Verdict
+from otel_shapecheck._configure import configure
 from otel_shapecheck._conformance_check import ConformanceCheck
 from otel_shapecheck._conformance_record import AnalystConformanceRecord
 from otel_shapecheck._embedders import CharCountEmbedder, Embedder, HashingEmbedder, MiniLMEmbedder
@@ -28,6 +29,7 @@ from otel_shapecheck._figures import (
 )
 from otel_shapecheck._figures_check import FiguresCheck
 from otel_shapecheck._flagged_events import FlaggedEventExporter, FlaggedEventStats
+from otel_shapecheck._log_processor import ShapecheckLogRecordProcessor
 from otel_shapecheck._model import (
     AnalystAttempt,
     AnalystRun,
@@ -37,7 +39,10 @@ from otel_shapecheck._model import (
     ToolExecution,
     ToolResult,
 )
+from otel_shapecheck._processor import ShapecheckSpanProcessor
+from otel_shapecheck._processor_metrics import ProcessorCounts
 from otel_shapecheck._shape_retry import with_shape_collapse_retry
+from otel_shapecheck._shapecheck import Shapecheck
 from otel_shapecheck._tool_choice import (
     MarginResult,
     ToolChoiceCall,
@@ -77,7 +82,11 @@ __all__ = [
     "MarginResult",
     "MiniLMEmbedder",
     "OfferedTool",
+    "ProcessorCounts",
     "RejectedRow",
+    "Shapecheck",
+    "ShapecheckLogRecordProcessor",
+    "ShapecheckSpanProcessor",
     "SimilarPair",
     "StructuralFinding",
     "Subject",
@@ -95,6 +104,7 @@ __all__ = [
     "check_figures",
     "choice_context",
     "coerce_catalog",
+    "configure",
     "confusability_text",
     "content_hash",
     "explain_figure",
