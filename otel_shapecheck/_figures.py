@@ -20,6 +20,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Final, Literal, NamedTuple
 
 import numpy as np
@@ -203,15 +204,16 @@ class Derivation:
 
 
 class _SortedNumbers:
-    """Values sorted for window look-ups, each remembering the earliest position it was recorded at."""
+    """Values sorted for window look-ups, each with the earliest of its (ascending) positions."""
 
     def __init__(self, values: Sequence[float], positions: Sequence[int]) -> None:
         # Equal values keep only their earliest position, so a window never walks duplicates.
         if len(values) < _SMALL_INDEX:
-            pairs = sorted(zip(values, positions, strict=True))
-            kept = [pair for index, pair in enumerate(pairs) if index == 0 or pairs[index - 1][0] != pair[0]]
-            self._values = [value for value, _ in kept]
-            self._positions = [position for _, position in kept]
+            # Positions ascend, so walking them backwards leaves each value with its earliest one.
+            earliest = dict(zip(reversed(values), reversed(positions), strict=True))
+            pairs = sorted(earliest.items())
+            self._values = [value for value, _ in pairs]
+            self._positions = [position for _, position in pairs]
         else:
             array = np.asarray(values, dtype=np.float64)
             order = np.argsort(array, kind="stable")
@@ -326,6 +328,21 @@ def figure_basis(tool_results: Iterable[ToolResult]) -> FigureBasis:
     return FigureBasis(builder.values, builder.paths, builder.keys, builder.derived, builder.truncated)
 
 
+class _ChildPaths:
+    """Paths and field names of a container's children, built only for the children that need one."""
+
+    def __init__(self, at: str, keyed: bool) -> None:
+        self._at = at
+        self._prefix = f"{at}." if at else ""
+        self._keyed = keyed
+
+    def path(self, name: str | int) -> str:
+        return f"{self._prefix}{name}" if self._keyed else f"{self._at}[{name}]"
+
+    def key(self, name: str | int) -> str | None:
+        return str(name) if self._keyed else None
+
+
 class _BasisBuilder:
     """Walks tool results iteratively (no recursion, so nesting cannot exhaust the stack)."""
 
@@ -364,43 +381,49 @@ class _BasisBuilder:
             self._read_string(node, at, key, depth)
 
     def _visit_container(self, node: dict[str, JSONValue] | list[JSONValue], at: str, depth: int) -> None:
-        """Read a container's children; a list of rows is also folded into columns."""
+        """Read a container's children within the node budget; a list of rows is also folded into columns."""
         if depth >= MAX_DEPTH:
             self.truncated = True
             return
-        children: list[tuple[str, str | None, JSONValue]]
-        if isinstance(node, dict):
-            prefix = f"{at}." if at else ""
-            children = [(f"{prefix}{name}", name, value) for name, value in node.items()]
-            is_rows = len(children) >= 2 and all(isinstance(value, dict) for value in node.values())
-        else:
-            children = [(f"{at}[{index}]", None, value) for index, value in enumerate(node)]
-            is_rows = bool(children) and all(isinstance(value, dict) for value in node)
         room = max(MAX_NODES - self._nodes, 0)
-        if len(children) > room:
+        if len(node) > room:
             self.truncated = True
-            children = children[:room]
-        self._nodes += len(children)
+        self._nodes += min(len(node), room)
+        children: Iterator[tuple[str | int, JSONValue]]
+        if isinstance(node, dict):
+            is_rows = len(node) >= 2 and all(isinstance(value, dict) for value in node.values())
+            children = islice(node.items(), room)
+        else:
+            is_rows = bool(node) and all(isinstance(value, dict) for value in node)
+            children = enumerate(islice(node, room))
+        child = _ChildPaths(at, isinstance(node, dict))
         if is_rows and depth + 1 < MAX_DEPTH:
-            if len(children) > MAX_ROWS:
+            if len(node) > MAX_ROWS:
                 self.truncated = True
-            self._read_rows(children[:MAX_ROWS], at or "result", depth + 1)
-            children = children[MAX_ROWS:]
-        self._read_children(children, depth + 1)
+            rows = [(child.path(name), child.key(name), row) for name, row in islice(children, MAX_ROWS)]
+            self._read_rows(rows, at or "result", depth + 1)
+        self._read_children(children, child, depth + 1)
 
-    def _read_children(self, children: Iterable[tuple[str, str | None, JSONValue]], depth: int) -> None:
+    def _read_children(
+        self, children: Iterator[tuple[str | int, JSONValue]], child: _ChildPaths, depth: int
+    ) -> None:
         """Read scalar children now and queue containers, so nesting never recurses."""
         containers: list[tuple[JSONValue, str, str | None, int]] = []
-        for path, key, value in children:
+        for name, value in children:
             kind = type(value)
+            if value is None or kind is bool:
+                continue
             if kind is float or kind is int:
-                self._carry(value, path, key)  # type: ignore[arg-type]
+                if len(self.values) >= MAX_BASIS_NUMBERS:
+                    self.truncated = True
+                    continue
+                self._carry(value, child.path(name), child.key(name))  # type: ignore[arg-type]
             elif kind is str:
-                self._read_string(value, path, key, depth)  # type: ignore[arg-type]
+                self._read_string(value, child.path(name), child.key(name), depth)  # type: ignore[arg-type]
             elif isinstance(value, dict | list):
-                containers.append((value, path, key, depth))
+                containers.append((value, child.path(name), child.key(name), depth))
             else:
-                self._visit_scalar(value, path, key, depth)
+                self._visit_scalar(value, child.path(name), child.key(name), depth)
         self._stack.extend(reversed(containers))
 
     def _read_rows(self, rows: list[tuple[str, str | None, JSONValue]], label: str, depth: int) -> None:

@@ -19,7 +19,7 @@ from otel_shapecheck._attributes import (
 from otel_shapecheck._checks import AttributeValue, Subject, Verdict
 from otel_shapecheck._config import positive_int
 from otel_shapecheck._figures import DEFAULT_MIN_DIGITS, FiguresFinding, check_figures
-from otel_shapecheck._model import LLMCall
+from otel_shapecheck._model import LLMCall, ToolResult
 
 logger = logging.getLogger(__name__)
 
@@ -63,12 +63,29 @@ class FiguresCheck:
         call = subject.llm_call
         if call is None or not _is_final_answer(call):
             return None
-        tool_results = call.tool_results + subject.trace_tool_results
+        tool_results = _distinct(call.tool_results + subject.trace_tool_results)
         if not tool_results and not call.offered_tools:
             return None
         user_texts = call.user_texts or ((call.user_text,) if call.user_text else ())
         finding = check_figures(call.answer_text or "", tool_results, user_texts, min_digits=self._min_digits)
         return _verdict(finding, call.response_id)
+
+
+def _distinct(results: tuple[ToolResult, ...]) -> tuple[ToolResult, ...]:
+    """The results with repeated text content dropped.
+
+    The same result is often captured twice, as an input message of the call and as the output of its
+    ``execute_tool`` span. Reading it twice would add nothing and would spend the derived-value bound.
+    """
+    seen: set[str] = set()
+    distinct: list[ToolResult] = []
+    for result in results:
+        if isinstance(result.content, str):
+            if result.content in seen:
+                continue
+            seen.add(result.content)
+        distinct.append(result)
+    return tuple(distinct)
 
 
 def _is_final_answer(call: LLMCall) -> bool:

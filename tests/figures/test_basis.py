@@ -12,6 +12,7 @@ from otel_shapecheck._figures import (
     MAX_DEPTH,
     MAX_DERIVED,
     MAX_GROUP_FIELDS,
+    MAX_NODES,
     MAX_NUMERIC_FIELDS,
     MAX_ROWS,
     CarriedNumber,
@@ -187,6 +188,14 @@ class TestBounds:
         basis = figure_basis([ToolResult(" ".join(str(i) for i in range(MAX_BASIS_NUMBERS + 10)))])
         assert len(basis.carried) == MAX_BASIS_NUMBERS
         assert basis.truncated
+
+    def test_node_bound(self) -> None:
+        """At most MAX_NODES JSON nodes are walked, then truncated is set."""
+        late: JSONValue = {"late": 1.5}
+        content: JSONValue = [*([None] * (MAX_NODES + 10)), late]
+        basis = figure_basis([ToolResult(content)])
+        assert basis.truncated
+        assert basis.carried == ()
 
     def test_row_bound(self) -> None:
         """At most MAX_ROWS rows are folded into columns."""

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from otel_shapecheck import Check, FiguresCheck, LLMCall, OfferedTool, Subject, ToolCall, ToolResult
+from otel_shapecheck import (
+    Check,
+    FiguresCheck,
+    LLMCall,
+    OfferedTool,
+    Subject,
+    ToolCall,
+    ToolResult,
+    check_figures,
+)
 from otel_shapecheck._attributes import (
     EVALUATION_FIGURES,
     EVALUATION_NAME,
@@ -91,6 +102,17 @@ class TestApplies:
         assert verdict is not None
         assert verdict.attributes[FIGURES_COMPUTED] == 1
         assert verdict.flags == ()
+
+    def test_result_seen_twice_is_read_once(self) -> None:
+        """A result captured both as an input message and as a tool execution is read once."""
+        fields = {f"f{i}_tb": float(i + 1) for i in range(64)}
+        same = ToolResult(json.dumps([{**fields, "group": str(r % 3)} for r in range(6)]))
+        # Read twice, this result's derived values would pass the 50 000 bound.
+        assert check_figures("It holds 12.5 TB.", [same, same]).truncated
+        subject = answer_subject("It holds 12.5 TB.", tool_results=(same,), trace_tool_results=(same,))
+        (verdict,) = FiguresCheck().evaluate([subject])
+        assert verdict is not None
+        assert verdict.attributes[FIGURES_TRUNCATED] is False
 
 
 class TestVerdict:
