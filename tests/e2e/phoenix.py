@@ -1,0 +1,145 @@
+"""A real Arize Phoenix server on 127.0.0.1 for end-to-end tests: started, polled until ready, stopped.
+
+Phoenix runs from its own virtual environment (its dependencies would move the test environment's
+pins); ``make test-e2e`` installs it and passes the executable in ``SHAPECHECK_PHOENIX``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+PHOENIX_ENV = "SHAPECHECK_PHOENIX"
+_DEFAULT_EXECUTABLE = Path(__file__).resolve().parents[2] / ".venv-e2e" / "bin" / "phoenix"
+_READY_TIMEOUT_SECONDS = 120.0
+
+
+def phoenix_executable() -> Path:
+    """The ``phoenix`` executable: ``$SHAPECHECK_PHOENIX``, else the one ``make test-e2e`` installs."""
+    executable = Path(os.environ.get(PHOENIX_ENV) or _DEFAULT_EXECUTABLE)
+    if not executable.exists():
+        raise RuntimeError(
+            f"Phoenix is not installed at {executable}; run `make test-e2e` (or set {PHOENIX_ENV})"
+        )
+    return executable
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class PhoenixServer:
+    """One ``phoenix serve`` process with its own working directory and free ports."""
+
+    def __init__(self, working_dir: Path) -> None:
+        self.working_dir = working_dir
+        self.http_port = free_port()
+        self.grpc_port = free_port()
+        self.log_path = working_dir / "phoenix.log"
+        self._process: subprocess.Popen[bytes] | None = None
+        self.startup_seconds = 0.0
+
+    @property
+    def base_url(self) -> str:
+        """The HTTP base URL: UI, REST API and OTLP/HTTP (``/v1/traces``)."""
+        return f"http://127.0.0.1:{self.http_port}"
+
+    @property
+    def grpc_endpoint(self) -> str:
+        """OTLP/gRPC ``host:port`` (Phoenix binds it on every interface, whatever PHOENIX_HOST says)."""
+        return f"127.0.0.1:{self.grpc_port}"
+
+    def start(self) -> PhoenixServer:
+        """Start Phoenix and wait until ``/healthz`` answers 200."""
+        environment = {
+            **os.environ,
+            "PHOENIX_HOST": "127.0.0.1",
+            "PHOENIX_PORT": str(self.http_port),
+            "PHOENIX_GRPC_PORT": str(self.grpc_port),
+            "PHOENIX_WORKING_DIR": str(self.working_dir),
+            "PHOENIX_TELEMETRY_ENABLED": "false",
+            "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false",
+        }
+        started = time.monotonic()
+        with self.log_path.open("wb") as log:
+            self._process = subprocess.Popen(
+                [str(phoenix_executable()), "serve"],
+                env=environment,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self._wait_until_ready(started)
+        self.startup_seconds = time.monotonic() - started
+        return self
+
+    def _wait_until_ready(self, started: float) -> None:
+        assert self._process is not None
+        while time.monotonic() - started < _READY_TIMEOUT_SECONDS:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"Phoenix exited with {self._process.returncode}:\n{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/healthz", timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(0.25)
+        self.stop()
+        raise RuntimeError(f"Phoenix was not ready after {_READY_TIMEOUT_SECONDS:.0f} s:\n{self.log_tail()}")
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL if it lingers."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The end of Phoenix's own log, for failure messages."""
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def spans(self, project: str, limit: int = 1000) -> list[dict[str, Any]]:
+        """Spans of a project through the REST API (``GET /v1/projects/{project}/spans``)."""
+        query = urllib.parse.urlencode({"limit": limit})
+        url = f"{self.base_url}/v1/projects/{urllib.parse.quote(project)}/spans?{query}"
+        try:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                payload = json.load(response)
+        except urllib.error.HTTPError as error:
+            if error.code == 404:  # the project appears with its first span
+                return []
+            raise
+        data: list[dict[str, Any]] = payload["data"]
+        return data
+
+    def wait_for_spans(self, project: str, count: int, timeout: float = 30.0) -> list[dict[str, Any]]:
+        """Poll the REST API until the project holds at least ``count`` spans (or the timeout passes)."""
+        deadline = time.monotonic() + timeout
+        spans = self.spans(project)
+        while len(spans) < count and time.monotonic() < deadline:
+            time.sleep(0.1)
+            spans = self.spans(project)
+        return spans
