@@ -184,6 +184,20 @@ class TestVerdict:
         assert verdict.attributes[FIGURES_CARRIED] == 1
         assert verdict.flags == ()
 
+    def test_current_user_message_is_exempt_without_history(self) -> None:
+        """When only the current user message was captured, its numbers are exempt too."""
+        call = LLMCall(
+            span_id="b7ad6b7169203331",
+            trace_id=TRACE_ID,
+            answer_text="Budget: 7,500 IOPS.",
+            tool_results=(capacity_result(),),
+            user_text="Plan for 7500 IOPS.",
+        )
+        subject = Subject(span_id=call.span_id, trace_id=TRACE_ID, llm_call=call)
+        (verdict,) = FiguresCheck().evaluate([subject])
+        assert verdict is not None
+        assert verdict.attributes[FIGURES_CARRIED] == 1
+
     def test_truncated_basis_is_reported(self) -> None:
         """A bound that cut the basis shows on the verdict and in its explanation."""
         huge = ToolResult(list(range(60_000)))
