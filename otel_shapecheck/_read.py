@@ -77,6 +77,23 @@ _LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 _LEGACY_LLM_REQUEST_TYPES = frozenset({"chat", "completion"})
 _EXECUTE_TOOL = "execute_tool"
 _MCP_TOOLS_CALL = "tools/call"
+_CLASSIFYING_KEYS = frozenset(
+    {
+        ANALYST_ID,
+        ANALYST_ATTEMPT,
+        OPERATION_NAME,
+        OPENINFERENCE_SPAN_KIND,
+        LLM_REQUEST_TYPE,
+        TRACELOOP_SPAN_KIND,
+        MCP_METHOD_NAME,
+    }
+)
+"""Every attribute :func:`classify_span` reads."""
+_OUTPUT_KEYS = frozenset(
+    {OUTPUT_MESSAGES, *COMPLETION_MARKERS, *OUTPUT_MESSAGE_MARKERS}
+    | {COMPLETION_FINISH_REASON, OPENINFERENCE_FINISH_REASON, FINISH_REASONS}
+)
+"""Every attribute :func:`names_own_tool_calls` reads."""
 
 
 class SpanKind(enum.Enum):
@@ -89,21 +106,30 @@ class SpanKind(enum.Enum):
 
 
 def classify_span(name: str, attributes: Mapping[str, object]) -> SpanKind:
-    """The kind of a span from a few attribute lookups and at most a prefix test on its name."""
-    if ANALYST_ID in attributes and ANALYST_ATTEMPT in attributes:
+    """The kind of a span from the few attributes that say it and at most a prefix test on its name.
+
+    Only keys the span has are looked up: the SDK's attribute mapping answers a missing key by raising
+    and catching ``KeyError``, which would dominate the cost for the many spans that are not GenAI.
+    """
+    present = _CLASSIFYING_KEYS.intersection(attributes)
+    if not present:
+        is_tool = isinstance(name, str) and name.startswith(EXECUTE_TOOL_SPAN_PREFIX)
+        return SpanKind.TOOL_EXECUTION if is_tool else SpanKind.OTHER
+    values = {key: attributes[key] for key in present}
+    if ANALYST_ID in values and ANALYST_ATTEMPT in values:
         return SpanKind.ANALYST_ATTEMPT
-    operation = _string(attributes.get(OPERATION_NAME))
+    operation = _string(values.get(OPERATION_NAME))
     if operation in _LLM_OPERATIONS:
         return SpanKind.LLM_CALL
     if operation == _EXECUTE_TOOL:
         return SpanKind.TOOL_EXECUTION
-    openinference_kind = _string(attributes.get(OPENINFERENCE_SPAN_KIND))
-    if openinference_kind == "LLM" or _string(attributes.get(LLM_REQUEST_TYPE)) in _LEGACY_LLM_REQUEST_TYPES:
+    openinference_kind = _string(values.get(OPENINFERENCE_SPAN_KIND))
+    if openinference_kind == "LLM" or _string(values.get(LLM_REQUEST_TYPE)) in _LEGACY_LLM_REQUEST_TYPES:
         return SpanKind.LLM_CALL
     if (
         openinference_kind == "TOOL"
-        or _string(attributes.get(TRACELOOP_SPAN_KIND)) == "tool"
-        or _string(attributes.get(MCP_METHOD_NAME)) == _MCP_TOOLS_CALL
+        or _string(values.get(TRACELOOP_SPAN_KIND)) == "tool"
+        or _string(values.get(MCP_METHOD_NAME)) == _MCP_TOOLS_CALL
         or (isinstance(name, str) and name.startswith(EXECUTE_TOOL_SPAN_PREFIX))
     ):
         return SpanKind.TOOL_EXECUTION
@@ -116,17 +142,21 @@ def names_own_tool_calls(attributes: Mapping[str, object]) -> bool:
     Flattened output that says the model stopped to call tools but names no tool call does not count:
     some instrumentations record the text of a reply and never its tool calls.
     """
-    if OUTPUT_MESSAGES in attributes:
+    present = _OUTPUT_KEYS.intersection(attributes)
+    if not present:
+        return False
+    if OUTPUT_MESSAGES in present:
         return True
-    if any(marker in attributes for marker in COMPLETION_MARKERS):
-        return COMPLETION_TOOL_CALL_MARKER in attributes or not _flattened_stop_for_tools(
-            attributes, COMPLETION_FINISH_REASON
-        )
-    if any(marker in attributes for marker in OUTPUT_MESSAGE_MARKERS):
-        return OUTPUT_TOOL_CALL_MARKER in attributes or not _flattened_stop_for_tools(
-            attributes, OPENINFERENCE_FINISH_REASON
-        )
-    return False
+    if not present.isdisjoint(COMPLETION_MARKERS):
+        tool_call_marker, finish_reason_key = COMPLETION_TOOL_CALL_MARKER, COMPLETION_FINISH_REASON
+    elif not present.isdisjoint(OUTPUT_MESSAGE_MARKERS):
+        tool_call_marker, finish_reason_key = OUTPUT_TOOL_CALL_MARKER, OPENINFERENCE_FINISH_REASON
+    else:
+        return False
+    if tool_call_marker in present:
+        return True
+    reasons = [attributes[key] for key in (finish_reason_key, FINISH_REASONS) if key in present]
+    return not any(stopped_for_tools(reason) for reason in reasons)
 
 
 def read_llm_call(span: ReadableSpan) -> LLMCall | None:
@@ -209,12 +239,6 @@ def read_log_records(log_records: Sequence[AnyLogRecord]) -> LLMCall | None:
     if ref is None or content is None:
         return None
     return llm_call_from_content(content, ref)
-
-
-def _flattened_stop_for_tools(attributes: Mapping[str, object], finish_reason_key: str) -> bool:
-    return stopped_for_tools(attributes.get(finish_reason_key)) or stopped_for_tools(
-        attributes.get(FINISH_REASONS)
-    )
 
 
 def _api_record(record: AnyLogRecord) -> LogRecord:
