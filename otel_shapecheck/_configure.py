@@ -24,6 +24,7 @@ from otel_shapecheck._checks import Check
 from otel_shapecheck._config import choice
 from otel_shapecheck._flagged_events import FlaggedEventExporter
 from otel_shapecheck._shapecheck import Shapecheck
+from otel_shapecheck._verdict_sink import VerdictSink
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ def configure(
     headers: Mapping[str, str] | None = None,
     timeout_seconds: float | None = None,
     checks: Sequence[Check] | None = None,
-    events: bool = True,
+    events: bool | VerdictSink = True,
     forward: str | None = None,
     include_content: bool | None = None,
     span_exporter: SpanExporter | None = None,
@@ -68,7 +69,9 @@ def configure(
         headers: extra headers for both exporters (default: ``OTEL_EXPORTER_OTLP_HEADERS``).
         timeout_seconds: export timeout of both exporters (default: ``OTEL_EXPORTER_OTLP_TIMEOUT``, 10 s).
         checks: the checks to run (default: every built-in check).
-        events: whether to send ``gen_ai.evaluation.result`` log records at all.
+        events: ``True`` sends flagged ``gen_ai.evaluation.result`` log records over OTLP, ``False`` sends
+            none, and a sink (e.g. a :class:`FlaggedEventExporter` you keep, to read its ``stats()``) is used
+            as given.
         forward, include_content: see :class:`FlaggedEventExporter`.
         span_exporter, log_exporter: use these instead of building OTLP exporters.
         processor_options: passed on to :class:`Shapecheck` (``max_wait_millis``, ...).
@@ -92,8 +95,10 @@ def configure(
         span_exporter = otlp_span_exporter(
             endpoint, protocol=protocol, headers=headers, timeout=timeout_seconds
         )
-    event_sink: FlaggedEventExporter | None = None
-    if events:
+    event_sink: VerdictSink | None = None
+    if not isinstance(events, bool):
+        event_sink = events
+    elif events:
         if log_exporter is None:
             log_exporter = otlp_log_exporter(
                 endpoint, protocol=protocol, headers=headers, timeout=timeout_seconds
@@ -101,9 +106,14 @@ def configure(
         event_sink = FlaggedEventExporter(
             log_exporter, resource=tracer_provider.resource, forward=forward, include_content=include_content
         )
-    shapecheck = Shapecheck(
-        BatchSpanProcessor(span_exporter), events=event_sink, checks=checks, **processor_options
-    )
+    downstream = BatchSpanProcessor(span_exporter)
+    try:
+        shapecheck = Shapecheck(downstream, events=event_sink, checks=checks, **processor_options)
+    except Exception:  # a bad processor setting: release the threads started above, then report it
+        downstream.shutdown()
+        if event_sink is not None and event_sink is not events:
+            event_sink.shutdown()
+        raise
     tracer_provider.add_span_processor(shapecheck.span_processor)
     if logger_provider is not None:
         logger_provider.add_log_record_processor(shapecheck.log_processor)

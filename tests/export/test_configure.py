@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
+from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from otlp_receiver import OTLPReceiver
+from otlp_receiver import OTLPReceiver, unused_endpoint
 
 import otel_shapecheck
+from otel_shapecheck import FlaggedEventExporter
 from otel_shapecheck import _attributes as attrs
 from otel_shapecheck._embedders import HashingEmbedder
 from otel_shapecheck._figures_check import FiguresCheck
 from otel_shapecheck._tool_choice import ToolChoiceCheck
 
 from .agent_turn import ANSWER, UNSUPPORTED, instrumented, run_capacity_turn
+
+BOUND_SECONDS = 3.0
+"""Generous bound for what must not wait on the backend (the scripted turn itself takes well under it)."""
 
 
 def _checks() -> list[otel_shapecheck.Check]:
@@ -139,3 +146,50 @@ def test_api_tracer_provider_is_refused() -> None:
 
     with pytest.raises(ValueError, match="tracer_provider"):
         otel_shapecheck.configure(NoOpTracerProvider())  # type: ignore[arg-type]
+
+
+def test_bad_processor_setting_raises_before_registering() -> None:
+    """A bad processor option is a ValueError naming it, and nothing is left registered."""
+    provider = _provider()
+    with pytest.raises(ValueError, match="max_wait_millis"):
+        otel_shapecheck.configure(provider, endpoint="http://127.0.0.1:9", max_wait_millis=0)
+    with provider.get_tracer("tests").start_as_current_span("still fine"):
+        pass
+    provider.shutdown()
+
+
+@pytest.mark.parametrize("failure", ["down", "slow", "error"])
+def test_unreachable_backend_never_holds_the_application(failure: str, receiver: OTLPReceiver) -> None:
+    """Receiver down, slow or failing: the agent runs at full speed, flushes are bounded, losses counted."""
+    if failure == "down":
+        grpc_endpoint, _ = unused_endpoint()
+    else:
+        grpc_endpoint = receiver.grpc_endpoint
+        if failure == "slow":
+            receiver.behave(delay_seconds=3.0)
+        else:
+            receiver.behave(error_status=503)
+    events = FlaggedEventExporter(
+        GrpcLogExporter(endpoint=grpc_endpoint, insecure=True, timeout=0.5), flush_timeout_millis=300
+    )
+    provider = _provider()
+    shapecheck = otel_shapecheck.configure(
+        provider, endpoint=f"http://{grpc_endpoint}", timeout_seconds=0.5, events=events, checks=_checks()
+    )
+    started = time.monotonic()
+    with instrumented(provider):
+        assert run_capacity_turn(provider) == ANSWER
+    ran_after = time.monotonic() - started
+    provider.force_flush(timeout_millis=1000)
+    flushed_after = time.monotonic() - started
+    assert ran_after < BOUND_SECONDS
+    assert flushed_after < ran_after + BOUND_SECONDS
+    assert shapecheck.counts().flagged >= 1
+    deadline = time.monotonic() + 5
+    while events.stats().export_failed < 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stats = events.stats()
+    assert (stats.exported, stats.export_failed) == (0, 1)
+    provider.shutdown()
+    assert time.monotonic() - started < ran_after + 3 * BOUND_SECONDS
+    assert receiver.log_records == []
