@@ -110,7 +110,7 @@ def configure(
     try:
         shapecheck = Shapecheck(downstream, events=event_sink, checks=checks, **processor_options)
     except Exception:  # a bad processor setting: release the threads started above, then report it
-        downstream.shutdown()
+        downstream.shutdown()  # type: ignore[no-untyped-call]
         if event_sink is not None and event_sink is not events:
             event_sink.shutdown()
         raise
