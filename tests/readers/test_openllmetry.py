@@ -3,7 +3,8 @@
 ``opentelemetry-instrumentation-openai`` (OpenLLMetry) writes the OTel GenAI JSON attributes on its
 ``openai.chat`` spans; ``opentelemetry-instrumentation-cohere`` still writes the legacy indexed
 ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` / ``llm.request.functions.N.*`` form. Both run their
-real client against the scripted server on loopback.
+real client against the scripted server on loopback. OpenLLMetry's events path (``use_attributes=False``)
+writes the deprecated per-message events, with ``tool_calls`` beside ``message`` in ``gen_ai.choice``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from opentelemetry.instrumentation.cohere import CohereInstrumentor
 from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 
 from otel_shapecheck._model import OfferedTool, ToolCall, ToolResult
-from otel_shapecheck._read import SpanKind, names_own_tool_calls, read_llm_call
+from otel_shapecheck._read import SpanKind, names_own_tool_calls, read_llm_call, read_log_records
 from otel_shapecheck._scripted_openai import ScriptedOpenAIServer
 
 from .telemetry import (
@@ -30,6 +31,7 @@ from .telemetry import (
     WEATHER_ARGUMENTS,
     WEATHER_RESULT,
     CapturedTelemetry,
+    records_by_span,
     run_openai_turn,
     weather_script,
 )
@@ -116,3 +118,37 @@ def test_cohere_legacy_indexed_form(cohere_instrumented: CapturedTelemetry) -> N
     assert second.answer_text == ANSWER
     assert second.user_texts == (QUESTION,)
     assert second.finish_reasons == ("COMPLETE",)
+
+
+@pytest.fixture
+def openai_events_instrumented(telemetry: CapturedTelemetry) -> Iterator[CapturedTelemetry]:
+    instrumentor = OpenAIInstrumentor(use_attributes=False)
+    instrumentor.instrument(
+        tracer_provider=telemetry.tracer_provider, logger_provider=telemetry.logger_provider
+    )
+    try:
+        yield telemetry
+    finally:
+        instrumentor.uninstrument()
+
+
+def test_openai_events_path_puts_tool_calls_beside_the_message(
+    openai_events_instrumented: CapturedTelemetry,
+) -> None:
+    with ScriptedOpenAIServer(weather_script(plan=PLAN)) as server:
+        run_openai_turn(server.base_url)
+
+    spans = openai_events_instrumented.spans_of_kind(SpanKind.LLM_CALL)
+    assert not any(names_own_tool_calls(span.attributes or {}) for span in spans)
+    grouped = records_by_span(openai_events_instrumented.log_records())
+    first, second = (read_log_records(grouped[span.context.span_id]) for span in spans)
+    assert first is not None and second is not None
+    choice = next(r for r in grouped[spans[0].context.span_id] if r.event_name == "gen_ai.choice")
+    assert isinstance(choice.body, dict) and "tool_calls" in choice.body, "the spec's place, beside message"
+    assert first.tool_calls == (ToolCall("get_weather", CALL_ID, WEATHER_ARGUMENTS),)
+    assert first.answer_text == PLAN and first.user_text == QUESTION
+    assert second.assistant_text == PLAN
+    assert second.tool_results == (ToolResult(WEATHER_RESULT),), (
+        "this emitter leaves the tool message's id out"
+    )
+    assert second.answer_text == ANSWER
