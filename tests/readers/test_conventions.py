@@ -1,11 +1,11 @@
 """Convention details the readers must honour.
 
 Where a real instrumentation produces the case, it does (the turn structure tests). The variants that
-no installed emitter writes but the specifications and their published examples do (``result``
-instead of ``response``, ids with a stray space, OpenAI-nested tool definitions, ``tool_calls``
-beside ``message`` in ``gen_ai.choice``, the old ``event.name`` attribute, MCP and Traceloop tool
-spans, OpenInference multi-part contents) are written as those documents show them, on spans made
-by the real SDK tracer.
+no installed emitter writes but the specifications, their published examples or other emitters do
+(``result`` instead of ``response``, ids with a stray space, OpenAI-nested tool definitions, the old
+``event.name`` attribute, choices out of index order, MCP and Traceloop tool spans, OpenInference
+multi-part contents, a reply recorded without its tool calls) are written as those documents and
+emitters show them, on spans made by the real SDK tracer.
 """
 
 from __future__ import annotations
