@@ -259,22 +259,23 @@ class FigureBasis:
         values: Sequence[float],
         paths: Sequence[_Path],
         keys: Sequence[str | None],
-        derived: Sequence[DerivedNumber],
+        derived: _DerivedValues,
         truncated: bool,
     ) -> None:
         self._values = list(values)
         self._paths = list(paths)
         self._keys = list(keys)
-        self._derived = tuple(derived)
+        self._derived_values = derived
+        self._derived: tuple[DerivedNumber, ...] | None = None
         self._truncated = truncated
         self._carried: tuple[CarriedNumber, ...] | None = None
         percent_keys = {key for key in set(self._keys) if key and _PERCENT_KEY_RE.search(key)}
         percent = [i for i, key in enumerate(self._keys) if key in percent_keys]
-        derived_values = [number.value for number in self._derived]
+        derived_values = derived.values
         sums = [
             i
-            for i, number in enumerate(self._derived)
-            if number.derivation == "column-sum" and abs(number.value) >= 1000
+            for i, (value, how) in enumerate(zip(derived_values, derived.how, strict=True))
+            if how[0] == "column-sum" and abs(value) >= 1000
         ]
         self._carried_index = _SortedNumbers(self._values, range(len(self._values)))
         self._complement_index = _SortedNumbers([100 - self._values[i] for i in percent], percent)
@@ -294,7 +295,16 @@ class FigureBasis:
     @property
     def derived(self) -> tuple[DerivedNumber, ...]:
         """Every column-derived value (sums, ratios, differences, complements), in derivation order."""
+        if self._derived is None:
+            self._derived = tuple(
+                DerivedNumber(self._derived_values.values[i], *self._derived_values.explain(i))
+                for i in range(len(self._derived_values.values))
+            )
         return self._derived
+
+    def derived_at(self, position: int) -> Derivation:
+        """How the derived value recorded at ``position`` was derived."""
+        return Derivation(*self._derived_values.explain(position))
 
     @property
     def truncated(self) -> bool:
@@ -311,8 +321,8 @@ class FigureBasis:
 
     def __repr__(self) -> str:
         return (
-            f"FigureBasis(carried={len(self._values)} numbers, derived={len(self._derived)} values, "
-            f"truncated={self._truncated})"
+            f"FigureBasis(carried={len(self._values)} numbers, "
+            f"derived={len(self._derived_values.values)} values, truncated={self._truncated})"
         )
 
 
@@ -350,7 +360,7 @@ class _BasisBuilder:
         self.values: list[float] = []
         self.paths: list[_Path] = []
         self.keys: list[str | None] = []
-        self.derived: list[DerivedNumber] = []
+        self.derived = _DerivedValues()
         self.truncated = False
         self._nodes = 0
         self._stack: list[tuple[JSONValue, str, str | None, int]] = []
@@ -553,31 +563,48 @@ class _BasisBuilder:
 
     def _derive(self, table: _RowTable, totals: dict[str, float], rows: int, label: str) -> bool:
         """Record the sums, ratios, differences and complements of some rows' column totals."""
-        derived: list[DerivedNumber] = []
+        derived: list[tuple[float, tuple[str, str, str, str]]] = []
         if rows > 1:
-            derived.extend(DerivedNumber(t, "column-sum", f"sum of {label}.{n}") for n, t in totals.items())
+            derived.extend((total, ("column-sum", label, name, "")) for name, total in totals.items())
         for a, b in table.like_unit_pairs:
             if a not in totals or b not in totals:
                 continue
             sum_a, sum_b = totals[a], totals[b]
             if sum_b != 0:
                 ratio = 100 * sum_a / sum_b
-                words = f"100 × {label}.{a} ÷ {label}.{b}"
-                derived.append(DerivedNumber(ratio, "column-ratio", words))
+                derived.append((ratio, ("column-ratio", label, a, b)))
                 if 0 <= ratio <= 100:
-                    derived.append(DerivedNumber(100 - ratio, "complement", f"100 − {words}"))
+                    derived.append((100 - ratio, ("complement", label, a, b)))
             if sum_b - sum_a > 0:
-                derived.append(
-                    DerivedNumber(sum_b - sum_a, "column-difference", f"{label}.{b} − {label}.{a}")
-                )
-        for number in derived:
-            if not math.isfinite(number.value):
+                derived.append((sum_b - sum_a, ("column-difference", label, a, b)))
+        for value, how in derived:
+            if value - value != 0.0:  # not finite
                 continue
-            if len(self.derived) >= MAX_DERIVED:
+            if len(self.derived.values) >= MAX_DERIVED:
                 self.truncated = True
                 return False
-            self.derived.append(number)
+            self.derived.values.append(value)
+            self.derived.how.append(how)
         return True
+
+
+class _DerivedValues:
+    """Derived values and how each was derived, kept as columns; the words are formatted when read."""
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+        self.how: list[tuple[str, str, str, str]] = []
+        """(derivation, rows label, field a, field b) per value."""
+
+    def explain(self, position: int) -> tuple[str, str]:
+        """The derivation and its words (``100 × rows[].used_tb ÷ rows[].total_tb``) at ``position``."""
+        derivation, label, a, b = self.how[position]
+        if derivation == "column-sum":
+            return derivation, f"sum of {label}.{a}"
+        if derivation == "column-difference":
+            return derivation, f"{label}.{b} − {label}.{a}"
+        ratio = f"100 × {label}.{a} ÷ {label}.{b}"
+        return derivation, ratio if derivation == "column-ratio" else f"100 − {ratio}"
 
 
 class _RowTable:
@@ -717,7 +744,6 @@ def explain_figure(value: str, basis: FigureBasis) -> Derivation | None:
         return abs(x - target) <= tolerance
 
     low, high = target - 2 * tolerance, target + 2 * tolerance
-    derived = basis.derived
     position = basis._carried_index.first_within(low, high, near)
     if position is not None:
         return Derivation("rounded", basis.carried_at(position))
@@ -730,11 +756,11 @@ def explain_figure(value: str, basis: FigureBasis) -> Derivation | None:
         return Derivation("complement", f"100 − {basis.carried_at(position)}")
     position = basis._derived_index.first_within(low, high, near)
     if position is not None:
-        return Derivation(derived[position].derivation, derived[position].source)
+        return basis.derived_at(position)
     scaled = _first_scaled(basis._sum_index, low, high, near)
     if scaled is not None:
         position, scale = scaled
-        return Derivation("unit-scale", f"({derived[position].source}) ÷ {scale}")
+        return Derivation("unit-scale", f"({basis.derived_at(position).source}) ÷ {scale}")
     return None
 
 
