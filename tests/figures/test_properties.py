@@ -52,7 +52,7 @@ class TestCarriedNumbersAreNeverFlagged:
         data=st.data(),
         grouped=st.booleans(),
         form=st.sampled_from(["json-number", "numeric-string", "text"]),
-        unit=st.sampled_from(["TB", "%", " ms", " IOPS", "GiB/s"]),
+        unit=st.sampled_from(["TB", "%", " ms", " IOPS", "GiB/s", ""]),
     )
     def test_written_back_at_any_precision_up_to_its_own(
         self, number: Decimal, data: st.DataObject, grouped: bool, form: str, unit: str
@@ -62,7 +62,8 @@ class TestCarriedNumbersAreNeverFlagged:
         places = data.draw(st.integers(min_value=0, max_value=own_places))
         figure = f"{written(number, places, grouped)}{unit}"
         finding = check_figures(f"The result is {figure} right now.", [carried_as(number, form)])
-        assert finding.checked == 1
+        digits = sum(char.isdigit() for char in figure)
+        assert finding.checked == (1 if unit or digits >= 4 else 0)
         assert finding.unsupported == ()
 
 
