@@ -1,0 +1,73 @@
+"""Parity of the choice context built from what the readers take out of real telemetry.
+
+The reference recorder's tests pin the exact strings ``'user: why did fc1/3 drop?'`` and
+``'user: why?\\n\\nassistant: checking the FLOGI DB'``, and that a tool result never reaches the
+embedder. Here the user text and the turn's assistant text come from genai-openai spans of a real
+client run against the scripted server, read by our readers, and go through the tool-choice check's
+``choice_context``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
+
+from otel_shapecheck._model import LLMCall
+from otel_shapecheck._read import SpanKind, read_llm_call
+from otel_shapecheck._scripted_openai import ScriptedOpenAIServer, ScriptedReply, ScriptedToolCall
+from otel_shapecheck._tool_choice import choice_context
+
+from .telemetry import MODEL, TOOLS, CapturedTelemetry
+
+TOOL_RESULT_MARKER = "<<tool-result: fc1/3 link down at 04:12>>"
+
+
+@pytest.fixture
+def instrumented(telemetry: CapturedTelemetry) -> Iterator[CapturedTelemetry]:
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
+        instrumentor = OpenAIInstrumentor()
+        instrumentor.instrument(tracer_provider=telemetry.tracer_provider)
+        try:
+            yield telemetry
+        finally:
+            instrumentor.uninstrument()
+
+
+def _two_calls(telemetry: CapturedTelemetry, question: str, first_text: str | None) -> list[LLMCall]:
+    """The user asks; the model (maybe saying something) calls a tool; after its result, calls another."""
+    script = [
+        ScriptedReply(text=first_text, tool_calls=[ScriptedToolCall("get_weather", {"city": "x"}, "call_1")]),
+        ScriptedReply(tool_calls=[ScriptedToolCall("get_time", {"city": "x"}, "call_2")]),
+    ]
+    server = ScriptedOpenAIServer(script)
+    with server, openai.OpenAI(base_url=server.start().base_url, api_key="scripted", max_retries=0) as client:
+        messages: list[Any] = [{"role": "user", "content": question}]
+        first = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)
+        messages.append(first.choices[0].message.model_dump(exclude_none=True))
+        messages.append({"role": "tool", "tool_call_id": "call_1", "content": TOOL_RESULT_MARKER})
+        client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)
+    calls = [read_llm_call(span) for span in telemetry.spans_of_kind(SpanKind.LLM_CALL)]
+    assert all(calls)
+    return calls  # type: ignore[return-value]
+
+
+def test_context_is_the_user_prompt_alone_without_earlier_assistant_text(
+    instrumented: CapturedTelemetry,
+) -> None:
+    first, second = _two_calls(instrumented, "why did fc1/3 drop?", None)
+    assert choice_context(first.user_text or "", first.assistant_text) == "user: why did fc1/3 drop?"
+    assert choice_context(second.user_text or "", second.assistant_text) == "user: why did fc1/3 drop?"
+    assert TOOL_RESULT_MARKER not in choice_context(second.user_text or "", second.assistant_text)
+
+
+def test_context_adds_the_latest_assistant_text_of_the_turn(instrumented: CapturedTelemetry) -> None:
+    first, second = _two_calls(instrumented, "why?", "  checking the FLOGI DB ")
+    assert choice_context(first.user_text or "", first.assistant_text) == "user: why?"
+    context = choice_context(second.user_text or "", second.assistant_text)
+    assert context == "user: why?\n\nassistant: checking the FLOGI DB"
+    assert TOOL_RESULT_MARKER not in context
