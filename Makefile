@@ -36,7 +36,7 @@ E2E_VENV := .venv-e2e
 PHOENIX_REQUIREMENT := arize-phoenix==20.26.1
 STAMP_E2E := $(E2E_VENV)/.installed-phoenix
 
-$(STAMP_E2E):
+$(STAMP_E2E): Makefile
 	$(PYTHON) -m venv $(E2E_VENV)
 	$(E2E_VENV)/bin/pip install --quiet --upgrade pip
 	$(E2E_VENV)/bin/pip install --quiet '$(PHOENIX_REQUIREMENT)'
