@@ -44,16 +44,20 @@ def _two_calls(telemetry: CapturedTelemetry, question: str, first_text: str | No
         ScriptedReply(text=first_text, tool_calls=[ScriptedToolCall("get_weather", {"city": "x"}, "call_1")]),
         ScriptedReply(tool_calls=[ScriptedToolCall("get_time", {"city": "x"}, "call_2")]),
     ]
-    server = ScriptedOpenAIServer(script)
-    with server, openai.OpenAI(base_url=server.start().base_url, api_key="scripted", max_retries=0) as client:
+    with ScriptedOpenAIServer(script) as server:
+        _converse(server.base_url, question)
+    calls = [read_llm_call(span) for span in telemetry.spans_of_kind(SpanKind.LLM_CALL)]
+    assert all(calls)
+    return calls  # type: ignore[return-value]
+
+
+def _converse(base_url: str, question: str) -> None:
+    with openai.OpenAI(base_url=base_url, api_key="scripted", max_retries=0) as client:
         messages: list[Any] = [{"role": "user", "content": question}]
         first = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)
         messages.append(first.choices[0].message.model_dump(exclude_none=True))
         messages.append({"role": "tool", "tool_call_id": "call_1", "content": TOOL_RESULT_MARKER})
         client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)
-    calls = [read_llm_call(span) for span in telemetry.spans_of_kind(SpanKind.LLM_CALL)]
-    assert all(calls)
-    return calls  # type: ignore[return-value]
 
 
 def test_context_is_the_user_prompt_alone_without_earlier_assistant_text(
