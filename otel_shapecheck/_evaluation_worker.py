@@ -123,6 +123,11 @@ class EvaluationWorker:
 
     def evaluate(self, releases: Sequence[Release]) -> None:
         """Evaluate one batch and forward every span in it."""
+        if not self._checks:
+            for release in releases:
+                for held in release.spans:
+                    self._forward(held.span)
+            return
         held_spans: list[HeldSpan] = []
         subjects: list[Subject] = []
         for release in releases:
@@ -140,7 +145,7 @@ class EvaluationWorker:
         if not subjects:
             return
         verdicts = self._run_checks(subjects)
-        self._counters.add("evaluated", len(subjects))
+        self._counters.evaluated += len(subjects)
         for held, span_verdicts in zip(held_spans, verdicts, strict=True):
             self._finish(held.span, span_verdicts)
 
@@ -172,9 +177,9 @@ class EvaluationWorker:
             self._counters.error("enrich", "Building an enriched copy failed; forwarding the span as it is")
             self._forward(span)
             return
-        self._counters.add("enriched")
+        self._counters.enriched += 1
         if any(verdict.flagged for verdict in verdicts):
-            self._counters.add("flagged")
+            self._counters.flagged += 1
         self._forward(copy)
         if self._events is not None and span.context is not None:
             try:

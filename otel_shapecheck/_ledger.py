@@ -133,15 +133,12 @@ class Ledger:
 
     # Application threads.
 
-    def concerns(self, trace_id: int, span_id: int) -> bool:
-        """Whether an unclassified span ending must go through :meth:`span_ended` (a lock-free check).
+    def concerns(self, span_id: int) -> bool:
+        """Whether a span that is not GenAI must still go through :meth:`span_ended` (a lock-free check).
 
-        It must when its trace has facts (its end may complete a waiting child later) or when held
-        spans wait for it or it has analyst attempts.
+        It must when held spans wait for its end or it has analyst-attempt children.
         """
-        return (
-            trace_id in self._traces or span_id in self._waiting_by_parent or span_id in self._analyst_parents
-        )
+        return span_id in self._waiting_by_parent or span_id in self._analyst_parents
 
     def span_ended(
         self,
@@ -178,7 +175,7 @@ class Ledger:
                     facts.ended.add(span_id)
                 if tool_execution or (analyst_attempt and parent_id is not None):
                     if not facts.room():
-                        counts.add("facts_dropped")
+                        counts.facts_dropped += 1
                     elif tool_execution:
                         facts.executions.append(ExecutionFact(span, parent_id))
                     elif parent_id is not None:
@@ -207,12 +204,12 @@ class Ledger:
                 self._waiting[span_id] = held
                 self._waiting_by_parent.setdefault(parent_id, []).append(held)
             elif self._ready_spans >= self._max_queue:
-                counts.add("forwarded_unevaluated")
+                counts.forwarded_unevaluated += 1
                 return False, wake
             else:
                 self._push_ready((held,))
                 wake = True
-            counts.add("held")
+            counts.held += 1
             return True, wake
 
     def content_recorded(
@@ -228,7 +225,7 @@ class Ledger:
             else:
                 self._traces.move_to_end(trace_id)
             if not facts.room():
-                self._counters.add("facts_dropped")
+                self._counters.facts_dropped += 1
                 return
             facts.content.setdefault(span_id, []).append(record)
             if names_own_tool_calls:
@@ -247,7 +244,7 @@ class Ledger:
                 self._release_waiting(held)
                 released += 1
         if released:
-            self._counters.add("released_by_deadline", released)
+            self._counters.released_by_deadline += released
         return released > 0
 
     def close(self) -> int:
@@ -258,7 +255,7 @@ class Ledger:
             for held in waiting:
                 self._release_waiting(held)
         if waiting:
-            self._counters.add("released_by_shutdown", len(waiting))
+            self._counters.released_by_shutdown += len(waiting)
         return len(waiting)
 
     def ready_count(self) -> int:
@@ -287,7 +284,7 @@ class Ledger:
             for parent_id in evicted.attempts:
                 self._analyst_parents.pop(parent_id, None)
             if evicted.size:
-                self._counters.add("facts_dropped", evicted.size)
+                self._counters.facts_dropped += evicted.size
         return facts
 
     def _push_ready(self, group: tuple[HeldSpan, ...]) -> None:
@@ -316,7 +313,7 @@ class Ledger:
 
     def _release_oldest_waiting(self) -> None:
         self._release_waiting(next(iter(self._waiting.values())))
-        self._counters.add("released_by_cap")
+        self._counters.released_by_cap += 1
 
     def _release(self, group: tuple[HeldSpan, ...]) -> Release:
         facts = self._traces.get(group[0].trace_id)

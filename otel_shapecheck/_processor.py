@@ -93,13 +93,9 @@ def builtin_checks() -> list[Check]:
     return [ToolChoiceCheck(), ConformanceCheck(), FiguresCheck()]
 
 
-def classify(name: str, attributes: Mapping[str, object] | None) -> SpanKind:
-    """:func:`classify_span`, answered without lookups for spans that carry none of its keys."""
-    if not attributes or (
-        _CLASSIFYING_KEYS.isdisjoint(attributes) and not name.startswith(EXECUTE_TOOL_SPAN_PREFIX)
-    ):
-        return SpanKind.OTHER
-    return classify_span(name, attributes)
+def may_classify(name: str, attributes: Mapping[str, object] | None) -> bool:
+    """False when :func:`classify_span` would surely answer OTHER: none of its keys, no tool-span name."""
+    return not _CLASSIFYING_KEYS.isdisjoint(attributes or ()) or name.startswith(EXECUTE_TOOL_SPAN_PREFIX)
 
 
 class ShapecheckSpanProcessor(SpanProcessor):
@@ -241,18 +237,20 @@ class ShapecheckSpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         """Forward the span at once, or hold it for evaluation when it is an LLM call or analyst span."""
+        held = False
         try:
-            kind = classify(span.name, span.attributes)
-            if kind is SpanKind.OTHER:
-                context = span.context
-                if context is None or not self._ledger.concerns(context.trace_id, context.span_id):
-                    self._counters.add_untouched()
-                    self._forward(span)
-                    return
-            held = self._record(span, kind)
+            attributes = span.attributes
+            name = span.name
+            if may_classify(name, attributes) or (
+                span.context is not None and self._ledger.concerns(span.context.span_id)
+            ):
+                held = self._record(span, classify_span(name, attributes or {}))
+            else:
+                counters = self._counters
+                counters.seen += 1
+                counters.forwarded_untouched += 1
         except Exception:
             self._counters.error("on_end", "Recording an ended span failed; forwarding it as it is")
-            held = False
         if not held:
             self._forward(span)
 
@@ -265,9 +263,10 @@ class ShapecheckSpanProcessor(SpanProcessor):
             analyst_attempt=kind is SpanKind.ANALYST_ATTEMPT,
             names_own_tool_calls=llm_call and names_own_tool_calls(span.attributes or {}),
         )
-        self._counters.add("seen")
+        counters = self._counters
+        counters.seen += 1
         if not held:
-            self._counters.add("forwarded_untouched")
+            counters.forwarded_untouched += 1
         if wake and self._ledger.ready_count() >= self._worker.batch_size:
             self._worker.wake()
         return held
@@ -324,7 +323,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
         while releases := self._ledger.take_ready(self._worker.batch_size):
             for release in releases:
                 for held in release.spans:
-                    self._counters.add("forwarded_unevaluated")
+                    self._counters.forwarded_unevaluated += 1
                     self._forward(held.span)
 
     def _forward(self, span: ReadableSpan) -> None:

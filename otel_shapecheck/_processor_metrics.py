@@ -65,24 +65,15 @@ _COUNT_FIELDS = tuple(name for name in ProcessorCounts.__dataclass_fields__ if n
 
 
 class ProcessorCounters:
-    """Mutable counters behind one lock, with a once-per-kind error log."""
+    """Counters as plain integer attributes, with a once-per-kind error log.
+
+    Increments are single ``+=`` statements on attributes: under CPython's global interpreter lock no
+    thread switch can fall inside one, so the hot path counts without taking a lock. Error counts,
+    which are rare, are kept under a lock.
+    """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._counts = dict.fromkeys(_COUNT_FIELDS, 0)
-        self._errors: dict[str, int] = {}
-
-    def add(self, name: str, amount: int = 1) -> None:
-        """Add to one of the :class:`ProcessorCounts` fields."""
-        with self._lock:
-            self._counts[name] += amount
-
-    def add_untouched(self) -> None:
-        """One span seen and forwarded untouched (the hot path's only bookkeeping)."""
-        with self._lock:
-            counts = self._counts
-            counts["seen"] += 1
-            counts["forwarded_untouched"] += 1
+        self.reset()
 
     def error(self, kind: str, message: str, *args: object, exc_info: bool = True) -> None:
         """Count an error of ``kind``; log it only the first time this kind occurs."""
@@ -96,13 +87,24 @@ class ProcessorCounters:
     def snapshot(self) -> ProcessorCounts:
         """The counts as they are now."""
         with self._lock:
-            return ProcessorCounts(**self._counts, errors=tuple(sorted(self._errors.items())))
+            errors = tuple(sorted(self._errors.items()))
+        return ProcessorCounts(**{name: getattr(self, name) for name in _COUNT_FIELDS}, errors=errors)
 
     def reset(self) -> None:
-        """Start again from zero (a forked child counts only its own work) with a fresh lock."""
+        """Start from zero with a fresh lock (a forked child counts only its own work)."""
         self._lock = threading.Lock()
-        self._counts = dict.fromkeys(_COUNT_FIELDS, 0)
-        self._errors = {}
+        self._errors: dict[str, int] = {}
+        self.seen = 0
+        self.forwarded_untouched = 0
+        self.held = 0
+        self.evaluated = 0
+        self.enriched = 0
+        self.flagged = 0
+        self.released_by_deadline = 0
+        self.released_by_cap = 0
+        self.released_by_shutdown = 0
+        self.forwarded_unevaluated = 0
+        self.facts_dropped = 0
 
     def observe_with(self, meter_provider: MeterProvider | None) -> None:
         """Register observable counters reading these counts on ``meter_provider`` (or the global one)."""
