@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +32,12 @@ _MASK32 = 0xFFFFFFFF
 _LANE1_OFFSET, _LANE1_PRIME = 0x811C9DC5, 0x01000193
 _LANE2_OFFSET, _LANE2_PRIME = 0xCBF29CE4, 0x01000197
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+_Vectors: TypeAlias = "dict[str, npt.NDArray[np.float32]]"
+_Flight: TypeAlias = "Future[dict[str, npt.NDArray[np.float32]]]"
+"""One inner embed call in progress: its result maps each fetched key to its vector."""
+_Owned: TypeAlias = "tuple[_Flight, dict[str, str]]"
 
 
 def _base36(value: int) -> str:
@@ -88,7 +95,7 @@ class EmbeddingCache:
         )
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
-        self._in_flight: dict[str, Future[npt.NDArray[np.float32]]] = {}
+        self._in_flight: dict[str, _Flight] = {}
         self._hits = 0
         self._misses = 0
         self._evictions = 0
@@ -109,10 +116,10 @@ class EmbeddingCache:
             return self._inner.embed([])
         keys = [content_hash(text) for text in texts]
         found, joined, owned = self._claim(texts, keys)
-        if owned:
+        if owned[1]:
             found.update(self._fetch(owned))
-        for key, future in joined.items():
-            found[key] = future.result()
+        for key, flight in joined.items():
+            found[key] = flight.result()[key]
         return np.stack([found[key] for key in keys]).astype(np.float32, copy=True)
 
     def stats(self) -> CacheStats:
@@ -129,15 +136,12 @@ class EmbeddingCache:
 
     def _claim(
         self, texts: Sequence[str], keys: Sequence[str]
-    ) -> tuple[
-        dict[str, npt.NDArray[np.float32]],
-        dict[str, Future[npt.NDArray[np.float32]]],
-        dict[str, tuple[str, Future[npt.NDArray[np.float32]]]],
-    ]:
+    ) -> tuple[_Vectors, dict[str, _Flight], _Owned]:
         """Sort each distinct text into cached, in flight elsewhere, or ours to fetch (now in flight)."""
-        found: dict[str, npt.NDArray[np.float32]] = {}
-        joined: dict[str, Future[npt.NDArray[np.float32]]] = {}
-        owned: dict[str, tuple[str, Future[npt.NDArray[np.float32]]]] = {}
+        found: _Vectors = {}
+        joined: dict[str, _Flight] = {}
+        flight: _Flight = Future()
+        owned: dict[str, str] = {}
         with self._lock:
             for text, key in zip(texts, keys, strict=True):
                 if key in found or key in joined or key in owned:
@@ -146,30 +150,28 @@ class EmbeddingCache:
                     self._entries.move_to_end(key)
                     found[key] = vector
                     self._hits += 1
-                elif (future := self._in_flight.get(key)) is not None:
-                    joined[key] = future
+                elif (elsewhere := self._in_flight.get(key)) is not None:
+                    joined[key] = elsewhere
                     self._hits += 1
                 else:
-                    future = Future()
-                    self._in_flight[key] = future
-                    owned[key] = (text, future)
+                    self._in_flight[key] = flight
+                    owned[key] = text
                     self._misses += 1
-        return found, joined, owned
+        return found, joined, (flight, owned)
 
-    def _fetch(
-        self, owned: dict[str, tuple[str, Future[npt.NDArray[np.float32]]]]
-    ) -> dict[str, npt.NDArray[np.float32]]:
-        keys = list(owned)
+    def _fetch(self, owned: _Owned) -> _Vectors:
+        """One inner call for the texts this request owns; waiters on the same flight get the result."""
+        flight, texts = owned
+        keys = list(texts)
         try:
-            vectors = np.asarray(self._inner.embed([owned[key][0] for key in keys]), dtype=np.float32)
+            vectors = np.asarray(self._inner.embed([texts[key] for key in keys]), dtype=np.float32)
             if vectors.shape[0] != len(keys):
                 raise ValueError(f"embedder {self.id!r} returned {vectors.shape[0]} vectors for {len(keys)}")
         except BaseException as error:
             with self._lock:
                 for key in keys:
                     self._in_flight.pop(key, None)
-            for key in keys:
-                owned[key][1].set_exception(error)
+            flight.set_exception(error)
             raise
         fetched = {key: vectors[i].copy() for i, key in enumerate(keys)}
         with self._lock:
@@ -180,6 +182,5 @@ class EmbeddingCache:
             while len(self._entries) > self._max_entries:
                 self._entries.popitem(last=False)
                 self._evictions += 1
-        for key, vector in fetched.items():
-            owned[key][1].set_result(vector)
+        flight.set_result(fetched)
         return fetched

@@ -9,6 +9,7 @@ asks the index for nearest neighbours instead of comparing all pairs.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -35,6 +36,7 @@ def tokenised_name(name: str) -> str:
     return _CAMEL_BOUNDARY.sub(r"\1 \2", _SEPARATOR_RUNS.sub(" ", name)).strip()
 
 
+@functools.lru_cache(maxsize=8192)  # the same menus recur on every call of an agent
 def confusability_text(name: str, description: str | None) -> str:
     """The text embedded for a tool: ``"<tokenised name>: <trimmed description>"``, or the name alone."""
     label = tokenised_name(name)
@@ -56,6 +58,7 @@ class ToolIndex:
         self._lock = threading.RLock()
         self._index: Any = None
         self._ids: dict[str, int] = {}
+        self._ids_by_text: dict[str, int] = {}  # memo of _ids: spares re-hashing texts seen before
         self._resets = 0
 
     @property
@@ -75,7 +78,7 @@ class ToolIndex:
     def missing(self, texts: Iterable[str]) -> list[str]:
         """The distinct texts of ``texts`` not in the index yet, in first-seen order."""
         with self._lock:
-            return [text for text in dict.fromkeys(texts) if content_hash(text) not in self._ids]
+            return [text for text in dict.fromkeys(texts) if self._id_of(text) is None]
 
     def vectors(
         self, texts: Sequence[str], fresh: Mapping[str, npt.NDArray[np.float32]] | None = None
@@ -125,17 +128,30 @@ class ToolIndex:
                 k = min(len(ids), k * 2)
             return pairs
 
+    def _id_of(self, text: str) -> int | None:
+        vector_id = self._ids_by_text.get(text)
+        if vector_id is None:
+            vector_id = self._ids.get(content_hash(text))
+            if vector_id is not None:
+                self._ids_by_text[text] = vector_id
+        return vector_id
+
     def _ensure(self, texts: Sequence[str], fresh: Mapping[str, npt.NDArray[np.float32]]) -> list[int]:
-        keys = [content_hash(text) for text in texts]
-        new = {key: text for key, text in zip(keys, texts, strict=True) if key not in self._ids}
-        if new and len(self._ids) + len(new) > self._max_tools and self._ids:
+        known = [self._id_of(text) for text in texts]
+        if all(vector_id is not None for vector_id in known):
+            return [vector_id for vector_id in known if vector_id is not None]
+        new = {
+            content_hash(text): text
+            for text, vector_id in zip(texts, known, strict=True)
+            if vector_id is None
+        }
+        if len(self._ids) + len(new) > self._max_tools and self._ids:
             logger.debug("tool index reached %s vectors; starting over", len(self._ids))
-            self._index, self._ids = None, {}
+            self._index, self._ids, self._ids_by_text = None, {}, {}
             self._resets += 1
-            new = dict(zip(keys, texts, strict=True))
-        if new:
-            self._add(new, fresh)
-        return [self._ids[key] for key in keys]
+            new = {content_hash(text): text for text in texts}
+        self._add(new, fresh)
+        return [self._ids[content_hash(text)] for text in texts]
 
     def _add(self, new: Mapping[str, str], fresh: Mapping[str, npt.NDArray[np.float32]]) -> None:
         to_embed = [text for text in new.values() if text not in fresh]
@@ -146,5 +162,6 @@ class ToolIndex:
             self._index = faiss.IndexFlatIP(matrix.shape[1])
         start = self._index.ntotal
         self._index.add(matrix)
-        for offset, key in enumerate(new):
+        for offset, (key, text) in enumerate(new.items()):
             self._ids[key] = start + offset
+            self._ids_by_text[text] = start + offset
