@@ -14,8 +14,10 @@ import base64
 import binascii
 import gzip
 import json
+import logging
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -27,13 +29,17 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, SpanFlags, Status
 from opentelemetry.sdk._logs import ReadableLogRecord
+from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope as SdkInstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags, TraceState
 from opentelemetry.trace.status import Status as SdkStatus
 from opentelemetry.trace.status import StatusCode
 from opentelemetry.util.types import AnyValue as SdkAnyValue
+
+logger = logging.getLogger(__name__)
 
 STDIN = "-"
 """The path that means: read standard input."""
@@ -130,7 +136,8 @@ def _json_documents(text: str, source: str) -> Iterator[Any]:
         try:
             document, position = decoder.raw_decode(text, position)
         except json.JSONDecodeError as error:
-            problem = "truncated JSON" if error.pos >= len(text.rstrip()) else "malformed JSON"
+            ended_early = error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string")
+            problem = "truncated JSON" if ended_early else "malformed JSON"
             raise UnreadableTraceFile(
                 source, f"{problem} at line {error.lineno} column {error.colno} ({error.msg})"
             ) from None
@@ -363,6 +370,79 @@ def write_json_line(document: Mapping[str, Any], stream: IO[str]) -> None:
     """Append ``document`` as one compact JSON line, as the Collector's file exporter writes."""
     stream.write(json.dumps(document, separators=(",", ":"), ensure_ascii=False))
     stream.write("\n")
+
+
+class OtlpJsonLinesSpanExporter(SpanExporter):
+    """Appends each exported batch of spans to a file as one OTLP/JSON line (the Collector's file format)."""
+
+    def __init__(self, path: Path) -> None:
+        self._lines = _JsonLinesFile(path)
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Write the batch; a write error is logged and reported as a failure."""
+        if self._lines.write(lambda stream: write_spans_jsonl(spans, stream)):
+            return SpanExportResult.SUCCESS
+        return SpanExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        """Close the file."""
+        self._lines.close()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Every line is flushed as it is written."""
+        return True
+
+
+class OtlpJsonLinesLogExporter(LogRecordExporter):
+    """Appends each exported batch of log records to a file as one OTLP/JSON ``resourceLogs`` line."""
+
+    def __init__(self, path: Path) -> None:
+        self._lines = _JsonLinesFile(path)
+
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        """Write the batch; a write error is logged and reported as a failure."""
+        if self._lines.write(lambda stream: write_json_line(log_records_to_otlp_json(batch), stream)):
+            return LogRecordExportResult.SUCCESS
+        return LogRecordExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        """Close the file."""
+        self._lines.close()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Every line is flushed as it is written."""
+        return True
+
+
+class _JsonLinesFile:
+    """A file opened for appending on first write, written under a lock, flushed after every write."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._lock = threading.Lock()
+        self._stream: IO[str] | None = None
+        self._closed = False
+
+    def write(self, write: Callable[[IO[str]], None]) -> bool:
+        with self._lock:
+            if self._closed:
+                return False
+            try:
+                if self._stream is None:
+                    self._stream = self._path.open("a", encoding="utf-8")
+                write(self._stream)
+                self._stream.flush()
+            except OSError:
+                logger.exception("could not write OTLP/JSON lines to %s", self._path)
+                return False
+            return True
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._stream is not None:
+                self._stream.close()
+                self._stream = None
 
 
 def _message_to_otlp_json(message: Message) -> dict[str, Any]:

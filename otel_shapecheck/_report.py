@@ -25,6 +25,7 @@ from otel_shapecheck._attributes import (
     EVALUATION_SCORE_VALUE,
     FIGURES_CHECKED,
     FIGURES_COMPUTED,
+    FIGURES_DERIVATIONS,
     FIGURES_UNSUPPORTED,
     FLAGGED,
     FLAGS,
@@ -32,6 +33,7 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_NARROW,
     TOOL_CHOICE_PROXY_DISAGREEMENT,
     TOOL_CHOICE_SKIPPED,
+    TOOL_CHOICE_TOP,
 )
 
 REPORT_VERSION = 1
@@ -56,6 +58,8 @@ class VerdictRow:
     score: float | None
     explanation: str
     flagged: bool
+    detail: str = ""
+    """What the span's attributes add to the explanation: chosen and top tools, unsupported figures."""
 
 
 def is_verdict_attribute(key: str) -> bool:
@@ -97,9 +101,22 @@ def verdict_rows(spans: Sequence[ReadableSpan]) -> list[VerdictRow]:
                     score=float(score) if isinstance(score, (int, float)) else None,
                     explanation=str(attributes.get(EVALUATION_EXPLANATION, "")),
                     flagged=any(flag.startswith(check + ".") for flag in flags),
+                    detail=_detail(check, span.attributes or {}),
                 )
             )
     return rows
+
+
+def _detail(check: str, attributes: Mapping[str, AnyValue]) -> str:
+    if check == "tool_choice":
+        chosen = ", ".join(str(name) for name in _sequence(attributes.get(TOOL_CHOICE_CHOSEN)))
+        top = attributes.get(TOOL_CHOICE_TOP)
+        return f"chosen: {chosen or '-'}; top: {top}" if top else (f"chosen: {chosen}" if chosen else "")
+    if check == "figures":
+        parts = [f"unsupported: {', '.join(map(str, _sequence(attributes.get(FIGURES_UNSUPPORTED))))}"]
+        parts += [str(text) for text in _sequence(attributes.get(FIGURES_DERIVATIONS))]
+        return "; ".join(parts[1:] if parts[0] == "unsupported: " else parts)
+    return ""
 
 
 def json_report(spans: Sequence[ReadableSpan]) -> dict[str, Any]:

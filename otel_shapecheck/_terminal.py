@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -17,6 +18,16 @@ PROGRESS_THRESHOLD_SPANS = 2000
 """Inputs with more spans than this get a progress bar on stderr."""
 
 _WHY_WIDTH = 72
+_PIPED_WIDTH = 120
+_SKIPPED = "skipped"
+
+
+def stdout_console() -> Console:
+    """A console on stdout: 120 columns when stdout is a pipe or a file, unless ``COLUMNS`` says otherwise."""
+    console = Console()
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        console = Console(width=_PIPED_WIDTH)
+    return console
 
 
 def print_verdicts(console: Console, rows: Sequence[VerdictRow], title: str = "shapecheck verdicts") -> None:
@@ -31,15 +42,24 @@ def print_verdicts(console: Console, rows: Sequence[VerdictRow], title: str = "s
     table.add_column("score", justify="right")
     table.add_column("why", max_width=_WHY_WIDTH, overflow="fold")
     for row in rows:
-        style = "bold red" if row.flagged else "green"
+        why = Text(row.explanation)
+        if row.detail:
+            why.append("\n" + row.detail, style="italic")
         table.add_row(
             Text(f"{row.span_name} ", style="bold").append(row.span_id[:8], style="dim"),
             row.check,
-            Text(row.label, style=style),
+            Text(row.label, style=_label_style(row)),
             "" if row.score is None else f"{row.score:.3f}",
-            row.explanation,
+            why,
+            style="dim" if row.label == _SKIPPED else None,
         )
     console.print(table)
+
+
+def _label_style(row: VerdictRow) -> str:
+    if row.flagged:
+        return "bold red"
+    return "dim" if row.label == _SKIPPED else "green"
 
 
 def print_summary(console: Console, summary: Mapping[str, Any]) -> None:

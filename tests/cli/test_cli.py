@@ -1,0 +1,448 @@
+"""The installed ``otel-shapecheck`` script, run as a subprocess: demo, check, usage and input errors."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from otlp_receiver import OTLPReceiver
+
+from otel_shapecheck import __version__
+
+SCRIPT = str(Path(sys.executable).with_name("otel-shapecheck"))
+TIMEOUT_S = 120
+
+
+def run_cli(
+    *args: str, stdin: bytes | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the console script and capture its output (text)."""
+    completed = subprocess.run(
+        [SCRIPT, *args],
+        input=stdin.decode("utf-8", "surrogateescape") if stdin is not None else None,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "160"},
+        check=False,
+    )
+    return completed
+
+
+@dataclass(frozen=True)
+class Span:
+    """A span from an OTLP/JSON file, flattened for assertions."""
+
+    trace_id: str
+    span_id: str
+    name: str
+    attributes: dict[str, Any]
+    events: list[tuple[str, dict[str, Any]]]
+
+
+def _value(value: Mapping[str, Any]) -> Any:
+    if "arrayValue" in value:
+        return [_value(item) for item in value["arrayValue"].get("values", [])]
+    for key in ("stringValue", "boolValue", "doubleValue"):
+        if key in value:
+            return value[key]
+    if "intValue" in value:
+        return int(value["intValue"])
+    return None
+
+
+def _attributes(key_values: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {kv["key"]: _value(kv.get("value", {})) for kv in key_values}
+
+
+def read_spans(path: Path) -> list[Span]:
+    """Every span of an OTLP/JSON Lines file, read with plain json (independently of our loader)."""
+    spans = []
+    for line in path.read_text().splitlines():
+        for resource_spans in json.loads(line)["resourceSpans"]:
+            for scope_spans in resource_spans["scopeSpans"]:
+                for span in scope_spans["spans"]:
+                    spans.append(
+                        Span(
+                            trace_id=span["traceId"],
+                            span_id=span["spanId"],
+                            name=span["name"],
+                            attributes=_attributes(span.get("attributes", [])),
+                            events=[
+                                (event["name"], _attributes(event.get("attributes", [])))
+                                for event in span.get("events", [])
+                            ],
+                        )
+                    )
+    return spans
+
+
+def scenario_spans(spans: Sequence[Span], agent: str) -> list[Span]:
+    """The spans of the trace whose root is ``invoke_agent <agent>``."""
+    root = next(span for span in spans if span.name == f"invoke_agent {agent}")
+    return [span for span in spans if span.trace_id == root.trace_id]
+
+
+def chat_spans(spans: Sequence[Span]) -> list[Span]:
+    """The LLM-call spans, in the order the agent made the calls (response ids are numbered by the server)."""
+    chats = [span for span in spans if span.attributes.get("gen_ai.operation.name") == "chat"]
+    return sorted(chats, key=lambda span: int(str(span.attributes["gen_ai.response.id"]).rsplit("-", 1)[1]))
+
+
+@pytest.fixture(name="demo_dir", scope="module")
+def _demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The output directory of one demo run with the hashing embedder."""
+    out = tmp_path_factory.mktemp("demo")
+    completed = run_cli("demo", "--embedder", "hashing", "--out", str(out))
+    assert completed.returncode == 0, completed.stderr
+    return out
+
+
+@pytest.fixture(name="demo_spans", scope="module")
+def _demo_spans(demo_dir: Path) -> list[Span]:
+    return read_spans(demo_dir / "traces.jsonl")
+
+
+def assert_scenario_verdicts(spans: Sequence[Span]) -> None:
+    """Each demo scenario's spans carry the verdict the scenario is built to show."""
+    clear_choice, grounded_answer = chat_spans(scenario_spans(spans, "storage-ops"))
+    assert clear_choice.attributes["shapecheck.tool_choice.chosen"] == ["get_volume_usage"]
+    assert clear_choice.attributes["shapecheck.tool_choice.narrow"] is False
+    assert clear_choice.attributes["shapecheck.tool_choice.proxy_disagreement"] is False
+    assert clear_choice.attributes["shapecheck.tool_choice.margin"] >= 0.05
+    assert grounded_answer.attributes["shapecheck.figures.checked"] == 3
+    assert grounded_answer.attributes.get("shapecheck.figures.unsupported", []) == []
+    assert "figures.unsupported" not in grounded_answer.attributes["shapecheck.flags"]
+
+    narrow_choice, _ = chat_spans(scenario_spans(spans, "order-support"))
+    assert narrow_choice.attributes["shapecheck.tool_choice.chosen"] == ["lookup_order"]
+    assert narrow_choice.attributes["shapecheck.tool_choice.narrow"] is True
+    assert abs(narrow_choice.attributes["shapecheck.tool_choice.margin"]) < 0.05
+    assert "tool_choice.narrow" in narrow_choice.attributes["shapecheck.flags"]
+    assert narrow_choice.attributes["shapecheck.flagged"] is True
+
+    _, capacity_answer = chat_spans(scenario_spans(spans, "capacity-planner"))
+    assert capacity_answer.attributes["shapecheck.figures.unsupported"] == ["2400 TB"]
+    assert capacity_answer.attributes["shapecheck.figures.computed"] == 1
+    assert any("column-sum" in text for text in capacity_answer.attributes["shapecheck.figures.derivations"])
+    assert capacity_answer.attributes["shapecheck.flags"] == ["figures.unsupported"]
+
+    triage = scenario_spans(spans, "incident-triage")
+    analyst = next(span for span in triage if span.name == "analyst incident-triage")
+    assert analyst.attributes["shapecheck.conformance.attempts"] == 2
+    assert analyst.attributes["shapecheck.conformance.collapsed"] is True
+    assert analyst.attributes["shapecheck.conformance.recovered"] is True
+    assert analyst.attributes["shapecheck.flags"] == ["conformance.collapsed"]
+
+
+class TestDemo:
+    def test_demo_spans_carry_each_scenarios_verdict(self, demo_spans: list[Span]) -> None:
+        """Clear choice, narrow choice, derived plus invented figure, collapsed then recovered analyst."""
+        assert_scenario_verdicts(demo_spans)
+
+    def test_every_verdict_is_also_a_span_event(self, demo_spans: list[Span]) -> None:
+        """Each evaluated span carries one gen_ai.evaluation.result event per check that judged it."""
+        evaluated = [span for span in demo_spans if "shapecheck.flagged" in span.attributes]
+        assert evaluated
+        for span in evaluated:
+            names = [
+                attrs["gen_ai.evaluation.name"]
+                for name, attrs in span.events
+                if name == "gen_ai.evaluation.result"
+            ]
+            assert names, span.name
+            assert len(names) == len(set(names))
+
+    def test_flagged_events_file_holds_the_flagged_verdicts(
+        self, demo_dir: Path, demo_spans: list[Span]
+    ) -> None:
+        """events.jsonl holds log records for flagged verdicts, parented to the evaluated spans."""
+        records = [
+            record
+            for line in (demo_dir / "events.jsonl").read_text().splitlines()
+            for resource_logs in json.loads(line)["resourceLogs"]
+            for scope_logs in resource_logs["scopeLogs"]
+            for record in scope_logs["logRecords"]
+        ]
+        flagged_span_ids = {span.span_id for span in demo_spans if span.attributes.get("shapecheck.flagged")}
+        assert {record["spanId"] for record in records} == flagged_span_ids
+        assert {record["eventName"] for record in records} == {"gen_ai.evaluation.result"}
+        names = {_attributes(record["attributes"])["gen_ai.evaluation.name"] for record in records}
+        assert names == {"shapecheck.tool_choice", "shapecheck.figures", "shapecheck.conformance"}
+
+    def test_demo_prints_the_verdict_table(self, tmp_path: Path) -> None:
+        """The terminal output names the checks, the verdicts and where the files went."""
+        completed = run_cli("demo", "--embedder", "hashing", "--out", str(tmp_path / "out"))
+        assert completed.returncode == 0, completed.stderr
+        for text in ("tool_choice", "figures", "conformance", "narrow", "recovered", "traces.jsonl"):
+            assert text in completed.stdout
+
+    def test_demo_with_the_default_minilm_embedder(self, tmp_path: Path) -> None:
+        """The default embedder gives the same scenario verdicts."""
+        completed = run_cli("demo", "--out", str(tmp_path))
+        assert completed.returncode == 0, completed.stderr
+        assert_scenario_verdicts(read_spans(tmp_path / "traces.jsonl"))
+
+    def test_demo_exports_to_an_otlp_endpoint(self, tmp_path: Path) -> None:
+        """With --otlp-endpoint, spans and flagged events reach a real OTLP receiver; no files are written."""
+        with OTLPReceiver() as receiver:
+            completed = run_cli(
+                "demo", "--embedder", "hashing", "--otlp-endpoint", receiver.grpc_endpoint, cwd=tmp_path
+            )
+            assert completed.returncode == 0, completed.stderr
+            assert receiver.wait_for(lambda r: len(r.log_records) >= 3 and len(r.spans) >= 10)
+            flagged = [span for span in receiver.spans if span.attributes.get("shapecheck.flagged") is True]
+            assert {record.span_id for record in receiver.log_records} == {span.span_id for span in flagged}
+        assert not (tmp_path / "shapecheck-demo").exists()
+
+    def test_bad_endpoint_is_a_usage_error(self) -> None:
+        """An endpoint that is not a URL or host:port exits 2 naming it."""
+        completed = run_cli("demo", "--otlp-endpoint", "ftp:/nowhere")
+        assert completed.returncode == 2
+        assert "ftp:/nowhere" in completed.stderr
+
+
+def check_json(*args: str, stdin: bytes | None = None) -> dict[str, Any]:
+    completed = run_cli("check", "--json", "--embedder", "hashing", *args, stdin=stdin)
+    assert completed.returncode == 0, completed.stderr
+    report: dict[str, Any] = json.loads(completed.stdout)
+    return report
+
+
+def report_as_spans(report: Mapping[str, Any], all_spans: Sequence[Span]) -> list[Span]:
+    """The demo's spans with the attributes the check report gives them (non-verdict attributes kept)."""
+    by_id = {entry["span_id"]: entry for entry in report["spans"]}
+    merged = []
+    for span in all_spans:
+        entry = by_id.get(span.span_id)
+        attributes = {k: v for k, v in span.attributes.items() if not k.startswith("shapecheck.")}
+        if entry is not None:
+            attributes.update(entry["attributes"])
+        merged.append(Span(span.trace_id, span.span_id, span.name, attributes, []))
+    return merged
+
+
+class TestCheck:
+    def test_check_json_reproduces_the_demo_verdicts(self, demo_dir: Path, demo_spans: list[Span]) -> None:
+        """Checking the demo's own export offline gives every span the verdicts the live run gave."""
+        report = check_json(str(demo_dir / "traces.jsonl"))
+        live = {
+            span.span_id: {k: v for k, v in span.attributes.items() if k.startswith("shapecheck.")}
+            for span in demo_spans
+            if "shapecheck.flagged" in span.attributes
+        }
+        offline = {entry["span_id"]: entry["attributes"] for entry in report["spans"]}
+        assert offline == live
+        assert_scenario_verdicts(report_as_spans(report, demo_spans))
+
+    def test_json_report_shape(self, demo_dir: Path, demo_spans: list[Span]) -> None:
+        """The document has exactly the documented keys, lowercase hex ids and consistent counts."""
+        report = check_json(str(demo_dir / "traces.jsonl"))
+        assert set(report) == {"version", "spans", "summary"} and report["version"] == 1
+        for entry in report["spans"]:
+            assert set(entry) == {"trace_id", "span_id", "name", "attributes", "events"}
+            assert len(entry["trace_id"]) == 32 and entry["trace_id"] == entry["trace_id"].lower()
+            assert len(entry["span_id"]) == 16 and entry["span_id"] == entry["span_id"].lower()
+            assert all(key.startswith("shapecheck.") for key in entry["attributes"])
+            assert all(set(event) == {"name", "attributes"} for event in entry["events"])
+        summary = report["summary"]
+        assert summary["spans"] == len(demo_spans)
+        assert summary["evaluated"] == len(report["spans"])
+        assert summary["flagged"] == 3
+        assert set(summary["tool_choice"]) == {
+            "llm_calls_with_tools",
+            "choices",
+            "scored",
+            "flagged",
+            "narrow",
+            "proxy_disagreement",
+            "skipped",
+        }
+        assert summary["tool_choice"]["choices"] == 3
+        assert summary["tool_choice"]["narrow"] >= 1
+        assert summary["conformance"] == {"analysts": 1, "collapsed": 1, "recovered": 1}
+        assert summary["figures"]["unsupported"] == 1 and summary["figures"]["computed"] == 1
+
+    def test_stdin_and_tempo_and_jaeger_shapes_give_the_same_report(self, demo_dir: Path) -> None:
+        """The same traces read from stdin, as a Tempo response and as a Jaeger response agree."""
+        lines = (demo_dir / "traces.jsonl").read_text().splitlines()
+        resource_spans = [rs for line in lines for rs in json.loads(line)["resourceSpans"]]
+        tempo = {"batches": _base64_ids(resource_spans)}
+        jaeger = {"result": {"resourceSpans": resource_spans}}
+        expected = check_json(str(demo_dir / "traces.jsonl"))
+        expected_ids = sorted(entry["span_id"] for entry in expected["spans"])
+        for document in (tempo, jaeger):
+            report = check_json("-", stdin=json.dumps(document).encode())
+            assert sorted(entry["span_id"] for entry in report["spans"]) == expected_ids
+            assert report["summary"] == expected["summary"]
+
+    def test_out_writes_enriched_traces_that_read_back(self, demo_dir: Path, tmp_path: Path) -> None:
+        """--out writes every span as OTLP/JSON with the verdicts, readable by check again."""
+        out = tmp_path / "enriched.jsonl"
+        completed = run_cli(
+            "check", "--embedder", "hashing", "--out", str(out), str(demo_dir / "traces.jsonl")
+        )
+        assert completed.returncode == 0, completed.stderr
+        assert_scenario_verdicts(read_spans(out))
+        assert check_json(str(out))["summary"] == check_json(str(demo_dir / "traces.jsonl"))["summary"]
+
+    def test_rich_summary_is_the_default_output(self, demo_dir: Path) -> None:
+        """Without --json the table lists span, check, verdict, score and why."""
+        completed = run_cli("check", "--embedder", "hashing", str(demo_dir / "traces.jsonl"))
+        assert completed.returncode == 0, completed.stderr
+        for text in ("span", "check", "verdict", "score", "why", "narrow", "unsupported: 2400 TB"):
+            assert text in completed.stdout
+
+    def test_fail_on_flagged_exits_1_when_flagged(self, demo_dir: Path) -> None:
+        """--fail-on flagged turns a flagged span into exit code 1; never (the default) keeps 0."""
+        path = str(demo_dir / "traces.jsonl")
+        assert run_cli("check", "--embedder", "hashing", "--fail-on", "flagged", path).returncode == 1
+        assert run_cli("check", "--embedder", "hashing", "--fail-on", "never", path).returncode == 0
+
+    def test_fail_on_flagged_exits_0_when_clean(self, demo_dir: Path, tmp_path: Path) -> None:
+        """A trace with nothing flagged passes --fail-on flagged."""
+        clean = tmp_path / "clean.jsonl"
+        root = next(s for s in read_spans(demo_dir / "traces.jsonl") if s.name == "invoke_agent storage-ops")
+        clean.write_text(_only_trace(demo_dir / "traces.jsonl", root.trace_id))
+        completed = run_cli("check", "--embedder", "hashing", "--fail-on", "flagged", "--json", str(clean))
+        assert completed.returncode == 0, completed.stderr
+        report = json.loads(completed.stdout)
+        assert report["summary"]["flagged"] == 0 and report["summary"]["evaluated"] >= 2
+
+
+def _only_trace(path: Path, trace_id: str) -> str:
+    lines = []
+    for line in path.read_text().splitlines():
+        document = json.loads(line)
+        for resource_spans in document["resourceSpans"]:
+            for scope_spans in resource_spans["scopeSpans"]:
+                scope_spans["spans"] = [s for s in scope_spans["spans"] if s["traceId"] == trace_id]
+        lines.append(json.dumps(document))
+    return "\n".join(lines) + "\n"
+
+
+def _base64_ids(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            key: base64.b64encode(bytes.fromhex(value)).decode()
+            if key in ("traceId", "spanId", "parentSpanId") and isinstance(value, str) and value
+            else _base64_ids(value)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_base64_ids(item) for item in node]
+    return node
+
+
+@pytest.fixture(name="bad_inputs")
+def _bad_inputs(tmp_path: Path) -> Iterator[dict[str, Path]]:
+    inputs = {
+        "empty": b"",
+        "binary": bytes(range(256)) * 4,
+        "truncated": b'{"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [{"traceId": "0af7',
+        "malformed": b'{"resourceSpans": [}',
+        "wrong-shape": b'{"data": [{"traceID": "0af7651916cd43dd8448eb211c80319c", "spans": []}]}',
+    }
+    paths = {}
+    for name, data in inputs.items():
+        path = tmp_path / f"{name}.json"
+        path.write_bytes(data)
+        paths[name] = path
+    yield paths
+
+
+class TestErrors:
+    @pytest.mark.parametrize(
+        ("kind", "problem"),
+        [
+            ("empty", "empty input"),
+            ("binary", "binary content"),
+            ("truncated", "truncated JSON"),
+            ("malformed", "malformed JSON"),
+            ("wrong-shape", "is not exported traces"),
+        ],
+    )
+    def test_unreadable_input_exits_2_naming_the_file(
+        self, bad_inputs: dict[str, Path], kind: str, problem: str
+    ) -> None:
+        """Empty, binary, truncated, malformed and foreign JSON exit 2 with the file and the problem."""
+        completed = run_cli("check", "--embedder", "hashing", str(bad_inputs[kind]))
+        assert completed.returncode == 2
+        assert str(bad_inputs[kind]) in completed.stderr
+        assert problem in completed.stderr
+        assert "Traceback" not in completed.stderr
+        assert completed.stdout == ""
+
+    def test_one_bad_file_among_good_ones_fails_the_run(
+        self, bad_inputs: dict[str, Path], demo_dir: Path
+    ) -> None:
+        """Inputs are all read before any check runs; the bad one is named."""
+        completed = run_cli("check", "--json", str(demo_dir / "traces.jsonl"), str(bad_inputs["truncated"]))
+        assert completed.returncode == 2
+        assert "truncated.json" in completed.stderr
+        assert completed.stdout == ""
+
+    def test_missing_file_and_directory(self, tmp_path: Path) -> None:
+        """A missing path and a directory are unreadable input, exit 2."""
+        missing = run_cli("check", str(tmp_path / "missing.json"))
+        directory = run_cli("check", str(tmp_path))
+        assert (missing.returncode, directory.returncode) == (2, 2)
+        assert "missing.json" in missing.stderr and "is a directory" in directory.stderr
+
+    def test_empty_stdin(self) -> None:
+        """'-' with nothing on stdin is empty input, named as <stdin>."""
+        completed = run_cli("check", "-", stdin=b"")
+        assert completed.returncode == 2
+        assert "<stdin>: empty input" in completed.stderr
+
+    @pytest.mark.parametrize(
+        "args",
+        [
+            (),
+            ("check",),
+            ("check", "--embedder", "word2vec", "x.json"),
+            ("check", "--fail-on", "sometimes", "x.json"),
+            ("frobnicate",),
+        ],
+    )
+    def test_usage_errors_exit_2(self, args: tuple[str, ...]) -> None:
+        """Missing or invalid arguments and unknown commands exit 2 with argparse's message."""
+        completed = run_cli(*args)
+        assert completed.returncode == 2
+        assert "usage:" in completed.stderr
+
+
+class TestHelpAndVersion:
+    def test_version(self) -> None:
+        """--version prints the installed version."""
+        completed = run_cli("--version")
+        assert completed.returncode == 0
+        assert completed.stdout.strip() == f"otel-shapecheck {__version__}"
+
+    @pytest.mark.parametrize("command", [(), ("check",), ("demo",), ("lint-tools",)])
+    def test_help_on_every_command(self, command: tuple[str, ...]) -> None:
+        """Every command answers --help with its usage and exit 0."""
+        completed = run_cli(*command, "--help")
+        assert completed.returncode == 0
+        assert completed.stdout.startswith("usage: otel-shapecheck")
+
+    def test_python_dash_m(self) -> None:
+        """python -m otel_shapecheck runs the same command."""
+        completed = subprocess.run(
+            [sys.executable, "-m", "otel_shapecheck", "--version"],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            check=False,
+        )
+        assert completed.returncode == 0
+        assert __version__ in completed.stdout
