@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -301,3 +303,47 @@ class TestLintCommand:
         assert run(_args(catalog_file, "--threshold", "nan")) == 2
         assert run(_args(catalog_file, "--threshold", "3")) == 2
         assert "threshold" in capsys.readouterr().err
+
+    def test_console_script(self, catalog_file: Path, tmp_path: Path) -> None:
+        """The installed ``otel-shapecheck lint-tools`` gives the same exit codes in a subprocess."""
+        script = Path(sys.executable).parent / "otel-shapecheck"
+
+        def exit_code(*args: str) -> int:
+            done = subprocess.run(
+                [str(script), "lint-tools", *args], capture_output=True, text=True, timeout=120
+            )
+            return done.returncode
+
+        assert exit_code(str(catalog_file), "--embedder", "hashing") == 0
+        assert exit_code(str(catalog_file), "--embedder", "hashing", "--strict") == 1
+        assert exit_code(str(tmp_path / "missing.json")) == 2
+        assert exit_code(str(catalog_file), "--embedder", "word2vec") == 2
+
+    def test_console_script_with_minilm_gates_the_twins(self, tmp_path: Path) -> None:
+        """With the default MiniLM embedder and a threshold, near-twin tools fail the gate, listed in JSON."""
+        path = tmp_path / "mcp.json"
+        tools = [
+            {
+                "name": "get_fcns_database",
+                "description": "Get FC name server database registrations from the fabric.",
+            },
+            {
+                "name": "influx_get_fcns_database",
+                "description": "Get FC name server database registrations from influx.",
+            },
+            {
+                "name": "send_email",
+                "description": "Send an email to a recipient, for notifying the on-call engineer.",
+            },
+        ]
+        path.write_text(json.dumps({"tools": tools}), encoding="utf-8")
+        script = Path(sys.executable).parent / "otel-shapecheck"
+        command = [str(script), "lint-tools", str(path), "--threshold", "0.5", "--json"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1, done.stderr
+        report = json.loads(done.stdout)
+        assert report["embedder"] == "all-MiniLM-L6-v2-onnx-int8"
+        assert [(p["a"], p["b"]) for p in report["confusable"]] == [
+            ("get_fcns_database", "influx_get_fcns_database")
+        ]
+        assert report["confusable"][0]["hint"].startswith("names differ only by 'influx'")
