@@ -1,8 +1,9 @@
 """Validate the rows a model emitted against a schema, keeping the accepted and explaining the rejected.
 
-One pydantic adapter call validates the whole batch: every row goes through a wrap validator that turns
-its own validation error into a rejection instead of failing the batch. The counts are logged to the
-analyst's context as ``{emitted, accepted}``, which is what the shape-collapse retry reads.
+Validation works on the whole batch, never row by row: one pydantic pass over the list; when some rows
+fail, their errors are read from the list error's locations and the other rows get one more pass. The
+counts are logged to the analyst's context as ``{emitted, accepted}``, which is what the shape-collapse
+retry reads.
 
 Rejection codes:
 
@@ -22,10 +23,9 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, overload
 
-from pydantic import TypeAdapter, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
-from pydantic_core import ErrorDetails
+from pydantic import TypeAdapter, ValidationError
 
 from otel_shapecheck._analyst import ACCEPTED_FIELD, EMITTED_FIELD
 
@@ -68,48 +68,37 @@ class ValidatedRows(Generic[T]):
     """Why each other row was rejected."""
 
 
+_RowError = tuple[tuple[int | str, ...], str, str]
+"""One validation error of one row: location inside the row, pydantic error type, message."""
+
+
 class _Rejection:
-    """Marker a row's wrap validator returns in place of a value when the row fails validation."""
+    """What validation says about a row that failed: the row as validated, and its errors."""
 
-    def __init__(self, row: object, error: ValidationError) -> None:
+    def __init__(self, row: object, errors: list[_RowError]) -> None:
         self.row = row
-        self.error = error
-
-
-def _validate_row(value: object, handler: ValidatorFunctionWrapHandler) -> object:
-    """Validate one row; a string row holding a JSON object gets one second chance as that object."""
-    try:
-        return handler(value)
-    except ValidationError as error:
-        reparsed = _json_object(value)
-        if reparsed is None:
-            return _Rejection(value, error)
-        try:
-            return handler(reparsed)
-        except ValidationError as reparsed_error:
-            return _Rejection(reparsed, reparsed_error)
+        self.errors = errors
 
 
 @functools.lru_cache(maxsize=256)
-def _cached_batch_adapter(schema: Any) -> TypeAdapter[list[Any]]:
-    return _batch_adapter(schema)
+def _cached_adapter(schema: Any) -> TypeAdapter[list[Any]]:
+    return _build_adapter(schema)
 
 
-def _batch_adapter(schema: Any) -> TypeAdapter[list[Any]]:
-    """A list adapter whose items capture their own errors, so one call validates the whole batch."""
+def _build_adapter(schema: Any) -> TypeAdapter[list[Any]]:
     if isinstance(schema, TypeAdapter):
         raise ValueError("schema must be a type (a pydantic model or any type TypeAdapter accepts)")
     try:
-        return TypeAdapter(list[Annotated[schema, WrapValidator(_validate_row)]])
+        return TypeAdapter(list[schema])
     except Exception as error:
         raise ValueError(f"schema {schema!r} cannot be validated by pydantic: {error}") from error
 
 
 def _adapter_for(schema: Any) -> TypeAdapter[list[Any]]:
     try:
-        return _cached_batch_adapter(schema)
+        return _cached_adapter(schema)
     except TypeError:  # unhashable schema: build it uncached
-        return _batch_adapter(schema)
+        return _build_adapter(schema)
 
 
 @overload
@@ -150,33 +139,70 @@ def validate_rows(
 
 
 def _validate_batch(adapter: TypeAdapter[list[Any]], rows: Sequence[object]) -> ValidatedRows[Any]:
-    accepted: list[Any] = []
-    rejected: list[RejectedRow] = []
-    for index, outcome in enumerate(adapter.validate_python(list(rows))):
-        if isinstance(outcome, _Rejection):
-            rejected.append(_rejected_row(index, outcome))
-        else:
-            accepted.append(outcome)
-    return ValidatedRows(emitted=len(rows), accepted=accepted, rejected=rejected)
+    batch = list(rows)
+    outcomes = _outcomes(adapter, batch)
+    # A row the model serialised twice (a string holding a JSON object) gets one second chance as that object.
+    second_chances = {
+        index: parsed
+        for index, outcome in enumerate(outcomes)
+        if isinstance(outcome, _Rejection) and (parsed := _json_object(batch[index])) is not None
+    }
+    if second_chances:
+        retried = _outcomes(adapter, list(second_chances.values()))
+        for index, outcome in zip(second_chances, retried, strict=True):
+            outcomes[index] = outcome
+    accepted = [outcome for outcome in outcomes if not isinstance(outcome, _Rejection)]
+    rejected = [
+        _rejected_row(index, outcome)
+        for index, outcome in enumerate(outcomes)
+        if isinstance(outcome, _Rejection)
+    ]
+    return ValidatedRows(emitted=len(batch), accepted=accepted, rejected=rejected)
+
+
+def _outcomes(adapter: TypeAdapter[list[Any]], rows: list[object]) -> list[Any]:
+    """Each row's validated value or rejection: one pass when all are valid, else a second over the valid."""
+    try:
+        return list(adapter.validate_python(rows))
+    except ValidationError as error:
+        failures = _errors_by_row(error, len(rows))
+    valid = [index for index in range(len(rows)) if index not in failures]
+    outcomes: list[Any] = [_Rejection(row, failures.get(index, [])) for index, row in enumerate(rows)]
+    if valid:
+        for index, outcome in zip(valid, _outcomes(adapter, [rows[index] for index in valid]), strict=True):
+            outcomes[index] = outcome
+    return outcomes
+
+
+def _errors_by_row(error: ValidationError, row_count: int) -> dict[int, list[_RowError]]:
+    """The list-level errors grouped by row index, locations made relative to the row."""
+    failures: dict[int, list[_RowError]] = {}
+    for detail in error.errors(include_url=False, include_input=False, include_context=False):
+        location = tuple(detail["loc"])
+        if location and isinstance(location[0], int) and 0 <= location[0] < row_count:
+            failures.setdefault(location[0], []).append((location[1:], detail["type"], detail["msg"]))
+    if not failures:  # an error not attributable to a row: no row can be trusted
+        reason: list[_RowError] = [((), "batch", str(error.title))]
+        return {index: reason for index in range(row_count)}
+    return failures
 
 
 def _rejected_row(index: int, rejection: _Rejection) -> RejectedRow:
-    errors = rejection.error.errors(include_url=False, include_input=False, include_context=False)
-    wants_object = any(not error["loc"] and error["type"] in _OBJECT_ERROR_TYPES for error in errors)
+    wants_object = any(not loc and kind in _OBJECT_ERROR_TYPES for loc, kind, _ in rejection.errors)
     code = NOT_AN_OBJECT if wants_object and not isinstance(rejection.row, Mapping) else SCHEMA
-    return RejectedRow(index=index, code=code, reason=_reason(errors))
+    return RejectedRow(index=index, code=code, reason=_reason(rejection.errors))
 
 
-def _reason(errors: Sequence[ErrorDetails]) -> str:
+def _reason(errors: Sequence[_RowError]) -> str:
     parts = [_describe(error) for error in errors[:_MAX_REASON_ERRORS]]
     if len(errors) > _MAX_REASON_ERRORS:
         parts.append(f"and {len(errors) - _MAX_REASON_ERRORS} more")
     return "; ".join(parts)
 
 
-def _describe(error: ErrorDetails) -> str:
-    location = ".".join(str(part) for part in error["loc"])
-    return f"{location}: {error['msg']}" if location else error["msg"]
+def _describe(error: _RowError) -> str:
+    location, _, message = error
+    return f"{'.'.join(map(str, location))}: {message}" if location else message
 
 
 def _unwrap_payload(rows: object, rows_field: str) -> Sequence[object] | RejectedRow:
