@@ -45,7 +45,7 @@ def _run_threads(
 
 
 def test_eight_threads_of_genai_spans_lose_nothing() -> None:
-    """8 threads × 5 000 GenAI spans: every span reaches the downstream exactly once, every chat is evaluated."""
+    """8 threads × 5 000 GenAI spans: each span reaches the downstream once, each chat is evaluated."""
     downstream, originals = CountingProcessor(), CountingProcessor()
     check = RecordingCheck()
     processor = ShapecheckSpanProcessor(downstream, checks=[check], max_queue_size=100_000)

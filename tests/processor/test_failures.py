@@ -104,7 +104,7 @@ def test_raising_downstream_never_reaches_the_application(tracer_provider: Trace
 
 
 def test_blocking_downstream_never_blocks_the_application(tracer_provider: TracerProvider) -> None:
-    """While the downstream hangs on enriched copies, span ends stay fast and ``force_flush`` keeps its timeout."""
+    """While the downstream hangs on enriched copies, span ends stay fast and flushes keep their timeout."""
     downstream = _BlockingDownstream()
     processor = ShapecheckSpanProcessor(downstream, checks=[RecordingCheck()], max_evaluation_batch_size=1)
     tracer_provider.add_span_processor(processor)
