@@ -15,12 +15,13 @@ from typing import Any, Literal
 import openai
 import pytest
 from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
-from otel_shapecheck import ConformanceCheck, validate_rows, with_shape_collapse_retry
+from otel_shapecheck import ConformanceCheck, FlaggedEventExporter, validate_rows, with_shape_collapse_retry
 from otel_shapecheck._attributes import (
     CONFORMANCE_ACCEPTED,
     CONFORMANCE_ANALYST_ID,
@@ -78,13 +79,21 @@ class ChatAnalyst:
         return validate_rows(completion.choices[0].message.content, Finding, ctx).accepted
 
 
+@pytest.fixture(name="event_log")
+def _event_log() -> InMemoryLogRecordExporter:
+    return InMemoryLogRecordExporter()
+
+
 @pytest.fixture(name="pipeline")
-def _pipeline() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
+def _pipeline(event_log: InMemoryLogRecordExporter) -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider(shutdown_on_exit=False)
-    provider.add_span_processor(
-        ShapecheckSpanProcessor(SimpleSpanProcessor(exporter), checks=[ConformanceCheck()])
+    processor = ShapecheckSpanProcessor(
+        SimpleSpanProcessor(exporter),
+        events=FlaggedEventExporter(event_log, schedule_delay_millis=50),
+        checks=[ConformanceCheck()],
     )
+    provider.add_span_processor(processor)
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
     try:
@@ -120,9 +129,9 @@ def _only(spans: Sequence[ReadableSpan], name: str) -> ReadableSpan:
 
 
 def test_collapse_then_recovery_is_on_the_exported_analyst_span(
-    pipeline: tuple[TracerProvider, InMemorySpanExporter],
+    pipeline: tuple[TracerProvider, InMemorySpanExporter], event_log: InMemoryLogRecordExporter
 ) -> None:
-    """A wrong-shape first reply and a right-shape second one: record, flags and event on the copy."""
+    """A wrong-shape first reply and a right-shape second one: record, flags and events on the copy."""
     provider, exporter = pipeline
     findings = _analyze(provider, [WRONG_SHAPE, RIGHT_SHAPE], max_retries=3)
     assert [finding.subject for finding in findings] == ["disk nearly full", "fan"]
@@ -154,6 +163,11 @@ def test_collapse_then_recovery_is_on_the_exported_analyst_span(
     assert event[EVALUATION_NAME] == EVALUATION_CONFORMANCE
     assert event[EVALUATION_SCORE_LABEL] == "recovered"
     assert event[EVALUATION_SCORE_VALUE] == 1.0
+
+    (record,) = [readable.log_record for readable in event_log.get_finished_logs()]
+    assert record.event_name == EVALUATION_EVENT
+    assert (record.trace_id, record.span_id) == (analyst.context.trace_id, analyst.context.span_id)
+    assert dict(record.attributes or {})[EVALUATION_SCORE_LABEL] == "recovered"
 
 
 def test_collapse_never_recovered_is_flagged_unrecovered(
