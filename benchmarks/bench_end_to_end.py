@@ -39,6 +39,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import SpanKind
 
 from otel_shapecheck import (
+    Check,
     ConformanceCheck,
     Embedder,
     FiguresCheck,
@@ -112,7 +113,7 @@ def _llm_call(tracer: trace.Tracer, question: str, output: list[dict[str, Any]],
 def agent_turn(tracer: trace.Tracer, number: int) -> None:
     """One agent turn in the GenAI span convention, content on the spans, as six spans of one trace."""
     question = f"How much usable storage do the pools of cluster {number} have?"
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"pool": f"p{pool}", "usable_tb": 100 + number % 97 + pool, "raw_tb": 400 + pool} for pool in range(8)
     ]
     usable = sum(row["usable_tb"] for row in rows)
@@ -254,7 +255,7 @@ def _spans_per_second(
 def measure(embedder: Embedder, spans: Sequence[ReadableSpan], rounds: int = _ROUNDS) -> dict[str, Any]:
     """Median spans/s with the wrapper (every check, ``embedder``) and without it, alternating rounds."""
     queue = len(spans) + 1
-    checks = [ToolChoiceCheck(embedder), ConformanceCheck(), FiguresCheck()]
+    checks: list[Check] = [ToolChoiceCheck(embedder), ConformanceCheck(), FiguresCheck()]
     bare: list[float] = []
     wrapped: list[float] = []
     evaluated = enriched = 0

@@ -26,11 +26,14 @@ import os
 import resource
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+if TYPE_CHECKING:
+    from otel_shapecheck import Check
 
 TRACES = 10_000
 _WARM_UP_TRACES = 500
@@ -109,6 +112,7 @@ def _pipeline(wrapped: bool) -> SpanProcessor:
     downstream = BatchSpanProcessor(_DiscardingExporter(), max_queue_size=_QUEUE)
     if not wrapped:
         return downstream
+    # Imported here so the bare child never loads numpy, faiss and the checks: its RSS is the SDK's own.
     from otel_shapecheck import (
         ConformanceCheck,
         FiguresCheck,
@@ -117,7 +121,7 @@ def _pipeline(wrapped: bool) -> SpanProcessor:
         ToolChoiceCheck,
     )
 
-    checks = [ToolChoiceCheck(HashingEmbedder()), ConformanceCheck(), FiguresCheck()]
+    checks: list[Check] = [ToolChoiceCheck(HashingEmbedder()), ConformanceCheck(), FiguresCheck()]
     return ShapecheckSpanProcessor(downstream, checks=checks)
 
 
