@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Final, Generic, Literal, TypeAlias, TypeVar, overload
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -31,10 +31,13 @@ from otel_shapecheck._analyst import ACCEPTED_FIELD, EMITTED_FIELD
 
 T = TypeVar("T")
 
-NOT_AN_OBJECT = "not-an-object"
-SCHEMA = "schema"
-NOT_JSON = "not-json"
-NO_ROWS = "no-rows"
+RejectionCode: TypeAlias = Literal["not-an-object", "schema", "not-json", "no-rows"]
+"""Why a row (or the whole payload) was rejected; see the module docstring."""
+
+NOT_AN_OBJECT: Final = "not-an-object"
+SCHEMA: Final = "schema"
+NOT_JSON: Final = "not-json"
+NO_ROWS: Final = "no-rows"
 
 _DEFAULT_ROWS_FIELD = "findings"
 _MAX_REASON_ERRORS = 3
@@ -50,7 +53,7 @@ class RejectedRow:
 
     index: int | None
     """Position of the row among the emitted rows; ``None`` when the payload itself was unusable."""
-    code: str
+    code: RejectionCode
     """``not-an-object``, ``schema``, ``not-json`` or ``no-rows``."""
     reason: str
     """What was wrong, from the validation errors (never the row's content)."""
@@ -189,7 +192,7 @@ def _errors_by_row(error: ValidationError, row_count: int) -> dict[int, list[_Ro
 
 def _rejected_row(index: int, rejection: _Rejection) -> RejectedRow:
     wants_object = any(not loc and kind in _OBJECT_ERROR_TYPES for loc, kind, _ in rejection.errors)
-    code = NOT_AN_OBJECT if wants_object and not isinstance(rejection.row, Mapping) else SCHEMA
+    code: RejectionCode = NOT_AN_OBJECT if wants_object and not isinstance(rejection.row, Mapping) else SCHEMA
     return RejectedRow(index=index, code=code, reason=_reason(rejection.errors))
 
 
