@@ -20,8 +20,8 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import islice
-from typing import Final, Literal, NamedTuple
+from itertools import islice, repeat
+from typing import Final, Literal, NamedTuple, cast
 
 import numpy as np
 
@@ -104,7 +104,7 @@ _SCALES: Final = tuple(
 _JSON_OPENERS: Final = frozenset("[{")
 _DIGIT_RE: Final = re.compile(r"[0-9]")
 _NUMBER_KINDS: Final = frozenset({int, float, type(None)})
-_SMALL_INDEX: Final = 512  # below this many values, sorting in Python beats numpy's call overhead
+_SMALL_INDEX: Final = 64  # below this many values, sorting in Python beats numpy's call overhead
 # Where a token that normalises to a number can start: a superset test that skips identifiers cheaply.
 _NUMBER_TOKEN_START_RE: Final = re.compile(r"(?<![A-Za-z0-9:_\-/.%@#$+])[$#@+]*-?[0-9]")
 
@@ -453,17 +453,19 @@ class _BasisBuilder:
         numeric: dict[str, list[float]] = {}
         texts: dict[str, list[str | None]] = {}
         containers: list[tuple[JSONValue, str, str | None, int]] = []
-        for name in dict.fromkeys(name for _, row in table for name in row):
+        for name in _field_names([row for _, row in table]):
             cells = [row.get(name) for _, row in table]
             kinds = set(map(type, cells))
             if kinds <= _NUMBER_KINDS and kinds & _NUMBER_KINDS - {type(None)}:
                 column = self._carry_column(name, cells, table)  # type: ignore[arg-type]
                 self._add_column(numeric, name, column)
             elif kinds <= {str, type(None)}:
-                texts[name] = [cell or None for cell in cells]  # type: ignore[misc]
-                for (path, _), cell in zip(table, cells, strict=True):
-                    if cell:
-                        self._read_string(cell, f"{path}.{name}", name, depth + 1)  # type: ignore[arg-type]
+                strings = cast("list[str | None]", cells)
+                texts[name] = [text or None for text in strings]
+                may_carry = {text: _may_carry(text) for text in set(strings) if text}
+                for (path, _), text in zip(table, strings, strict=True):
+                    if text and may_carry[text]:
+                        self._read_string(text, f"{path}.{name}", name, depth + 1)
             else:
                 mixed = self._read_mixed_column(name, cells, table, depth + 1, containers)
                 if mixed is not None:
@@ -492,8 +494,12 @@ class _BasisBuilder:
         if len(present) > room:
             self.truncated = True
             present = present[: max(room, 0)]
-        self.values.extend(column[index] for index in present)
-        self.paths.extend((table[index][0], name) for index in present)
+        if len(present) == len(column):
+            self.values.extend(column)
+            self.paths.extend(zip([path for path, _ in table], repeat(name)))
+        else:
+            self.values.extend([column[index] for index in present])
+            self.paths.extend([(table[index][0], name) for index in present])
         self.keys.extend([name] * len(present))
         return column
 
@@ -667,6 +673,23 @@ class _RowTable:
     @staticmethod
     def _group_rows(codes: np.ndarray, groups: int) -> list[int]:
         return [int(count) for count in np.bincount(codes[codes >= 0], minlength=groups)]
+
+
+def _field_names(rows: list[dict[str, JSONValue]]) -> list[str]:
+    """Every field of the rows in first-seen order (one look when all rows share the first row's fields)."""
+    if not rows:
+        return []
+    first = rows[0].keys()
+    if all(row.keys() == first for row in rows):
+        return list(first)
+    return list(dict.fromkeys(name for row in rows for name in row))
+
+
+def _may_carry(text: str) -> bool:
+    """Whether a string can carry a number: JSON to parse, or a token that can start a number."""
+    if _DIGIT_RE.search(text) is None:
+        return False
+    return text.lstrip()[:1] in _JSON_OPENERS or _NUMBER_TOKEN_START_RE.search(text) is not None
 
 
 def _finite_or_nan(value: float) -> float:
