@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from otel_shapecheck._lenient_json import parse_json_or_text
-from otel_shapecheck._model import JSONValue, LLMCall, OfferedTool, ToolCall, ToolResult
+from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall, ToolResult
 
 USER_ROLE = "user"
 ASSISTANT_ROLE = "assistant"
@@ -73,7 +72,7 @@ def llm_call_from_content(content: CallContent, ref: SpanRef) -> LLMCall:
         offered_tools=content.offered_tools,
         tool_calls=tool_calls,
         user_text=_last_user_text(inputs),
-        user_texts=tuple(m.text for m in inputs if m.role == USER_ROLE and m.text is not None),
+        user_texts=tuple(m.text for m in inputs if _is_prompt(m) and m.text is not None),
         assistant_text=_turn_assistant_text(inputs),
         tool_results=tuple(result for m in inputs for result in m.tool_results),
         answer_text=_answer_text(outputs or ()),
@@ -115,41 +114,19 @@ def merge_content(first: CallContent, second: CallContent) -> CallContent:
     )
 
 
-def openai_tool_calls(value: JSONValue) -> tuple[ToolCall, ...]:
-    """OpenAI-style ``[{id, type, function: {name, arguments}}]`` tool calls."""
-    if not isinstance(value, list):
-        return ()
-    calls: list[ToolCall] = []
-    for item in value:
-        if not isinstance(item, dict):
-            continue
-        function = item.get("function")
-        definition = function if isinstance(function, dict) else item
-        name = optional_string(definition.get("name"))
-        if name:
-            arguments = parse_json_or_text(definition.get("arguments"))
-            calls.append(ToolCall(name=name, call_id=optional_string(item.get("id")), arguments=arguments))
-    return tuple(calls)
-
-
-def openai_content_texts(content: JSONValue) -> tuple[str, ...]:
-    """Text of a message ``content``: a string, or a list of ``{type: text, text|content}`` parts."""
-    if isinstance(content, str):
-        return (content,) if content else ()
-    if not isinstance(content, list):
-        return ()
-    texts = (part.get("text", part.get("content")) for part in content if isinstance(part, dict))
-    return tuple(text for text in texts if isinstance(text, str) and text)
-
-
 def optional_string(value: object) -> str | None:
     """The value when it is a string, else ``None``."""
     return value if isinstance(value, str) else None
 
 
+def _is_prompt(message: Message) -> bool:
+    """A user message that opens a turn; one carrying only tool results (Anthropic's shape) does not."""
+    return message.role == USER_ROLE and (bool(message.texts) or not message.tool_results)
+
+
 def _last_user_text(messages: Sequence[Message]) -> str | None:
     for message in reversed(messages):
-        if message.role == USER_ROLE:
+        if _is_prompt(message):
             return message.text
     return None
 
@@ -157,7 +134,7 @@ def _last_user_text(messages: Sequence[Message]) -> str | None:
 def _turn_assistant_text(messages: Sequence[Message]) -> str | None:
     """The latest assistant text after the last user message: what the agent said earlier in this turn."""
     for message in reversed(messages):
-        if message.role == USER_ROLE:
+        if _is_prompt(message):
             return None
         if message.role == ASSISTANT_ROLE and message.text is not None:
             return message.text

@@ -18,10 +18,9 @@ from otel_shapecheck._read_content import (
     CallContent,
     Message,
     merge_content,
-    openai_content_texts,
-    openai_tool_calls,
     optional_string,
 )
+from otel_shapecheck._read_content_blocks import content_blocks, openai_tool_calls
 from otel_shapecheck._read_genai import read_genai_content
 
 OPERATION_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
@@ -110,8 +109,12 @@ def _event_message(default_role: str, body: Mapping[str, JSONValue]) -> Message:
         call_id = optional_string(body.get("id"))
         results = (ToolResult(content=content, call_id=call_id),) if "content" in body else ()
         return Message(role=role, tool_results=results)
+    blocks = content_blocks(content)
     return Message(
-        role=role, texts=openai_content_texts(content), tool_calls=openai_tool_calls(body.get("tool_calls"))
+        role=role,
+        texts=blocks.texts,
+        tool_calls=openai_tool_calls(body.get("tool_calls")) or blocks.tool_calls,
+        tool_results=blocks.tool_results,
     )
 
 
@@ -119,11 +122,12 @@ def _choice_message(choice: Mapping[str, JSONValue]) -> Message:
     """A ``gen_ai.choice`` body; ``tool_calls`` inside ``message`` or beside it."""
     inner = choice.get("message")
     message = inner if isinstance(inner, dict) else {}
+    blocks = content_blocks(message.get("content"))
     calls = openai_tool_calls(message.get("tool_calls")) or openai_tool_calls(choice.get("tool_calls"))
     return Message(
         role=optional_string(message.get("role")) or "assistant",
-        texts=openai_content_texts(message.get("content")),
-        tool_calls=calls,
+        texts=blocks.texts,
+        tool_calls=calls or blocks.tool_calls,
         finish_reason=optional_string(choice.get("finish_reason")),
     )
 

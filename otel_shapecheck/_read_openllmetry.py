@@ -12,7 +12,8 @@ from collections.abc import Mapping
 
 from otel_shapecheck._lenient_json import parse_json_or_text, to_json_value
 from otel_shapecheck._model import JSONValue, OfferedTool, ToolCall, ToolExecution, ToolResult
-from otel_shapecheck._read_content import CallContent, Message, SpanRef, openai_content_texts, optional_string
+from otel_shapecheck._read_content import CallContent, Message, SpanRef, optional_string
+from otel_shapecheck._read_content_blocks import recorded_content_blocks
 from otel_shapecheck._read_flattened import in_index_order, indexed_groups
 
 LLM_REQUEST_TYPE = "llm.request.type"
@@ -78,12 +79,13 @@ def _message(fields: Mapping[str, object]) -> Message:
         call_id = optional_string(fields.get("tool_call_id"))
         result = ToolResult(content=to_json_value(fields.get("content")), call_id=call_id)
         return Message(role=role, tool_results=(result,))
-    content = parse_json_or_text(fields.get("content"))
-    calls = in_index_order(indexed_groups(fields, "tool_calls."))
+    blocks = recorded_content_blocks(fields.get("content"))
+    indexed_calls = (_tool_call(call) for call in in_index_order(indexed_groups(fields, "tool_calls.")))
     return Message(
         role=role,
-        texts=openai_content_texts(content),
-        tool_calls=tuple(call for call in map(_tool_call, calls) if call is not None),
+        texts=blocks.texts,
+        tool_calls=tuple(call for call in indexed_calls if call is not None) or blocks.tool_calls,
+        tool_results=blocks.tool_results,
         finish_reason=optional_string(fields.get("finish_reason")),
     )
 
