@@ -3,8 +3,8 @@
 It answers ``POST /v1/chat/completions`` with canned replies, in order, so the real ``openai`` client
 (and every instrumentation that wraps it) can run a whole agent turn without a network or a model.
 Tests use it to capture real telemetry; the CLI demo uses it to run an agent offline. The same script
-can also be played in Cohere's v2 chat format (``POST /v2/chat``), so clients of that wire format run
-against it too.
+can also be played in Anthropic's messages format (``POST /v1/messages``) and Cohere's v2 chat format
+(``POST /v2/chat``), so clients of those wire formats run against it too.
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ logger = logging.getLogger(__name__)
 
 _CHAT_COMPLETIONS_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 _COHERE_CHAT_PATH = "/v2/chat"
+_ANTHROPIC_MESSAGES_PATH = "/v1/messages"
+_ROUTES = _CHAT_COMPLETIONS_PATHS | {_COHERE_CHAT_PATH, _ANTHROPIC_MESSAGES_PATH}
+_ANTHROPIC_STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 _COHERE_FINISH_REASONS = {"stop": "COMPLETE", "tool_calls": "TOOL_CALL", "length": "MAX_TOKENS"}
 _POLL_INTERVAL_S = 0.02
 
@@ -84,9 +87,9 @@ class ScriptedOpenAIServer:
 
     Use it as a context manager; ``base_url`` (``http://127.0.0.1:PORT/v1``) goes to
     ``openai.OpenAI(base_url=..., api_key=...)``. Each ``POST /v1/chat/completions`` consumes the next
-    reply; ``"stream": true`` requests get server-sent events. ``POST /v2/chat`` consumes the next reply
-    too and answers in Cohere's v2 format (use ``root_url`` as the client's base URL). A request beyond
-    the script gets HTTP 500.
+    reply; ``"stream": true`` requests get server-sent events. ``POST /v1/messages`` and ``POST /v2/chat``
+    consume the next reply too and answer in Anthropic's and Cohere's formats (use ``root_url`` as those
+    clients' base URL). A request beyond the script gets HTTP 500.
     """
 
     def __init__(self, replies: Sequence[ScriptedReply], *, model: str = "gpt-4o-mini") -> None:
@@ -203,6 +206,27 @@ class ScriptedOpenAIServer:
         if isinstance(options, Mapping) and options.get("include_usage"):
             yield {**envelope, "choices": [], "usage": _usage(reply)}
 
+    def anthropic_message_body(self, reply: ScriptedReply, request: Mapping[str, Any]) -> dict[str, Any]:
+        """The Anthropic ``message`` for a reply: a text block, then one ``tool_use`` block per call."""
+        content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
+        for call in reply.tool_calls:
+            arguments = json.loads(call.arguments_json())
+            content.append(
+                {"type": "tool_use", "id": self._tool_call_id(call), "name": call.name, "input": arguments}
+            )
+        finish = reply.resolved_finish_reason()
+        model = request.get("model")
+        return {
+            "id": reply.completion_id or f"msg_scripted_{next(self._ids)}",
+            "type": "message",
+            "role": "assistant",
+            "model": model if isinstance(model, str) else self._model,
+            "content": content,
+            "stop_reason": _ANTHROPIC_STOP_REASONS.get(finish, finish),
+            "stop_sequence": None,
+            "usage": {"input_tokens": reply.prompt_tokens, "output_tokens": reply.completion_tokens},
+        }
+
     def cohere_chat_body(self, reply: ScriptedReply) -> dict[str, Any]:
         """The Cohere v2 ``chat`` response for a reply: text content, tool plan and tool calls."""
         message: dict[str, Any] = {"role": "assistant"}
@@ -302,7 +326,10 @@ def _handler_class(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]
             path = self.path.split("?", 1)[0]
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
-            if path not in _CHAT_COMPLETIONS_PATHS and path != _COHERE_CHAT_PATH:
+            if path not in _CHAT_COMPLETIONS_PATHS and path not in (
+                _COHERE_CHAT_PATH,
+                _ANTHROPIC_MESSAGES_PATH,
+            ):
                 self._send_json(HTTPStatus.NOT_FOUND, _error(f"no route for {path}"))
                 return
             try:
@@ -320,6 +347,8 @@ def _handler_class(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]
                 return
             if path == _COHERE_CHAT_PATH:
                 self._send_json(HTTPStatus.OK, server.cohere_chat_body(reply))
+            elif path == _ANTHROPIC_MESSAGES_PATH:
+                self._send_json(HTTPStatus.OK, server.anthropic_message_body(reply, body))
             elif body.get("stream") is True:
                 self._send_stream(server.completion_chunks(reply, body))
             else:
