@@ -330,3 +330,36 @@ def test_tool_span_without_any_tool_name_is_not_a_tool_execution(telemetry: Capt
     assert read_tool_execution(bare) is None
     execution = read_tool_execution(named)
     assert execution is not None and execution.name == "f"
+
+
+def test_legacy_content_block_lists_and_json_looking_text(telemetry: CapturedTelemetry) -> None:
+    # Legacy instrumentations dump a provider's content list into gen_ai.prompt.N.content as JSON.
+    assistant = [
+        {"type": "text", "text": "Let me check."},
+        {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
+    ]
+    tool_result = [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "rainy"}]
+    span = _span(
+        telemetry,
+        "anthropic.chat",
+        {
+            "llm.request.type": "chat",
+            "gen_ai.prompt.0.role": "user",
+            "gen_ai.prompt.0.content": "[1, 2, 3] is my list; sum it",
+            "gen_ai.prompt.1.role": "user",
+            "gen_ai.prompt.1.content": "[4, 5]",
+            "gen_ai.prompt.2.role": "assistant",
+            "gen_ai.prompt.2.content": json.dumps(assistant),
+            "gen_ai.prompt.3.role": "user",
+            "gen_ai.prompt.3.content": json.dumps(tool_result),
+            "gen_ai.completion.0.role": "assistant",
+            "gen_ai.completion.0.content": json.dumps([{"type": "text", "text": "The sum is 15."}]),
+        },
+    )
+    call = read_llm_call(span)
+    assert call is not None
+    assert call.user_texts == ("[1, 2, 3] is my list; sum it", "[4, 5]")
+    assert call.user_text == "[4, 5]"
+    assert call.assistant_text == "Let me check."
+    assert call.tool_results == (ToolResult("rainy", call_id="toolu_1"),)
+    assert call.answer_text == "The sum is 15." and call.tool_calls == ()
