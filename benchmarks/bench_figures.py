@@ -75,6 +75,7 @@ def _measure(name: str, rows: list[dict[str, Any]], repeats: int, target_ms: flo
         "value": round(elapsed / 1e6, 3),
         "unit": "ms/answer (CPU)",
         "baseline": round(baseline / 1e6, 3),
+        "baseline_of": "json.loads",
         "ratio": round(elapsed / baseline, 2),
         "target": f"< {target_ms:g} ms" if target_ms is not None else "bounded",
         "wall_ms": round(wall / 1e6, 3),
@@ -84,12 +85,54 @@ def _measure(name: str, rows: list[dict[str, Any]], repeats: int, target_ms: flo
     }
 
 
+def _measure_text(name: str, text: str, answer: str, repeats: int) -> dict[str, Any]:
+    """One row for a plain-text tool result, against ``str.split`` of the same text."""
+    result = ToolResult(text)
+    finding = check_figures(answer, [result])
+    elapsed = _median_ns(lambda: check_figures(answer, [result]), repeats, time.thread_time_ns)
+    baseline = _median_ns(text.split, repeats, time.thread_time_ns)
+    wall = _median_ns(lambda: check_figures(answer, [result]), repeats, time.perf_counter_ns)
+    return {
+        "name": name,
+        "value": round(elapsed / 1e6, 3),
+        "unit": "ms/answer (CPU)",
+        "baseline": round(baseline / 1e6, 3),
+        "baseline_of": "str.split",
+        "ratio": round(elapsed / baseline, 2),
+        "target": "bounded",
+        "wall_ms": round(wall / 1e6, 3),
+        "computed": len(finding.computed),
+        "unsupported": len(finding.unsupported),
+        "truncated": finding.truncated,
+    }
+
+
+def log_text(size: int, seed: int = 11) -> str:
+    """About ``size`` characters of log-like prose: host names, times and a few measurements."""
+    generator = random.Random(seed)
+    lines: list[str] = []
+    length = 0
+    while length < size:
+        lines.append(
+            f"node-{generator.randrange(100):02d} at 12:{generator.randrange(60):02d} reported status ok "
+            f"for volume vol_{generator.randrange(1000)} with latency {generator.uniform(1, 9):.1f} ms"
+        )
+        length += len(lines[-1]) + 1
+    return "\n".join(lines)
+
+
 def run() -> list[dict[str, Any]]:
     """Rows for 50 and 5 000 rows × 10 numeric fields, plus the worst case the bounds allow."""
     return [
         _measure("figures: 30 figures vs 50 rows x 10 fields", capacity_rows(50), 300, 1.0),
         _measure("figures: 30 figures vs 5000 rows x 10 fields", capacity_rows(5000), 15, 100.0),
         _measure("figures: 30 figures vs 5000 rows x 64 fields (bounds)", capacity_rows(5000, 64), 5, None),
+        _measure_text(
+            "figures: 30 figures vs 1 MB log text",
+            log_text(1_000_000),
+            answer_with_30_figures(capacity_rows(50)),
+            5,
+        ),
     ]
 
 
@@ -98,7 +141,7 @@ def main() -> None:
     for row in run():
         print(
             f"{row['name']:<58} {row['value']:>9.3f} {row['unit']}"
-            f"  baseline json.loads {row['baseline']:>8.3f} ms  wall {row['wall_ms']:>9.3f} ms"
+            f"  baseline {row['baseline_of']} {row['baseline']:>8.3f} ms  wall {row['wall_ms']:>9.3f} ms"
             f"  ratio {row['ratio']:>6.2f}x  target {row['target']}  "
             f"(computed {row['computed']}, unsupported {row['unsupported']}, truncated {row['truncated']})"
         )

@@ -731,19 +731,36 @@ def _plain_number(token: str) -> float | None:
 
 
 def numbers_in_text(text: str) -> Iterator[float]:
-    """The numbers a text states: its numeric tokens, and the number of each figure token (``24.8TB``)."""
-    for match in _TOKEN_RE.finditer(text):
-        token = match.group(0)
-        if _DIGIT_RE.search(token) is None:
-            continue
-        for piece in _TOKEN_COMMA_RE.split(token) if "," in token else (token,):
-            normalized = normalize_token(piece)
-            number = _plain_number(normalized)
-            if number is None:
-                figure = _FIGURE_TOKEN_RE.fullmatch(normalized)
-                number = _plain_number(_plain_value(figure.group("number"))) if figure else None
-            if number is not None:
-                yield number
+    """The numbers a text states: its numeric tokens, and the number of each figure token (``24.8TB``).
+
+    Tokens are runs of ``[A-Za-z0-9:_-/.,%+@#$]``, cut at commas that are not between digits. Only
+    tokens that can start a number are visited, so a long text costs one regex scan, not a Python loop
+    over every word.
+    """
+    for start in _NUMBER_TOKEN_START_RE.finditer(text):
+        position = start.start()
+        if (
+            position >= 2
+            and text[position - 1] == ","
+            and _is_digit(text[position - 2])
+            and _is_digit(text[position])
+        ):
+            continue  # inside a number such as 1,234
+        token = _TOKEN_RE.match(text, position)
+        piece = token.group(0) if token else ""
+        if "," in piece:
+            piece = _TOKEN_COMMA_RE.split(piece, maxsplit=1)[0]
+        normalized = normalize_token(piece)
+        number = _plain_number(normalized)
+        if number is None:
+            figure = _FIGURE_TOKEN_RE.fullmatch(normalized)
+            number = _plain_number(_plain_value(figure.group("number"))) if figure else None
+        if number is not None:
+            yield number
+
+
+def _is_digit(char: str) -> bool:
+    return "0" <= char <= "9"
 
 
 # --- the derivation question ----------------------------------------------------------------------

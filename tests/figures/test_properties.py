@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from otel_shapecheck import ToolResult, check_figures, figure_basis
-from otel_shapecheck._figures import MAX_BASIS_NUMBERS, MAX_DERIVED, figures_in
+from otel_shapecheck._figures import (
+    MAX_BASIS_NUMBERS,
+    MAX_DERIVED,
+    figures_in,
+    normalize_token,
+    numbers_in_text,
+)
 from otel_shapecheck._model import JSONValue
 
 SCALES = [float(base**power) for power in range(1, 6) for base in (1000, 1024)]
@@ -144,3 +151,30 @@ class TestArbitraryInput:
         for figure in figures_in(answer):
             assert math.isfinite(float(figure.value))
             assert figure.written in answer
+
+
+def tokenizer_numbers(text: str) -> list[float]:
+    """The numbers of a text by the tokenizer's plain definition: every token, every comma piece."""
+    numbers = []
+    for token in re.findall(r"[A-Za-z0-9:_\-/.,%+@#$]+", text):
+        for piece in re.split(r"(?<![0-9]),|,(?![0-9])", token):
+            normalized = normalize_token(piece)
+            if re.fullmatch(r"[-+]?[0-9]+(?:\.[0-9]+)?", normalized):
+                numbers.append(float(normalized))
+                continue
+            figure = re.fullmatch(
+                r"(?P<n>[-+]?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?)"
+                r"(?:%|(?:percent|iops|mbps|gbps|kib|mib|gib|tib|pib|kb|mb|gb|tb|pb|ms|us)(?:/s)?(?![a-z0-9]))",
+                normalized,
+            )
+            if figure:
+                numbers.append(float(figure.group("n").replace(",", "").lstrip("+")))
+    return [number for number in numbers if math.isfinite(number)]
+
+
+class TestTextNumbers:
+    @settings(max_examples=500, deadline=None)
+    @given(text=st.text(alphabet=st.sampled_from("0123456789.,-+%$#@:/_ aTBmsx(\n"), max_size=80))
+    def test_scan_finds_what_the_tokenizer_finds(self, text: str) -> None:
+        """The fast scan of a text yields exactly the numbers of a token-by-token reading, in order."""
+        assert list(numbers_in_text(text)) == tokenizer_numbers(text)
