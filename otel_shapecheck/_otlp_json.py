@@ -195,11 +195,54 @@ def _spans_of(resource_spans: Any, source: str, number: int) -> Iterator[Readabl
         )
     except json_format.ParseError as error:
         raise UnreadableTraceFile(source, f"document {number} is not valid OTLP/JSON ({error})") from None
-    resource = Resource(_attributes(message.resource.attributes), message.schema_url)
+    yield from spans_from_message(message, source, number)
+
+
+def spans_from_message(
+    message: ResourceSpans,
+    source: str,
+    number: int = 1,
+    *,
+    rejected: Callable[[UnreadableTraceFile], None] | None = None,
+) -> Iterator[ReadableSpan]:
+    """The SDK spans of one OTLP ``ResourceSpans`` message, with resource, scope, ids, parent, links,
+    status, events and attributes kept.
+
+    A span without a trace id or span id raises :class:`UnreadableTraceFile`; with ``rejected`` given it
+    is handed to it instead and skipped, so a receiver can accept the rest and count the one.
+    """
+    resource = sdk_resource(message.resource.attributes, message.schema_url)
     for scope_spans in message.scope_spans:
-        scope = _scope(scope_spans.scope, scope_spans.schema_url)
+        scope = sdk_scope(scope_spans.scope, scope_spans.schema_url)
         for span in scope_spans.spans:
-            yield _readable_span(span, resource, scope, source, number)
+            try:
+                readable = _readable_span(span, resource, scope, source, number)
+            except UnreadableTraceFile as problem:
+                if rejected is None:
+                    raise
+                rejected(problem)
+                continue
+            yield readable
+
+
+def sdk_resource(attributes: Iterable[KeyValue], schema_url: str) -> Resource:
+    """The SDK ``Resource`` of OTLP resource attributes."""
+    return Resource(_attributes(attributes), schema_url)
+
+
+def sdk_scope(scope: InstrumentationScope, schema_url: str) -> SdkInstrumentationScope:
+    """The SDK instrumentation scope of an OTLP ``InstrumentationScope``."""
+    return _scope(scope, schema_url)
+
+
+def sdk_attributes(key_values: Iterable[KeyValue]) -> dict[str, SdkAnyValue]:
+    """OTLP attributes as the SDK's plain values (arrays as tuples, key-value lists as dicts)."""
+    return _attributes(key_values)
+
+
+def sdk_value(value: AnyValue) -> SdkAnyValue:
+    """One OTLP ``AnyValue`` as the SDK's plain value."""
+    return _value(value)
 
 
 def _ids_as_base64(resource_spans: Any, source: str, number: int) -> Any:
