@@ -60,6 +60,10 @@ class VerdictRow:
     flagged: bool
     detail: str = ""
     """What the span's attributes add to the explanation: chosen and top tools, unsupported figures."""
+    skipped: str | None = None
+    """Why tool choice was not scored (``shapecheck.tool_choice.skipped``), for a tool-choice row."""
+    root_name: str = ""
+    """The name of the trace's root span (e.g. ``invoke_agent storage-ops``), when the input holds it."""
 
 
 def is_verdict_attribute(key: str) -> bool:
@@ -81,6 +85,7 @@ def evaluated(span: ReadableSpan) -> bool:
 def verdict_rows(spans: Sequence[ReadableSpan]) -> list[VerdictRow]:
     """One row per verdict event on every evaluated span, in span order."""
     rows: list[VerdictRow] = []
+    roots = _root_names(spans)
     for span in spans:
         if not evaluated(span):
             continue
@@ -102,9 +107,25 @@ def verdict_rows(spans: Sequence[ReadableSpan]) -> list[VerdictRow]:
                     explanation=str(attributes.get(EVALUATION_EXPLANATION, "")),
                     flagged=any(flag.startswith(check + ".") for flag in flags),
                     detail=_detail(check, span.attributes or {}),
+                    skipped=_skip_reason(check, span.attributes or {}),
+                    root_name=roots.get(span.context.trace_id, "") if span.context else "",
                 )
             )
     return rows
+
+
+def _root_names(spans: Sequence[ReadableSpan]) -> dict[int, str]:
+    """Trace id to the name of its local root span (no parent, or a parent from another process)."""
+    return {
+        span.context.trace_id: span.name
+        for span in spans
+        if span.context is not None and (span.parent is None or span.parent.is_remote)
+    }
+
+
+def _skip_reason(check: str, attributes: Mapping[str, AnyValue]) -> str | None:
+    reason = attributes.get(TOOL_CHOICE_SKIPPED) if check == "tool_choice" else None
+    return reason if isinstance(reason, str) else None
 
 
 def _detail(check: str, attributes: Mapping[str, AnyValue]) -> str:

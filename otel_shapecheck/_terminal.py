@@ -13,11 +13,11 @@ from rich.table import Table
 from rich.text import Text
 
 from otel_shapecheck._report import VerdictRow
+from otel_shapecheck._tool_choice import SKIP_NOTHING_CHOSEN
 
 PROGRESS_THRESHOLD_SPANS = 2000
 """Inputs with more spans than this get a progress bar on stderr."""
 
-_WHY_WIDTH = 72
 _PIPED_WIDTH = 120
 _SKIPPED = "skipped"
 
@@ -31,22 +31,27 @@ def stdout_console() -> Console:
 
 
 def print_verdicts(console: Console, rows: Sequence[VerdictRow], title: str = "shapecheck verdicts") -> None:
-    """Print one table row per verdict: span, check, verdict, score, why; flagged verdicts in red."""
+    """Print one table row per verdict: span, check, verdict, score, why; flagged verdicts in red.
+
+    Calls that answered without invoking any tool are counted under the table instead of listed: they
+    are no choice at all, and on a real export they would be most of the rows.
+    """
+    listed = [row for row in rows if row.skipped != SKIP_NOTHING_CHOSEN]
     if not rows:
         console.print("[dim]No span carried anything the checks evaluate.[/dim]")
         return
-    table = Table(title=title, title_justify="left", show_lines=False)
+    table = Table(title=title, title_justify="left", expand=True)
     table.add_column("span")
-    table.add_column("check")
-    table.add_column("verdict")
-    table.add_column("score", justify="right")
-    table.add_column("why", max_width=_WHY_WIDTH, overflow="fold")
-    for row in rows:
+    table.add_column("check", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("why", ratio=1, overflow="fold")
+    for row in listed:
         why = Text(row.explanation)
         if row.detail:
             why.append("\n" + row.detail, style="italic")
         table.add_row(
-            Text(f"{row.span_name} ", style="bold").append(row.span_id[:8], style="dim"),
+            _span_cell(row),
             row.check,
             Text(row.label, style=_label_style(row)),
             "" if row.score is None else f"{row.score:.3f}",
@@ -54,6 +59,18 @@ def print_verdicts(console: Console, rows: Sequence[VerdictRow], title: str = "s
             style="dim" if row.label == _SKIPPED else None,
         )
     console.print(table)
+    unlisted = len(rows) - len(listed)
+    if unlisted:
+        console.print(
+            f"[dim]{unlisted} LLM calls answered without invoking a tool (tool choice not scored).[/dim]"
+        )
+
+
+def _span_cell(row: VerdictRow) -> Text:
+    cell = Text(row.span_name, style="bold")
+    if row.root_name and row.root_name != row.span_name:
+        cell.append("\nin " + row.root_name)
+    return cell.append("\n" + row.span_id, style="dim")
 
 
 def _label_style(row: VerdictRow) -> str:

@@ -22,7 +22,7 @@ TIMEOUT_S = 120
 
 
 def run_cli(
-    *args: str, stdin: bytes | None = None, cwd: Path | None = None
+    *args: str, stdin: bytes | None = None, cwd: Path | None = None, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run the console script and capture its output (text)."""
     completed = subprocess.run(
@@ -32,7 +32,7 @@ def run_cli(
         text=True,
         timeout=TIMEOUT_S,
         cwd=cwd,
-        env={**os.environ, "COLUMNS": "160"},
+        env={**os.environ, "COLUMNS": "160", **(env or {})},
         check=False,
     )
     return completed
@@ -317,6 +317,54 @@ class TestCheck:
         assert completed.returncode == 0, completed.stderr
         report = json.loads(completed.stdout)
         assert report["summary"]["flagged"] == 0 and report["summary"]["evaluated"] >= 2
+
+
+class TestProgress:
+    def test_large_input_shows_a_progress_bar_on_stderr(self, demo_dir: Path, tmp_path: Path) -> None:
+        """Over a few thousand spans a progress bar is drawn on stderr; stdout keeps only the JSON."""
+        large = tmp_path / "large.jsonl"
+        large.write_text(_copies(demo_dir / "traces.jsonl", 140))
+        completed = run_cli("check", "--json", "--embedder", "hashing", str(large), env={"FORCE_COLOR": "1"})
+        assert completed.returncode == 0, completed.stderr
+        assert "checking spans" in completed.stderr
+        report = json.loads(completed.stdout)
+        assert report["summary"]["spans"] == 140 * len(read_spans(demo_dir / "traces.jsonl"))
+        assert report["summary"]["conformance"]["analysts"] == 140
+
+    def test_small_input_draws_no_progress_bar(self, demo_dir: Path) -> None:
+        """A small input gets no progress bar even on a terminal."""
+        completed = run_cli(
+            "check",
+            "--json",
+            "--embedder",
+            "hashing",
+            str(demo_dir / "traces.jsonl"),
+            env={"FORCE_COLOR": "1"},
+        )
+        assert completed.returncode == 0
+        assert completed.stderr == ""
+
+
+def _copies(path: Path, copies: int) -> str:
+    """``copies`` copies of an OTLP/JSON Lines file, each with its own trace and span ids."""
+    lines = []
+    for copy in range(copies):
+        for line in path.read_text().splitlines():
+            lines.append(_shift_ids(json.loads(line), copy))
+    return "\n".join(json.dumps(document) for document in lines) + "\n"
+
+
+def _shift_ids(node: Any, copy: int) -> Any:
+    if isinstance(node, dict):
+        return {
+            key: f"{(int(value, 16) + copy) % (1 << (4 * len(value))):0{len(value)}x}"
+            if key in ("traceId", "spanId", "parentSpanId") and isinstance(value, str) and value
+            else _shift_ids(value, copy)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_shift_ids(item, copy) for item in node]
+    return node
 
 
 def _only_trace(path: Path, trace_id: str) -> str:
