@@ -15,7 +15,10 @@ from dataclasses import dataclass
 from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall, ToolResult
 
 USER_ROLE = "user"
-ASSISTANT_ROLE = "assistant"
+ASSISTANT_ROLES = frozenset({"assistant", "model"})
+"""Roles of the model's own messages (``model`` is Gemini's name for it)."""
+TOOL_RESULT_ROLES = frozenset({"tool", "function"})
+"""Roles of messages that return a tool's result (``function`` is the older OpenAI name)."""
 TOOL_FINISH_REASONS = frozenset({"tool_calls", "tool_call", "function_call", "tool_use"})
 """Finish reasons (compared in lower case) that mean the model stopped to call tools."""
 
@@ -136,7 +139,7 @@ def _turn_assistant_text(messages: Sequence[Message]) -> str | None:
     for message in reversed(messages):
         if _is_prompt(message):
             return None
-        if message.role == ASSISTANT_ROLE and message.text is not None:
+        if message.role in ASSISTANT_ROLES and message.text is not None:
             return message.text
     return None
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from otel_shapecheck._lenient_json import parse_json_object, to_json_value
 from otel_shapecheck._model import JSONValue, ToolResult
 from otel_shapecheck._read_content import (
+    TOOL_RESULT_ROLES,
     CallContent,
     Message,
     merge_content,
@@ -105,7 +106,7 @@ def _event_message(default_role: str, body: Mapping[str, JSONValue]) -> Message:
     """One per-message event body: ``content``, optional ``role``, ``tool_calls``, ``id`` (tool messages)."""
     role = optional_string(body.get("role")) or default_role
     content = body.get("content")
-    if role == "tool":
+    if role in TOOL_RESULT_ROLES:
         call_id = optional_string(body.get("id"))
         results = (ToolResult(content=content, call_id=call_id),) if "content" in body else ()
         return Message(role=role, tool_results=results)

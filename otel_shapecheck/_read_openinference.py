@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from otel_shapecheck._lenient_json import parse_json_object, parse_json_or_text, to_json_value
 from otel_shapecheck._model import OfferedTool, ToolCall, ToolExecution, ToolResult
-from otel_shapecheck._read_content import CallContent, Message, SpanRef, optional_string
+from otel_shapecheck._read_content import TOOL_RESULT_ROLES, CallContent, Message, SpanRef, optional_string
 from otel_shapecheck._read_flattened import in_index_order, indexed_groups
 from otel_shapecheck._read_genai import offered_tool_from_json
 
@@ -73,7 +73,7 @@ def _message(fields: Mapping[str, object]) -> Message:
     message = {key[len(_MESSAGE) :]: value for key, value in fields.items() if key.startswith(_MESSAGE)}
     role = optional_string(message.get("role"))
     texts = _texts(message)
-    if role == "tool":
+    if role in TOOL_RESULT_ROLES:
         content = to_json_value(message.get("content")) if "content" in message else "\n".join(texts)
         call_id = optional_string(message.get("tool_call_id"))
         result = ToolResult(content=content, call_id=call_id, name=optional_string(message.get("name")))

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from otel_shapecheck._lenient_json import parse_json_or_text, to_json_value
 from otel_shapecheck._model import JSONValue, OfferedTool, ToolCall, ToolExecution, ToolResult
-from otel_shapecheck._read_content import CallContent, Message, SpanRef, optional_string
+from otel_shapecheck._read_content import TOOL_RESULT_ROLES, CallContent, Message, SpanRef, optional_string
 from otel_shapecheck._read_content_blocks import recorded_content_blocks
 from otel_shapecheck._read_flattened import in_index_order, indexed_groups
 
@@ -75,7 +75,7 @@ def read_openllmetry_tool_execution(
 
 def _message(fields: Mapping[str, object]) -> Message:
     role = optional_string(fields.get("role"))
-    if role == "tool":
+    if role in TOOL_RESULT_ROLES:
         call_id = optional_string(fields.get("tool_call_id"))
         result = ToolResult(content=to_json_value(fields.get("content")), call_id=call_id)
         return Message(role=role, tool_results=(result,))

@@ -363,3 +363,25 @@ def test_legacy_content_block_lists_and_json_looking_text(telemetry: CapturedTel
     assert call.assistant_text == "Let me check."
     assert call.tool_results == (ToolResult("rainy", call_id="toolu_1"),)
     assert call.answer_text == "The sum is 15." and call.tool_calls == ()
+
+
+def test_model_role_is_the_assistant_and_function_role_returns_a_result(telemetry: CapturedTelemetry) -> None:
+    prefix = "llm.input_messages"
+    span = _span(
+        telemetry,
+        "GenerateContent",
+        {
+            "openinference.span.kind": "LLM",
+            f"{prefix}.0.message.role": "user",
+            f"{prefix}.0.message.content": QUESTION,
+            f"{prefix}.1.message.role": "model",
+            f"{prefix}.1.message.content": "Looking it up.",
+            f"{prefix}.2.message.role": "function",
+            f"{prefix}.2.message.name": "get_weather",
+            f"{prefix}.2.message.content": "rainy",
+        },
+    )
+    call = read_llm_call(span)
+    assert call is not None
+    assert call.assistant_text == "Looking it up."
+    assert call.tool_results == (ToolResult("rainy", name="get_weather"),)
