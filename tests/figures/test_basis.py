@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 
 import pytest
 
@@ -196,6 +197,19 @@ class TestBounds:
         basis = figure_basis([ToolResult(content)])
         assert basis.truncated
         assert basis.carried == ()
+
+    def test_memory_stays_bounded_on_a_huge_list(self) -> None:
+        """A result of 600 000 numbers allocates for the 50 000 it keeps, not for all of them."""
+        content: JSONValue = [float(i) for i in range(600_000)]
+        tracemalloc.start()
+        try:
+            basis = figure_basis([ToolResult(content)])
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert basis.truncated
+        assert len(basis.carried) == MAX_BASIS_NUMBERS
+        assert peak < 32 * 1024 * 1024
 
     def test_row_bound(self) -> None:
         """At most MAX_ROWS rows are folded into columns."""
