@@ -11,6 +11,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 from opentelemetry.util.genai.handler import TelemetryHandler
 
@@ -189,3 +191,58 @@ def test_unmatched_execution_is_left_alone() -> None:
     call = _call("1", 10, (ToolCall("get_weather", "A"),))
     (joined,) = join_tool_executions([call], [_execution("send_email", 20, "sent")])
     assert joined == call
+
+
+names = st.sampled_from(["lookup", "fetch", "send"])
+ids = st.one_of(st.none(), st.sampled_from(["A", "B", "C"]))
+ends = st.one_of(st.none(), st.integers(min_value=0, max_value=100))
+tool_calls = st.lists(st.builds(ToolCall, name=names, call_id=ids), max_size=3).map(tuple)
+calls_strategy = st.lists(
+    st.builds(
+        LLMCall,
+        span_id=st.text(alphabet="0123456789abcdef", min_size=16, max_size=16),
+        trace_id=st.just("a" * 32),
+        tool_calls=st.one_of(st.none(), tool_calls),
+        tool_results=st.lists(
+            st.builds(ToolResult, content=st.text(max_size=3), call_id=ids), max_size=2
+        ).map(tuple),
+        end_time_ns=ends,
+    ),
+    max_size=4,
+)
+executions_strategy = st.lists(
+    st.builds(
+        ToolExecution,
+        span_id=st.just("e" * 16),
+        trace_id=st.just("a" * 32),
+        name=names,
+        call_id=ids,
+        result=st.one_of(st.none(), st.text(max_size=3)),
+        end_time_ns=ends,
+    ),
+    max_size=5,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(calls=calls_strategy, executions=executions_strategy)
+def test_join_keeps_calls_in_order_and_only_adds(
+    calls: list[LLMCall], executions: list[ToolExecution]
+) -> None:
+    joined = join_tool_executions(calls, executions)
+    assert [call.span_id for call in joined] == [call.span_id for call in calls]
+    for before, after in zip(calls, joined, strict=True):
+        if before.tool_calls is not None:
+            assert after.tool_calls == before.tool_calls
+        else:
+            assert after.tool_calls is None or len(after.tool_calls) <= len(executions)
+        assert after.tool_results[: len(before.tool_results)] == before.tool_results
+    assigned = sum(
+        len(after.tool_calls or ())
+        for before, after in zip(calls, joined, strict=True)
+        if before.tool_calls is None
+    )
+    assert assigned <= len(executions), "an execution answers at most one call"
+    assert joined[:1] == [] or joined[0].tool_results == calls[0].tool_results, (
+        "nothing precedes the first call"
+    )
