@@ -77,7 +77,8 @@ def llm_call_from_content(content: CallContent, ref: SpanRef) -> LLMCall:
         user_text=_last_user_text(inputs),
         user_texts=tuple(m.text for m in inputs if _is_prompt(m) and m.text is not None),
         assistant_text=_turn_assistant_text(inputs),
-        tool_results=tuple(result for m in inputs for result in m.tool_results),
+        # Results in the output are provider-executed tools' (a web search): the answer saw them too.
+        tool_results=tuple(result for m in (*inputs, *(outputs or ())) for result in m.tool_results),
         answer_text=_answer_text(outputs or ()),
         finish_reasons=finish_reasons,
         response_id=content.response_id,

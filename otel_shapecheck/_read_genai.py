@@ -120,6 +120,7 @@ def read_string_list(value: object) -> tuple[str, ...]:
 def _read_part(
     part: Mapping[str, JSONValue], texts: list[str], calls: list[ToolCall], results: list[ToolResult]
 ) -> None:
+    """One message part: text, a tool call or its response (client- or provider-executed); others ignored."""
     kind = part.get("type")
     if kind == "text":
         text = part.get("content", part.get("text"))
@@ -132,6 +133,15 @@ def _read_part(
             calls.append(ToolCall(name=name, call_id=_call_id(part.get("id")), arguments=arguments))
     elif kind == "tool_call_response":
         response = part["response"] if "response" in part else part.get("result")
+        results.append(ToolResult(content=response, call_id=_call_id(part.get("id"))))
+    elif kind == "server_tool_call":
+        # A provider-executed tool (web search, code interpreter): still a tool the model chose.
+        name = optional_string(part.get("name"))
+        if name:
+            details = part.get("server_tool_call")
+            calls.append(ToolCall(name=name, call_id=_call_id(part.get("id")), arguments=details))
+    elif kind == "server_tool_call_response":
+        response = part.get("server_tool_call_response")
         results.append(ToolResult(content=response, call_id=_call_id(part.get("id"))))
 
 

@@ -385,3 +385,44 @@ def test_model_role_is_the_assistant_and_function_role_returns_a_result(telemetr
     assert call is not None
     assert call.assistant_text == "Looking it up."
     assert call.tool_results == (ToolResult("rainy", name="get_weather"),)
+
+
+def test_provider_executed_tool_calls_and_their_responses(telemetry: CapturedTelemetry) -> None:
+    # The v1.40 server_tool_call parts, as the schema shows them for a built-in web search.
+    outputs = [
+        {
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "server_tool_call",
+                    "id": "ws_1",
+                    "name": "web_search",
+                    "server_tool_call": {"type": "web_search", "query": "Paris weather"},
+                },
+                {
+                    "type": "server_tool_call_response",
+                    "id": "ws_1",
+                    "server_tool_call_response": {"type": "web_search", "results": ["57F, rain"]},
+                },
+                {"type": "text", "content": "It is 57F and raining."},
+            ],
+        }
+    ]
+    span = _span(
+        telemetry,
+        "chat m",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.output.messages": json.dumps(outputs),
+            "gen_ai.tool.definitions": json.dumps([{"type": "web_search", "name": "web_search"}]),
+        },
+    )
+    call = read_llm_call(span)
+    assert call is not None
+    assert call.chosen == ("web_search",)
+    assert call.tool_calls == (
+        ToolCall("web_search", "ws_1", {"type": "web_search", "query": "Paris weather"}),
+    )
+    assert call.answer_text == "It is 57F and raining."
+    search_result = {"type": "web_search", "results": ["57F, rain"]}
+    assert call.tool_results == (ToolResult(search_result, call_id="ws_1"),)
