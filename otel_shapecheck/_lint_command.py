@@ -11,12 +11,18 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import TextIO
 
 from otel_shapecheck._catalog_lint import CatalogLintReport, SimilarPair, coerce_catalog, lint_catalog
-from otel_shapecheck._embedders import Embedder, HashingEmbedder, MiniLMEmbedder
+from otel_shapecheck._embedders import (
+    OTEL_SHAPECHECK_EMBEDDER_THREADS,
+    Embedder,
+    HashingEmbedder,
+    MiniLMEmbedder,
+)
 
 EXIT_PASSED = 0
 EXIT_GATE_FAILED = 1
@@ -105,7 +111,9 @@ def _embedder(name: str) -> Embedder:
     if name == "hashing":
         return HashingEmbedder()
     if name == "minilm":
-        return MiniLMEmbedder()
+        # A one-off command may use every core for embedding, unless the environment says otherwise.
+        threads = None if os.environ.get(OTEL_SHAPECHECK_EMBEDDER_THREADS, "").strip() else os.cpu_count()
+        return MiniLMEmbedder(intra_op_num_threads=threads)
     raise ValueError(f"--embedder must be one of {', '.join(EMBEDDER_CHOICES)}, not {name!r}")
 
 
