@@ -261,6 +261,7 @@ class FigureBasis:
         keys: Sequence[str | None],
         derived: _DerivedValues,
         truncated: bool,
+        named: Iterable[float] = (),
     ) -> None:
         self._values = list(values)
         self._paths = list(paths)
@@ -268,6 +269,7 @@ class FigureBasis:
         self._derived_values = derived
         self._derived: tuple[DerivedNumber, ...] | None = None
         self._truncated = truncated
+        self._named = frozenset(named)
         self._carried: tuple[CarriedNumber, ...] | None = None
         percent_keys = {key for key in set(self._keys) if key and _PERCENT_KEY_RE.search(key)}
         percent = [i for i, key in enumerate(self._keys) if key in percent_keys]
@@ -312,8 +314,11 @@ class FigureBasis:
         return self._truncated
 
     def carries(self, value: float) -> bool:
-        """Whether some tool result carried exactly this number."""
-        return self._carried_index.first_within(value, value, lambda x: x == value) is not None
+        """Whether some tool result carried exactly this number, as a value or in a field name."""
+        return (
+            value in self._named
+            or self._carried_index.first_within(value, value, lambda x: x == value) is not None
+        )
 
     def carried_at(self, position: int) -> str:
         """The path of the carried number recorded at ``position``."""
@@ -335,7 +340,9 @@ def figure_basis(tool_results: Iterable[ToolResult]) -> FigureBasis:
     builder = _BasisBuilder()
     for result in tool_results:
         builder.add(result.content)
-    return FigureBasis(builder.values, builder.paths, builder.keys, builder.derived, builder.truncated)
+    return FigureBasis(
+        builder.values, builder.paths, builder.keys, builder.derived, builder.truncated, builder.named
+    )
 
 
 class _ChildPaths:
@@ -361,6 +368,8 @@ class _BasisBuilder:
         self.paths: list[_Path] = []
         self.keys: list[str | None] = []
         self.derived = _DerivedValues()
+        self.named: set[float] = set()
+        """Numbers written as field names (``{"2024": …}``): carried as-is, never derived from."""
         self.truncated = False
         self._nodes = 0
         self._stack: list[tuple[JSONValue, str, str | None, int]] = []
@@ -402,6 +411,7 @@ class _BasisBuilder:
         children: Iterator[tuple[str | int, JSONValue]]
         if isinstance(node, dict):
             is_rows = len(node) >= 2 and all(isinstance(value, dict) for value in node.values())
+            self._note_names(islice(node, room))
             children = islice(node.items(), room)
         else:
             is_rows = bool(node) and all(isinstance(value, dict) for value in node)
@@ -413,6 +423,11 @@ class _BasisBuilder:
             rows = [(child.path(name), child.key(name), row) for name, row in islice(children, MAX_ROWS)]
             self._read_rows(rows, at or "result", depth + 1)
         self._read_children(children, child, depth + 1)
+
+    def _note_names(self, names: Iterable[str]) -> None:
+        for name in names:
+            if type(name) is str and _DIGIT_RE.search(name) and len(self.named) < MAX_BASIS_NUMBERS:
+                self.named.update(numbers_in_text(name))
 
     def _read_children(
         self, children: Iterator[tuple[str | int, JSONValue]], child: _ChildPaths, depth: int
@@ -453,7 +468,9 @@ class _BasisBuilder:
         numeric: dict[str, list[float]] = {}
         texts: dict[str, list[str | None]] = {}
         containers: list[tuple[JSONValue, str, str | None, int]] = []
-        for name in _field_names([row for _, row in table]):
+        names = _field_names([row for _, row in table])
+        self._note_names(names)
+        for name in names:
             cells = [row.get(name) for _, row in table]
             kinds = set(map(type, cells))
             if kinds <= _NUMBER_KINDS and kinds & _NUMBER_KINDS - {type(None)}:

@@ -74,6 +74,14 @@ class TestCarriedNumbers:
         """Content already structured (a dict or list) needs no parsing."""
         assert sorted(carried_of([{"x": 1}, 7])) == [(1.0, "[0].x", "x"), (7.0, "[1]", None)]
 
+    def test_numbers_in_field_names_are_carried_exactly(self) -> None:
+        """A number used as a field name ({"2024": ...}) supports that exact figure, and only that one."""
+        by_year: JSONValue = {"by_year": {"2024": {"sales": 1.0}, "2025": {"sales": 2.0}}, "p99_ms": 4.0}
+        answer = "Since 2024 sales doubled; 2,026 units shipped in 99 ms."
+        finding = check_figures(answer, [ToolResult(by_year)])
+        assert finding.carried == ("2024",)
+        assert finding.unsupported == ("2,026", "99 ms")
+
     @pytest.mark.parametrize("content", ["NaN", "[Infinity, -Infinity, 1e400]", '{"a": NaN}'])
     def test_non_finite_numbers_are_ignored(self, content: str) -> None:
         """NaN and infinities carry nothing."""
