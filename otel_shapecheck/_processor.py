@@ -121,6 +121,13 @@ class ShapecheckSpanProcessor(SpanProcessor):
             left un-evaluated (``OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS``, 30000).
         meter_provider: where the counters are exported as observable counters (default: the global one).
 
+    Time bounds: ``on_end`` holds only the ledger's lock (a few dictionary operations) for GenAI spans
+    and calls ``downstream.on_end`` itself only for untouched spans, as the downstream would be called
+    without the wrapper. ``force_flush`` returns within ``timeout_millis`` even when the downstream or
+    the event sink hangs (their flushes run on a helper thread). ``shutdown`` waits at most
+    ``shutdown_timeout_millis`` for the worker, then forwards what is left un-evaluated, then calls the
+    downstream's and the sink's own ``shutdown``.
+
     Raises:
         ValueError: a setting (argument or variable) is not a whole number ≥ 1.
     """
@@ -274,13 +281,29 @@ class ShapecheckSpanProcessor(SpanProcessor):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Evaluate and forward every ready span, then flush the downstream and the event sink, in time."""
         deadline = time.monotonic() + max(timeout_millis, 0) / 1000
-        flushed = self._worker.flush(_remaining(deadline))
+        flushed = self._worker.flush(_remaining(deadline)) or self._drain_here()
         if not flushed:
-            flushed = self._drain_here()
-        flushed = _call_within(deadline, lambda: self._downstream.force_flush(_millis(deadline))) and flushed
+            self._counters.error(
+                "flush_timeout",
+                "force_flush timed out after %d ms with spans still being evaluated or forwarded",
+                timeout_millis,
+                exc_info=False,
+            )
+        downstream = self._downstream
+        flushed = (
+            _call_within(
+                deadline, lambda: downstream.force_flush(_millis(deadline)), self._counters, "downstream"
+            )
+            and flushed
+        )
         if self._events is not None:
             events = self._events
-            flushed = _call_within(deadline, lambda: events.force_flush(_millis(deadline))) and flushed
+            flushed = (
+                _call_within(
+                    deadline, lambda: events.force_flush(_millis(deadline)), self._counters, "events"
+                )
+                and flushed
+            )
         return flushed
 
     def shutdown(self) -> None:
@@ -359,7 +382,9 @@ def _millis(deadline: float) -> int:
     return int(_remaining(deadline) * 1000)
 
 
-def _call_within(deadline: float, flush: Callable[[], bool | None]) -> bool:
+def _call_within(
+    deadline: float, flush: Callable[[], bool | None], counters: ProcessorCounters, kind: str
+) -> bool:
     """Run a flush on a helper thread and wait for it until ``deadline``: a hung downstream cannot hold us."""
     outcome: list[bool] = []
 
@@ -367,7 +392,7 @@ def _call_within(deadline: float, flush: Callable[[], bool | None]) -> bool:
         try:
             outcome.append(flush() is not False)
         except Exception:
-            logger.warning("A flush failed", exc_info=True)
+            counters.error(kind, "Flushing the %s failed", kind)
             outcome.append(False)
 
     thread = threading.Thread(target=run, name="ShapecheckFlush", daemon=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -70,6 +71,12 @@ class SpanInterleavings(RuleBasedStateMachine):
 
     @rule(kind=st.sampled_from(KINDS), parent=PARENTS)
     def start(self, kind: str, parent: int | str | None) -> None:
+        # Each span starts and ends in a context of its own: the handler attaches its span to the current
+        # context and detaches it at stop, which would leak into other tests when stops come out of order.
+        isolated = contextvars.Context()
+        isolated.run(self._start, kind, parent, isolated)
+
+    def _start(self, kind: str, parent: int | str | None, isolated: contextvars.Context) -> None:
         context, parent_ref = self._context(parent)
         if kind.startswith("chat"):
             invocation = self.handler.inference("openai", request_model="m", context=context)
@@ -95,7 +102,7 @@ class SpanInterleavings(RuleBasedStateMachine):
             end = span.end
         span_id = span.get_span_context().span_id
         self.spans[span_id] = span
-        self.opened.append(_Open(kind, span_id, parent_ref, end))
+        self.opened.append(_Open(kind, span_id, parent_ref, lambda: isolated.run(end)))
         self.open_ids.add(span_id)
 
     @precondition(lambda self: bool(self.opened))

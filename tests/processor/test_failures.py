@@ -113,6 +113,7 @@ def test_blocking_downstream_never_blocks_the_application(tracer_provider: Trace
         started = time.monotonic()
         assert processor.force_flush(timeout_millis=200) is False
         assert time.monotonic() - started < 0.2 + APPLICATION_BOUND_SECONDS
+        assert processor.counts().error_count("flush_timeout") == 1
         assert _timed_chats(tracer_provider, 20) < APPLICATION_BOUND_SECONDS
     finally:
         downstream.release.set()
