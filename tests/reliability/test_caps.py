@@ -40,11 +40,25 @@ class BlockingCheck:
 
 
 @contextmanager
-def blocked_processor(**caps: int) -> Iterator[tuple[ShapecheckSpanProcessor, IdRecorder, trace.Tracer]]:
+def blocked_processor(
+    *,
+    max_queue_size: int | None = None,
+    max_pending_spans: int | None = None,
+    max_traces: int | None = None,
+    max_facts_per_trace: int | None = None,
+) -> Iterator[tuple[ShapecheckSpanProcessor, IdRecorder, trace.Tracer]]:
     """A processor whose worker is inside :class:`BlockingCheck` until the block ends; shut down after."""
     check = BlockingCheck()
     downstream = IdRecorder()
-    processor = ShapecheckSpanProcessor(downstream, checks=[check], schedule_delay_millis=10, **caps)
+    processor = ShapecheckSpanProcessor(
+        downstream,
+        checks=[check],
+        schedule_delay_millis=10,
+        max_queue_size=max_queue_size,
+        max_pending_spans=max_pending_spans,
+        max_traces=max_traces,
+        max_facts_per_trace=max_facts_per_trace,
+    )
     provider = TracerProvider(shutdown_on_exit=False)
     provider.add_span_processor(processor)
     tracer = provider.get_tracer("tests.caps")
