@@ -201,13 +201,13 @@ def _read_everything(span: ReadableSpan) -> None:
         assert isinstance(execution.name, str) and execution.name
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=span_names, attributes=attribute_maps)
 def test_span_readers_never_raise_on_arbitrary_attributes(name: str, attributes: dict[str, Any]) -> None:
     _read_everything(_span(name, attributes))
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     kind=st.sampled_from(
         [
@@ -241,7 +241,7 @@ records = st.builds(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(log_records=st.lists(records, max_size=6))
 def test_log_record_readers_never_raise(log_records: list[LogRecord]) -> None:
     for record in log_records:
