@@ -7,6 +7,7 @@ A row is a dict with ``name``, ``value``, ``unit``, ``baseline`` (measured in th
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -89,7 +90,7 @@ def results_table(results: dict[str, list[dict[str, Any]]]) -> Table:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run, print the table, write ``benchmarks/results.json``."""
+    """Run, print the table, write ``benchmarks/results.json`` (a partial run updates only its modules)."""
     selected = list(sys.argv[1:] if argv is None else argv)
     results = run_all(selected)
     Console().print(results_table(results))
@@ -99,6 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cpus": os.cpu_count(),
         "results": results,
     }
+    if selected and RESULTS_FILE.exists():  # a partial run keeps the other benchmarks' last rows
+        with contextlib.suppress(ValueError, AttributeError):
+            document["results"] = {**json.loads(RESULTS_FILE.read_text()).get("results", {}), **results}
     RESULTS_FILE.write_text(json.dumps(document, indent=2) + "\n")
     return 0
 

@@ -77,7 +77,8 @@ class EvaluationWorker:
 
     def wake(self) -> None:
         """Have the thread look at the ledger now rather than after the schedule delay."""
-        self._wake.set()
+        if not self._wake.is_set():  # setting takes the event's lock; the hot path calls this often
+            self._wake.set()
 
     def flush(self, timeout_seconds: float) -> bool:
         """Wait until every span ready now is forwarded; False on timeout or a stopped worker."""
