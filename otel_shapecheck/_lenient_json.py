@@ -85,7 +85,7 @@ def _loads(text: str) -> JSONValue:
     if len(text) > MAX_JSON_CHARS:
         return None
     try:
-        parsed: JSONValue = json.loads(text, parse_constant=_reject_constant)
+        parsed: JSONValue = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except (ValueError, RecursionError):
         return None
     return parsed
@@ -94,3 +94,9 @@ def _loads(text: str) -> JSONValue:
 def _reject_constant(name: str) -> None:
     """``NaN`` and ``Infinity`` are not JSON; read them as missing values."""
     return None
+
+
+def _finite_float(text: str) -> float | None:
+    """A float literal, or ``None`` when it overflows to infinity (``1e999``), as structured values read."""
+    value = float(text)
+    return value if math.isfinite(value) else None
