@@ -69,6 +69,8 @@ class Release:
     """Executions under the spans themselves or under the parent they waited for (for the join)."""
     trace_executions: tuple[ExecutionFact, ...] = ()
     """Every execution of the trace that was kept (the figures basis)."""
+    sibling_calls: tuple[ReadableSpan, ...] = ()
+    """Other LLM-call spans under the parent the spans waited for: they bound which executions are whose."""
     content: Mapping[int, tuple[LogRecord, ...]] = field(default_factory=dict)
     """Content log records by span id."""
     attempts: Mapping[int, tuple[ReadableSpan, ...]] = field(default_factory=dict)
@@ -78,12 +80,22 @@ class Release:
 class _TraceFacts:
     """What one trace has shown so far, bounded by ``limit`` entries in all."""
 
-    __slots__ = ("attempts", "content", "content_names_calls", "ended", "executions", "limit", "size")
+    __slots__ = (
+        "attempts",
+        "calls",
+        "content",
+        "content_names_calls",
+        "ended",
+        "executions",
+        "limit",
+        "size",
+    )
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.size = 0
         self.executions: list[ExecutionFact] = []
+        self.calls: list[tuple[int | None, ReadableSpan]] = []
         self.attempts: dict[int, list[ReadableSpan]] = {}
         self.content: dict[int, list[LogRecord]] = {}
         self.content_names_calls: set[int] = set()
@@ -181,6 +193,8 @@ class Ledger:
                     elif parent_id is not None:
                         facts.attempts.setdefault(parent_id, []).append(span)
                         self._analyst_parents[parent_id] = trace_id
+                if llm_call and facts.room():
+                    facts.calls.append((parent_id, span))
             analyst = self._analyst_parents.pop(span_id, None) is not None
             if not (llm_call or analyst):
                 return False, wake
@@ -336,4 +350,10 @@ class Ledger:
                     facts.size -= len(attempt_spans)
         trace_executions = tuple(facts.executions)
         executions = tuple(fact for fact in trace_executions if fact.parent_id in owners)
-        return Release(group, executions, trace_executions, content, attempts)
+        awaited = {held.parent_id for held in group if held.awaits_parent}
+        siblings = tuple(
+            span
+            for parent_id, span in facts.calls
+            if parent_id in awaited and span.context is not None and span.context.span_id not in owners
+        )
+        return Release(group, executions, trace_executions, siblings, content, attempts)

@@ -22,9 +22,21 @@ def build_subjects(release: Release) -> list[Subject]:
     calls = _llm_calls(release)
     executions = [execution for execution in map(_read_execution, release.executions) if execution]
     if executions and calls:
-        joined = join_tool_executions(list(calls.values()), executions)
-        calls = dict(zip(calls, joined, strict=True))
+        calls = _joined(calls, release, executions)
     return [_subject(held, release, calls.get(held.span_id)) for held in release.spans]
+
+
+def _joined(
+    calls: dict[int, LLMCall], release: Release, executions: list[ToolExecution]
+) -> dict[int, LLMCall]:
+    """The calls with tool executions joined; sibling calls take part so each gets only its own executions."""
+    siblings = [call for call in map(read_llm_call, release.sibling_calls) if call is not None]
+    ordered = sorted(
+        [*((span_id, call) for span_id, call in calls.items()), *((None, call) for call in siblings)],
+        key=lambda item: item[1].end_time_ns or 0,
+    )
+    joined = join_tool_executions([call for _, call in ordered], executions)
+    return {span_id: call for (span_id, _), call in zip(ordered, joined, strict=True) if span_id is not None}
 
 
 def _llm_calls(release: Release) -> dict[int, LLMCall]:

@@ -273,3 +273,30 @@ def test_content_from_log_events_is_merged_by_span_id(
     finally:
         shapecheck.shutdown()
         logger_provider.shutdown()
+
+
+def test_waiting_chat_gets_only_the_executions_before_its_next_sibling(
+    tracer_provider: TracerProvider,
+    span_exporter: InMemorySpanExporter,
+    make_processor: Callable[..., ShapecheckSpanProcessor],
+    check: RecordingCheck,
+) -> None:
+    """A sibling chat released earlier still bounds the executions the waiting chat is joined with."""
+    processor = make_processor()
+    handler = TelemetryHandler(tracer_provider=tracer_provider)
+    with tracer_provider.get_tracer("tests").start_as_current_span("invoke_agent storage"):
+        chat(handler, tool_call="get_capacity", names_output=False)
+        execute_tool(handler, "get_capacity")
+        chat(handler, tool_call="get_weather")
+        execute_tool(handler, "get_weather", result={"city": "Lyon", "celsius": 21})
+        chat(handler, answer="It is 21 °C in Lyon.")
+    assert processor.force_flush()
+    chats = sorted(
+        (span for span in span_exporter.get_finished_spans() if span.name.startswith("chat")),
+        key=lambda span: span.start_time or 0,
+    )
+    first, second, _ = (span.context.span_id for span in chats if span.context is not None)
+    waited = check.subject(first).llm_call
+    assert waited is not None and waited.chosen == ("get_capacity",)
+    named = check.subject(second).llm_call
+    assert named is not None and named.chosen == ("get_weather",)
