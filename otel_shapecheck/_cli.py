@@ -14,7 +14,7 @@ from pathlib import Path
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_shapecheck import _lint_command
+from otel_shapecheck import _lint_command, _serve_command
 from otel_shapecheck._offline import EMBEDDERS, build_checks, check_spans
 from otel_shapecheck._otlp_json import STDIN, UnreadableTraceFile, load_spans, write_spans_jsonl
 from otel_shapecheck._report import json_report, summary, verdict_rows
@@ -57,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_check_command(subparsers)
     _add_demo_command(subparsers)
     _lint_command.register(subparsers)
+    _serve_command.register(subparsers)
     return parser
 
 

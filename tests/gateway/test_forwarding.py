@@ -1,0 +1,180 @@
+"""Real OTLP into a running gateway, forwarded enriched to a receiver: SDK exporters, OTLP/JSON, logs."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import grpc
+from export.agent_turn import UNSUPPORTED, instrumented, run_capacity_turn
+from opentelemetry.exporter.otlp.proto.http import Compression
+from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from otlp_receiver import OTLPReceiver, ReceivedSpan
+
+from gateway.running import grpc_span_exporter, http_span_exporter, logs_url, running_gateway, traces_url
+from otel_shapecheck import _attributes as attrs
+from otel_shapecheck._otlp_json import spans_to_otlp_json
+
+AGENT_RESOURCE = {"service.name": "capacity-agent", "deployment.environment.name": "test"}
+
+
+@contextmanager
+def agent_provider(exporter: SpanExporter | None) -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
+    """An agent's tracer provider exporting to the gateway, keeping its own copy of every span it ended."""
+    provider = TracerProvider(resource=Resource(AGENT_RESOURCE), shutdown_on_exit=False)
+    originals = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(originals))
+    if exporter is not None:
+        provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=50))
+    try:
+        yield provider, originals
+    finally:
+        provider.shutdown()
+
+
+def _ids(spans: list[ReadableSpan]) -> set[tuple[str, str, str]]:
+    return {
+        (
+            f"{span.context.trace_id:032x}",
+            f"{span.context.span_id:016x}",
+            f"{span.parent.span_id:016x}" if span.parent else "",
+        )
+        for span in spans
+        if span.context is not None
+    }
+
+
+def _received_ids(spans: list[ReceivedSpan]) -> set[tuple[str, str, str]]:
+    return {(span.trace_id, span.span_id, span.parent_span_id) for span in spans}
+
+
+def _assert_enriched_and_parented(receiver: OTLPReceiver, originals: list[ReadableSpan]) -> None:
+    """Every span arrived once with its ids and resource; the answer is flagged; its event is parented."""
+    assert receiver.wait_for(lambda r: len(r.spans) >= len(originals))
+    assert receiver.wait_for(lambda r: any(rec.event_name == attrs.EVALUATION_EVENT for rec in r.log_records))
+    received = receiver.spans
+    assert len(received) == len(originals)
+    assert _received_ids(received) == _ids(originals)
+    assert all(span.resource.items() >= AGENT_RESOURCE.items() for span in received)
+    flagged = [span for span in received if span.attributes.get(attrs.FIGURES_UNSUPPORTED)]
+    assert len(flagged) == 1
+    assert flagged[0].attributes[attrs.FIGURES_UNSUPPORTED] == (UNSUPPORTED,)
+    assert flagged[0].attributes[attrs.FLAGGED] is True
+    assert attrs.EVALUATION_EVENT in {name for name, _ in flagged[0].events}
+    events = [rec for rec in receiver.log_records if rec.event_name == attrs.EVALUATION_EVENT]
+    figures = [rec for rec in events if rec.attributes[attrs.EVALUATION_NAME] == attrs.EVALUATION_FIGURES]
+    assert [(rec.trace_id, rec.span_id) for rec in figures] == [(flagged[0].trace_id, flagged[0].span_id)]
+
+
+class TestSdkExporters:
+    def test_grpc_exporter_spans_arrive_enriched_with_ids_resources_and_parented_events(
+        self, receiver: OTLPReceiver
+    ) -> None:
+        """The SDK's gRPC exporter → gateway → receiver: same ids and resource, verdicts on the answer."""
+        with running_gateway(receiver) as service:
+            with agent_provider(grpc_span_exporter(service)) as (provider, originals), instrumented(provider):
+                run_capacity_turn(provider)
+                provider.force_flush()
+            _assert_enriched_and_parented(receiver, originals.get_finished_spans())
+            assert service.gateway.counts().spans_accepted == len(originals.get_finished_spans())
+
+    def test_http_exporter_with_gzip_spans_arrive_enriched(self, receiver: OTLPReceiver) -> None:
+        """The SDK's HTTP/protobuf exporter with gzip → gateway → receiver, enriched as over gRPC."""
+        with running_gateway(receiver) as service:
+            exporter = http_span_exporter(service, compression=Compression.Gzip)
+            with agent_provider(exporter) as (provider, originals), instrumented(provider):
+                run_capacity_turn(provider)
+                provider.force_flush()
+            _assert_enriched_and_parented(receiver, originals.get_finished_spans())
+
+    def test_otlp_json_body_arrives_enriched_and_is_answered_in_json(self, receiver: OTLPReceiver) -> None:
+        """An OTLP/JSON body (hex ids, as other SDKs and the Collector write it) is read like protobuf."""
+        with agent_provider(None) as (provider, originals), instrumented(provider):
+            run_capacity_turn(provider)
+        spans = originals.get_finished_spans()
+        body = json.dumps(spans_to_otlp_json(spans)).encode()
+        with running_gateway(receiver) as service:
+            request = urllib.request.Request(
+                traces_url(service), data=body, headers={"Content-Type": "application/json"}
+            )
+            with urllib.request.urlopen(request, timeout=10) as response:
+                assert response.status == 200
+                assert response.headers["Content-Type"] == "application/json"
+                assert json.loads(response.read()) == {}
+            _assert_enriched_and_parented(receiver, list(spans))
+
+    def test_content_in_log_events_reaches_the_checks_and_the_logs_are_forwarded(
+        self, receiver: OTLPReceiver
+    ) -> None:
+        """Event-mode content sent as OTLP logs feeds the checks; the records go on downstream, parented."""
+        with running_gateway(receiver) as service:
+            logger_provider = LoggerProvider(resource=Resource(AGENT_RESOURCE), shutdown_on_exit=False)
+            logger_provider.add_log_record_processor(
+                BatchLogRecordProcessor(HttpLogExporter(endpoint=logs_url(service), timeout=10))
+            )
+            try:
+                with (
+                    agent_provider(grpc_span_exporter(service)) as (provider, originals),
+                    instrumented(provider, logger_provider, content="EVENT_ONLY"),
+                ):
+                    run_capacity_turn(provider)
+                    logger_provider.force_flush()  # as by default: log batches leave before span batches
+                    provider.force_flush()
+            finally:
+                logger_provider.shutdown()
+            spans = originals.get_finished_spans()
+            assert all(attrs.FIGURES_UNSUPPORTED not in (span.attributes or {}) for span in spans)
+            _assert_enriched_and_parented(receiver, spans)
+            content = [rec for rec in receiver.log_records if rec.event_name != attrs.EVALUATION_EVENT]
+            assert content, "the content log records were forwarded"
+            assert {(rec.trace_id, rec.span_id) for rec in content} <= {(s, p) for s, p, _ in _ids(spans)}
+            assert all(rec.resource.items() >= AGENT_RESOURCE.items() for rec in content)
+
+
+def _request(*spans: Span) -> trace_service_pb2.ExportTraceServiceRequest:
+    return trace_service_pb2.ExportTraceServiceRequest(
+        resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=list(spans))])]
+    )
+
+
+def _span(name: str, trace_id: bytes = b"\x01" * 16, span_id: bytes = b"\x02" * 8) -> Span:
+    return Span(name=name, trace_id=trace_id, span_id=span_id, start_time_unix_nano=1, end_time_unix_nano=2)
+
+
+class TestPartialSuccess:
+    def test_grpc_answers_partial_success_for_a_span_without_ids(self, receiver: OTLPReceiver) -> None:
+        """A span without a trace id is rejected alone and counted; the valid one is forwarded."""
+        with (
+            running_gateway(receiver) as service,
+            grpc.insecure_channel(f"127.0.0.1:{service.grpc_port}") as channel,
+        ):
+            stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+            response = stub.Export(_request(_span("kept"), _span("no ids", trace_id=b"")), timeout=10)
+            assert response.partial_success.rejected_spans == 1
+            assert "no trace id" in response.partial_success.error_message
+            assert receiver.wait_for(lambda r: len(r.spans) == 1)
+            assert [span.name for span in receiver.spans] == ["kept"]
+            assert service.gateway.counts().rejected == 1
+
+    def test_http_answers_partial_success_in_protobuf(self, receiver: OTLPReceiver) -> None:
+        """The same over HTTP/protobuf: 200 with ``partial_success`` naming the rejected span."""
+        body = _request(_span("kept"), _span("no ids", span_id=b"")).SerializeToString()
+        with running_gateway(receiver) as service:
+            request = urllib.request.Request(
+                traces_url(service), data=body, headers={"Content-Type": "application/x-protobuf"}
+            )
+            with urllib.request.urlopen(request, timeout=10) as response:
+                answer = trace_service_pb2.ExportTraceServiceResponse.FromString(response.read())
+            assert answer.partial_success.rejected_spans == 1
+            assert "'no ids'" in answer.partial_success.error_message
+            assert receiver.wait_for(lambda r: len(r.spans) == 1)
