@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck import _lint_command, _serve_command
 from otel_shapecheck._offline import EMBEDDERS, build_checks, check_spans
-from otel_shapecheck._otlp_json import STDIN, UnreadableTraceFile, load_spans, write_spans_jsonl
+from otel_shapecheck._otlp_json import STDIN, UnreadableTraceFile, load_telemetry, write_spans_jsonl
 from otel_shapecheck._report import json_report, summary, verdict_rows
 from otel_shapecheck._terminal import print_summary, print_verdicts, span_progress, stdout_console
 from otel_shapecheck._version import __version__
@@ -69,6 +69,8 @@ def _add_check_command(subparsers: argparse._SubParsersAction[argparse.ArgumentP
             "Run the tool-choice, conformance and figures checks over exported traces: OTLP/JSON "
             '({"resourceSpans": ...}, one document or JSON Lines), a Tempo trace API response '
             '({"batches": ...}) or a Jaeger OTLP API response ({"result": {"resourceSpans": ...}}). '
+            'OTLP/JSON logs ({"resourceLogs": ...}) given beside them supply the message content that '
+            "instrumentations in event mode put into log events. "
             "Exit 0 when done, 1 when something was flagged under --fail-on flagged, 2 on a usage "
             "error or unreadable input."
         ),
@@ -119,10 +121,12 @@ def _run_check(arguments: argparse.Namespace) -> int:
     paths: list[str] = arguments.paths
     if paths.count(STDIN) > 1:
         raise _UsageError("standard input (-) can be read only once")
-    spans = [span for path in paths for span in load_spans(path)]
+    inputs = [load_telemetry(path) for path in paths]
+    spans = [span for telemetry in inputs for span in telemetry.spans]
+    log_records = [record for telemetry in inputs for record in telemetry.log_records]
     checks = build_checks(arguments.embedder)
     with span_progress(len(spans)) as progress:
-        checked = check_spans(spans, checks, on_span_done=progress.advance)
+        checked = check_spans(spans, checks, log_records=log_records, on_span_done=progress.advance)
     checked = _in_input_order(checked, spans)
     if arguments.out:
         _write_traces(Path(arguments.out), checked)

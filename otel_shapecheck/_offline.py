@@ -14,12 +14,14 @@ from collections.abc import Callable, Sequence
 
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
+from opentelemetry.sdk._logs import ReadWriteLogRecord
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_shapecheck._checks import Check
 from otel_shapecheck._conformance_check import ConformanceCheck
 from otel_shapecheck._embedders import HashingEmbedder, MiniLMEmbedder
 from otel_shapecheck._figures_check import FiguresCheck
+from otel_shapecheck._log_processor import ShapecheckLogRecordProcessor
 from otel_shapecheck._processor import ShapecheckSpanProcessor
 from otel_shapecheck._report import is_verdict_attribute, is_verdict_event
 from otel_shapecheck._tool_choice import ToolChoiceCheck
@@ -73,12 +75,15 @@ def check_spans(
     spans: Sequence[ReadableSpan],
     checks: Sequence[Check],
     *,
+    log_records: Sequence[ReadWriteLogRecord] = (),
     on_span_done: Callable[[ReadableSpan], None] | None = None,
 ) -> list[ReadableSpan]:
     """Evaluate ``spans`` with ``checks`` and return every span, enriched where a check applied.
 
-    The result holds the same spans as the input (re-ordered by end time); ``on_span_done`` is called
-    as each one comes out of the processor, e.g. to drive a progress bar.
+    ``log_records`` are exported log records: GenAI content events among them reach the checks through
+    the log-record companion processor, as they do live. The result holds the same spans as the input
+    (re-ordered by end time); ``on_span_done`` is called as each one comes out of the processor, e.g. to
+    drive a progress bar.
     """
     collector = CollectingSpanProcessor(on_span_done)
     ordered = sorted((_without_verdicts(span) for span in spans), key=_end_order)
@@ -94,13 +99,21 @@ def check_spans(
         max_traces=len({span.context.trace_id for span in ordered if span.context}) + 1,
         shutdown_timeout_millis=_NO_DEADLINE_MILLIS,
     )
+    content = ShapecheckLogRecordProcessor(processor.ledger, processor.counters)
     try:
+        # Content events are emitted before the span they describe ends; replay them first, in order.
+        for record in sorted(log_records, key=_emit_order):
+            content.on_emit(record)
         for span in ordered:
             processor.on_end(span)
         processor.force_flush(_NO_DEADLINE_MILLIS)
     finally:
         processor.shutdown()
     return collector.spans
+
+
+def _emit_order(record: ReadWriteLogRecord) -> int:
+    return record.log_record.timestamp or record.log_record.observed_timestamp or 0
 
 
 def _end_order(span: ReadableSpan) -> int:

@@ -18,23 +18,36 @@ import logging
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
+from opentelemetry._logs import LogRecord, SeverityNumber
 from opentelemetry.attributes import BoundedAttributes
+from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord as ProtoLogRecord
+from opentelemetry.proto.logs.v1.logs_pb2 import ResourceLogs
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, SpanFlags, Status
-from opentelemetry.sdk._logs import ReadableLogRecord
+from opentelemetry.sdk._logs import ReadableLogRecord, ReadWriteLogRecord
 from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope as SdkInstrumentationScope
-from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags, TraceState
+from opentelemetry.trace import (
+    Link,
+    NonRecordingSpan,
+    SpanContext,
+    SpanKind,
+    TraceFlags,
+    TraceState,
+    set_span_in_context,
+)
 from opentelemetry.trace.status import Status as SdkStatus
 from opentelemetry.trace.status import StatusCode
 from opentelemetry.util.types import AnyValue as SdkAnyValue
@@ -88,6 +101,28 @@ def load_spans(source: str) -> list[ReadableSpan]:
 
 def parse_spans(data: bytes, source: str) -> list[ReadableSpan]:
     """Read every span from the bytes of one input; ``source`` names it in errors."""
+    return parse_telemetry(data, source).spans
+
+
+@dataclass(frozen=True)
+class ExportedTelemetry:
+    """What one input holds: spans, and the log records of any ``{"resourceLogs": …}`` documents.
+
+    GenAI instrumentations in event mode put message content into log records; reading them beside the
+    spans lets the checks see that content offline, as the log-record companion processor does live.
+    """
+
+    spans: list[ReadableSpan] = field(default_factory=list)
+    log_records: list[ReadWriteLogRecord] = field(default_factory=list)
+
+
+def load_telemetry(source: str) -> ExportedTelemetry:
+    """Read every span and log record of one input (a file path, or ``-`` for standard input)."""
+    return parse_telemetry(_read_bytes(source), source)
+
+
+def parse_telemetry(data: bytes, source: str) -> ExportedTelemetry:
+    """Read every span and log record from the bytes of one input; ``source`` names it in errors."""
     if data[:2] == _GZIP_MAGIC:
         try:
             data = gzip.decompress(data)
@@ -101,11 +136,15 @@ def parse_spans(data: bytes, source: str) -> list[ReadableSpan]:
         ) from None
     if not text.strip():
         raise UnreadableTraceFile(source, "empty input: expected OTLP/JSON traces")
-    spans: list[ReadableSpan] = []
+    telemetry = ExportedTelemetry()
     for number, document in enumerate(_json_documents(text, source), start=1):
+        if isinstance(document, Mapping) and "resourceLogs" in document:
+            for resource_logs in _list_field(document, "resourceLogs", source, number):
+                telemetry.log_records.extend(_log_records_of(resource_logs, source, number))
+            continue
         for resource_spans in _resource_spans_of(document, source, number):
-            spans.extend(_spans_of(resource_spans, source, number))
-    return spans
+            telemetry.spans.extend(_spans_of(resource_spans, source, number))
+    return telemetry
 
 
 def _display_name(source: str) -> str:
@@ -160,7 +199,8 @@ def _resource_spans_of(document: Any, source: str, number: int) -> list[Any]:
     raise UnreadableTraceFile(
         source,
         f"document {number} is not exported traces ({shape}); expected OTLP/JSON "
-        '{"resourceSpans": …}, Tempo {"batches": …} or Jaeger {"result": {"resourceSpans": …}}',
+        '{"resourceSpans": …} (or {"resourceLogs": …}), Tempo {"batches": …} or Jaeger '
+        '{"result": {"resourceSpans": …}}',
     )
 
 
@@ -196,6 +236,57 @@ def _spans_of(resource_spans: Any, source: str, number: int) -> Iterator[Readabl
     except json_format.ParseError as error:
         raise UnreadableTraceFile(source, f"document {number} is not valid OTLP/JSON ({error})") from None
     yield from spans_from_message(message, source, number)
+
+
+def _log_records_of(resource_logs: Any, source: str, number: int) -> Iterator[ReadWriteLogRecord]:
+    message = ResourceLogs()
+    try:
+        json_format.ParseDict(
+            _all_ids_as_base64(resource_logs, source, number), message, ignore_unknown_fields=True
+        )
+    except json_format.ParseError as error:
+        raise UnreadableTraceFile(
+            source, f"document {number} is not valid OTLP/JSON logs ({error})"
+        ) from None
+    resource = sdk_resource(message.resource.attributes, message.schema_url)
+    for scope_logs in message.scope_logs:
+        scope = sdk_scope(scope_logs.scope, scope_logs.schema_url)
+        for record in scope_logs.log_records:
+            yield ReadWriteLogRecord(_api_log_record(record), resource=resource, instrumentation_scope=scope)
+
+
+def _api_log_record(record: ProtoLogRecord) -> LogRecord:
+    trace_id = int.from_bytes(record.trace_id, "big")
+    span_id = int.from_bytes(record.span_id, "big")
+    context = None
+    if trace_id and span_id:
+        span_context = SpanContext(trace_id, span_id, is_remote=False, trace_flags=_trace_flags(record.flags))
+        context = set_span_in_context(NonRecordingSpan(span_context), Context())
+    severity = record.severity_number
+    return LogRecord(
+        timestamp=record.time_unix_nano or None,
+        observed_timestamp=record.observed_time_unix_nano or None,
+        context=context if context is not None else Context(),
+        severity_text=record.severity_text or None,
+        severity_number=SeverityNumber(severity) if severity else None,
+        body=_value(record.body) if record.HasField("body") else None,
+        attributes=_attributes(record.attributes),
+        event_name=record.event_name or None,
+    )
+
+
+def _all_ids_as_base64(node: Any, source: str, number: int) -> Any:
+    """Copy a document with every id field (wherever it sits) in protobuf's base64 JSON form."""
+    if isinstance(node, Mapping):
+        return {
+            key: _id_as_base64(key, value, source, number)
+            if key in _ID_BYTES
+            else _all_ids_as_base64(value, source, number)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_all_ids_as_base64(item, source, number) for item in node]
+    return node
 
 
 def spans_from_message(

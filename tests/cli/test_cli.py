@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -15,27 +14,8 @@ from typing import Any
 import pytest
 from otlp_receiver import OTLPReceiver
 
+from cli.console_script import TIMEOUT_S, run_cli
 from otel_shapecheck import __version__
-
-SCRIPT = str(Path(sys.executable).with_name("otel-shapecheck"))
-TIMEOUT_S = 120
-
-
-def run_cli(
-    *args: str, stdin: bytes | None = None, cwd: Path | None = None, env: Mapping[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """Run the console script and capture its output (text)."""
-    completed = subprocess.run(
-        [SCRIPT, *args],
-        input=stdin.decode("utf-8", "surrogateescape") if stdin is not None else None,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        cwd=cwd,
-        env={**os.environ, "COLUMNS": "160", **(env or {})},
-        check=False,
-    )
-    return completed
 
 
 @dataclass(frozen=True)
@@ -98,13 +78,26 @@ def chat_spans(spans: Sequence[Span]) -> list[Span]:
     return sorted(chats, key=lambda span: int(str(span.attributes["gen_ai.response.id"]).rsplit("-", 1)[1]))
 
 
-@pytest.fixture(name="demo_dir", scope="module")
-def _demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The output directory of one demo run with the hashing embedder."""
+@dataclass(frozen=True)
+class DemoRun:
+    """One demo run with the hashing embedder: its output directory and what it printed."""
+
+    out: Path
+    stdout: str
+
+
+@pytest.fixture(name="demo_run", scope="module")
+def _demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     out = tmp_path_factory.mktemp("demo")
     completed = run_cli("demo", "--embedder", "hashing", "--out", str(out))
     assert completed.returncode == 0, completed.stderr
-    return out
+    return DemoRun(out, completed.stdout)
+
+
+@pytest.fixture(name="demo_dir", scope="module")
+def _demo_dir(demo_run: DemoRun) -> Path:
+    """The output directory of the demo run."""
+    return demo_run.out
 
 
 @pytest.fixture(name="demo_spans", scope="module")
@@ -179,12 +172,12 @@ class TestDemo:
         names = {_attributes(record["attributes"])["gen_ai.evaluation.name"] for record in records}
         assert names == {"shapecheck.tool_choice", "shapecheck.figures", "shapecheck.conformance"}
 
-    def test_demo_prints_the_verdict_table(self, tmp_path: Path) -> None:
-        """The terminal output names the checks, the verdicts and where the files went."""
-        completed = run_cli("demo", "--embedder", "hashing", "--out", str(tmp_path / "out"))
-        assert completed.returncode == 0, completed.stderr
-        for text in ("tool_choice", "figures", "conformance", "narrow", "recovered", "traces.jsonl"):
-            assert text in completed.stdout
+    def test_demo_prints_the_verdict_table(self, demo_run: DemoRun) -> None:
+        """The terminal output names the checks, the verdicts, the scenarios and where the files went."""
+        for text in ("tool_choice", "figures", "conformance", "narrow", "recovered", "unsupported: 2400 TB"):
+            assert text in demo_run.stdout
+        assert "invoke_agent order-support" in demo_run.stdout
+        assert str(demo_run.out / "traces.jsonl") in demo_run.stdout
 
     def test_demo_with_the_default_minilm_embedder(self, tmp_path: Path) -> None:
         """The default embedder gives the same scenario verdicts."""
@@ -192,15 +185,17 @@ class TestDemo:
         assert completed.returncode == 0, completed.stderr
         assert_scenario_verdicts(read_spans(tmp_path / "traces.jsonl"))
 
-    def test_demo_exports_to_an_otlp_endpoint(self, tmp_path: Path) -> None:
+    @pytest.mark.parametrize("transport", ["grpc", "http"])
+    def test_demo_exports_to_an_otlp_endpoint(self, tmp_path: Path, transport: str) -> None:
         """With --otlp-endpoint, spans and flagged events reach a real OTLP receiver; no files are written."""
         with OTLPReceiver() as receiver:
-            completed = run_cli(
-                "demo", "--embedder", "hashing", "--otlp-endpoint", receiver.grpc_endpoint, cwd=tmp_path
-            )
+            endpoint = receiver.grpc_endpoint if transport == "grpc" else receiver.http_endpoint
+            completed = run_cli("demo", "--embedder", "hashing", "--otlp-endpoint", endpoint, cwd=tmp_path)
             assert completed.returncode == 0, completed.stderr
             assert receiver.wait_for(lambda r: len(r.log_records) >= 3 and len(r.spans) >= 10)
+            assert {span.transport for span in receiver.spans} == {transport}
             flagged = [span for span in receiver.spans if span.attributes.get("shapecheck.flagged") is True]
+            assert len(flagged) == 3
             assert {record.span_id for record in receiver.log_records} == {span.span_id for span in flagged}
         assert not (tmp_path / "shapecheck-demo").exists()
 
