@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run, print the table, write ``benchmarks/results.json`` (a partial run updates only its modules)."""
     selected = list(sys.argv[1:] if argv is None else argv)
     results = run_all(selected)
-    Console().print(results_table(results))
+    Console(width=max(Console().width, 140)).print(results_table(results))
     document = {
         "python": platform.python_version(),
         "machine": platform.machine(),

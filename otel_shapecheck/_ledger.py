@@ -33,7 +33,7 @@ from otel_shapecheck._model import ToolExecution
 from otel_shapecheck._processor_metrics import ProcessorCounters
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class HeldSpan:
     """An ended span kept for evaluation."""
 
@@ -177,12 +177,13 @@ class Ledger:
         with self._lock:
             if self._closed:
                 return False, False
-            wake = self._release_children(span_id)
+            wake = span_id in self._waiting_by_parent and self._release_children(span_id)
             facts = self._traces.get(trace_id)
-            if facts is None and (llm_call or tool_execution or analyst_attempt):
-                facts = self._new_trace(trace_id)
             if facts is not None:
                 self._traces.move_to_end(trace_id)
+            elif llm_call or tool_execution or analyst_attempt:
+                facts = self._new_trace(trace_id)
+            if facts is not None:
                 if len(facts.ended) < self._max_facts:
                     facts.ended.add(span_id)
                 if tool_execution or (analyst_attempt and parent_id is not None):
@@ -193,7 +194,8 @@ class Ledger:
                     elif parent_id is not None:
                         facts.attempts.setdefault(parent_id, []).append(span)
                         self._analyst_parents[parent_id] = trace_id
-                if llm_call and facts.room():
+                if llm_call and facts.size < facts.limit:
+                    facts.size += 1
                     facts.calls.append((parent_id, span))
             analyst = self._analyst_parents.pop(span_id, None) is not None
             if not (llm_call or analyst):

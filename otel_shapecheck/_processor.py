@@ -251,7 +251,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
             if may_classify(name, attributes) or (
                 span.context is not None and self._ledger.concerns(span.context.span_id)
             ):
-                held = self._record(span, classify_span(name, attributes or {}))
+                held = self._record(span, classify_span(name, attributes or {}), attributes or {})
             else:
                 counters = self._counters
                 counters.seen += 1
@@ -261,14 +261,14 @@ class ShapecheckSpanProcessor(SpanProcessor):
         if not held:
             self._forward(span)
 
-    def _record(self, span: ReadableSpan, kind: SpanKind) -> bool:
+    def _record(self, span: ReadableSpan, kind: SpanKind, attributes: Mapping[str, object]) -> bool:
         llm_call = kind is SpanKind.LLM_CALL
         held, wake = self._ledger.span_ended(
             span,
             llm_call=llm_call,
             tool_execution=kind is SpanKind.TOOL_EXECUTION,
             analyst_attempt=kind is SpanKind.ANALYST_ATTEMPT,
-            names_own_tool_calls=llm_call and names_own_tool_calls(span.attributes or {}),
+            names_own_tool_calls=llm_call and names_own_tool_calls(attributes),
         )
         counters = self._counters
         counters.seen += 1
