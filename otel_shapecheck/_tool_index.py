@@ -101,6 +101,8 @@ class ToolIndex:
         nearest others, found by k-NN over only these texts' vectors: a text's k grows until its k-th
         neighbour falls below ``min_similarity``, so the result is complete without comparing all pairs.
         """
+        if len(texts) < 2:
+            return {}
         with self._lock:
             ids = np.asarray(self._ensure(texts, {}), dtype=np.int64)
             position = {int(vector_id): i for i, vector_id in enumerate(ids)}

@@ -204,6 +204,13 @@ class TestSimilarity:
         assert len(report.confusable) == 1 and report.ok
         assert not lint_catalog(tools, embedder=HashingEmbedder()).ok
 
+    def test_names_that_read_the_same_are_identical_twins(self) -> None:
+        """``get_user`` and ``get-user`` with one description embed the same text: similarity exactly 1."""
+        tools = [CatalogTool("get_user", GOOD), CatalogTool("get-user", GOOD)]
+        report = lint_catalog(tools, embedder=HashingEmbedder())
+        assert [(p.a, p.b, p.similarity) for p in report.confusable] == [("get_user", "get-user", 1.0)]
+        assert report.confusable[0].hint.startswith("names differ only by nothing")
+
     def test_reuses_the_check_index(self) -> None:
         """Linting through a check's tool index embeds tool texts the check already has only once."""
         counting = CountingEmbedder(HashingEmbedder())
