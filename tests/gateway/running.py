@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -74,3 +75,13 @@ def traces_url(service: GatewayService) -> str:
 def logs_url(service: GatewayService) -> str:
     """The gateway's OTLP/HTTP logs URL."""
     return f"http://127.0.0.1:{service.http_port}/v1/logs"
+
+
+def eventually(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Poll ``condition`` until it holds; False if it still does not after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True

@@ -1,0 +1,144 @@
+"""Graceful shutdown: everything accepted is evaluated and forwarded; new requests are refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from otlp_receiver import OTLPReceiver
+
+from gateway.otlp_requests import TRACE_ID, plain_spans, post, trace_request
+from gateway.running import build_gateway, eventually, running_gateway
+from otel_shapecheck import _attributes as attrs
+from otel_shapecheck._gateway_admission import Admission
+from otel_shapecheck._gateway_decode import decode_spans
+
+TOOLS = [
+    {"type": "function", "name": "get_capacity", "description": "Get the storage capacity of a cluster"},
+    {"type": "function", "name": "get_weather", "description": "Get the current weather for a city"},
+]
+
+
+def _waiting_chat_span() -> Span:
+    """A chat span that offered tools and whose tool calls only its parent's end can settle."""
+
+    def text(key: str, value: str) -> KeyValue:
+        return KeyValue(key=key, value=AnyValue(string_value=value))
+
+    return Span(
+        name="chat gpt-4o-mini",
+        trace_id=TRACE_ID,
+        span_id=(900).to_bytes(8, "big"),
+        parent_span_id=(999).to_bytes(8, "big"),
+        kind=Span.SPAN_KIND_CLIENT,
+        start_time_unix_nano=1_700_000_000_000_000_000,
+        end_time_unix_nano=1_700_000_001_000_000_000,
+        attributes=[
+            text("gen_ai.operation.name", "chat"),
+            text("gen_ai.request.model", "gpt-4o-mini"),
+            text("gen_ai.tool.definitions", json.dumps(TOOLS)),
+            text(
+                "gen_ai.input.messages",
+                json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Capacity of lyon?"}]}]),
+            ),
+        ],
+    )
+
+
+class TestGracefulStop:
+    def test_stop_evaluates_held_spans_and_forwards_everything_accepted(self, receiver: OTLPReceiver) -> None:
+        """A span still waiting for facts and every plain span reach the receiver by the time stop returns."""
+        service_spans = [*plain_spans(20), _waiting_chat_span()]
+        with running_gateway(receiver, max_wait_millis=60_000) as service:
+            answer = post(service.http_port, "/v1/traces", trace_request(service_spans).SerializeToString())
+            assert answer.status == 200
+            assert receiver.wait_for(lambda r: len(r.spans) == 20)
+            # The chat span is held for its parent; the others leave the queue once their export returns.
+            assert eventually(lambda: service.gateway.counts().in_flight == 1)
+        # Leaving the block stopped the service: no waiting here, everything must already be there.
+        received = {span.span_id: span for span in receiver.spans}
+        assert len(received) == 21
+        held = received[(900).to_bytes(8, "big").hex()]
+        assert held.attributes[attrs.TOOL_CHOICE_SKIPPED] == "incomplete"
+        assert held.parent_span_id == (999).to_bytes(8, "big").hex()
+
+    def test_a_stopped_gateway_refuses_new_requests_as_closing(self, receiver: OTLPReceiver) -> None:
+        """After shutdown began, an export is refused (503 / UNAVAILABLE upstream) and nothing is taken."""
+        gateway = build_gateway(receiver)
+        gateway.shutdown()
+        answer = gateway.export_spans(decode_spans(trace_request(plain_spans(2))))
+        assert answer.admission is Admission.CLOSING
+        assert answer.accepted == 0
+        assert not gateway.budget.begin_request()
+        assert gateway.counts().spans_accepted == 0
+
+
+class TestServeCommand:
+    def test_sigterm_drains_and_forwards_everything_accepted(self, receiver: OTLPReceiver) -> None:
+        """``otel-shapecheck serve`` prints where it listens; SIGTERM forwards all accepted spans, exit 0."""
+        command = [
+            sys.executable,
+            "-m",
+            "otel_shapecheck",
+            "serve",
+            "--grpc",
+            "127.0.0.1:0",
+            "--http",
+            "127.0.0.1:0",
+            "--forward",
+            receiver.grpc_endpoint,
+            "--events",
+            receiver.logs_url,
+            "--embedder",
+            "hashing",
+            "--max-wait-millis",
+            "60000",
+        ]
+        # A long export delay: only the drain at SIGTERM can have forwarded the spans.
+        env = {**os.environ, "OTEL_BSP_SCHEDULE_DELAY": "60000"}
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            ports = dict(re.findall(r"(grpc|http)=127\.0\.0\.1:(\d+)", line))
+            assert set(ports) == {"grpc", "http"}, line
+            body = trace_request([*plain_spans(30), _waiting_chat_span()]).SerializeToString()
+            assert post(int(ports["http"]), "/v1/traces", body).status == 200
+            assert receiver.spans == []
+            process.send_signal(signal.SIGTERM)
+            _, stderr = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+        assert process.returncode == 0, stderr
+        assert "31 spans and 0 log records accepted, 31 spans exported" in stderr
+        assert len({span.span_id for span in receiver.spans}) == 31
+
+    def test_bad_flag_value_is_a_usage_error_naming_it(self) -> None:
+        """A malformed --forward URL exits 2 with a message naming the flag."""
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "otel_shapecheck",
+                "serve",
+                "--http",
+                "127.0.0.1:0",
+                "--forward",
+                "ftp://x/y",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 2
+        assert "--forward 'ftp://x/y' is not an OTLP endpoint" in result.stderr
