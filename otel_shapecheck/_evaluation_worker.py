@@ -123,12 +123,17 @@ class EvaluationWorker:
             self.evaluate(releases)
 
     def evaluate(self, releases: Sequence[Release]) -> None:
-        """Evaluate one batch and forward every span in it."""
-        if not self._checks:
-            for release in releases:
-                for held in release.spans:
-                    self._forward(held.span)
-            return
+        """Evaluate one batch and forward every span in it, exactly once whatever fails."""
+        unforwarded = {id(held): held for release in releases for held in release.spans}
+        try:
+            if self._checks:
+                self._evaluate(releases, unforwarded)
+        except Exception:  # a bug here must cost the batch its verdicts, never its spans
+            self._counters.error("worker", "Evaluating a batch failed; forwarding its spans as they are")
+        for held in unforwarded.values():
+            self._forward(held.span)
+
+    def _evaluate(self, releases: Sequence[Release], unforwarded: dict[int, HeldSpan]) -> None:
         held_spans: list[HeldSpan] = []
         subjects: list[Subject] = []
         for release in releases:
@@ -138,8 +143,6 @@ class EvaluationWorker:
                 self._counters.error(
                     "read", "Reading spans for evaluation failed; forwarding them as they are"
                 )
-                for held in release.spans:
-                    self._forward(held.span)
                 continue
             held_spans.extend(release.spans)
             subjects.extend(built)
@@ -148,6 +151,7 @@ class EvaluationWorker:
         verdicts = self._run_checks(subjects)
         self._counters.evaluated += len(subjects)
         for held, span_verdicts in zip(held_spans, verdicts, strict=True):
+            del unforwarded[id(held)]
             self._finish(held.span, span_verdicts)
 
     def _run_checks(self, subjects: Sequence[Subject]) -> list[list[Verdict]]:

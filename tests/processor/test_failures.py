@@ -195,3 +195,27 @@ def test_wrong_arguments_raise() -> None:
         ShapecheckSpanProcessor(object())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="checks"):
         ShapecheckSpanProcessor(CountingProcessor(), checks=[object()])  # type: ignore[list-item]
+
+
+class _ShortCheck:
+    """Returns one result fewer than it was given subjects."""
+
+    name = "test.short"
+
+    def evaluate(self, subjects: Sequence[Subject]) -> list[Verdict | None]:
+        return [None] * (len(subjects) - 1)
+
+
+def test_check_returning_the_wrong_number_of_results_is_a_counted_failure(
+    tracer_provider: TracerProvider,
+) -> None:
+    """A check that breaks the one-result-per-subject contract is counted; the spans still pass."""
+    downstream = CountingProcessor()
+    processor = ShapecheckSpanProcessor(downstream, checks=[_ShortCheck()])
+    tracer_provider.add_span_processor(processor)
+    tool_turn(TelemetryHandler(tracer_provider=tracer_provider), tracer_provider.get_tracer("tests"))
+    assert processor.force_flush()
+    processor.shutdown()
+    assert processor.counts().error_count("check:test.short") >= 1
+    assert len(downstream.spans) == 4
+    assert not any(FLAGGED in (span.attributes or {}) for span in downstream.spans)
