@@ -1,7 +1,8 @@
 """The ``otel-shapecheck`` command: ``check`` exported traces offline, run the ``demo``, ``lint-tools``.
 
 Exit codes: 0 done (and, under ``--fail-on flagged``, nothing flagged), 1 something flagged under
-``--fail-on flagged``, 2 a usage error or unreadable input (the message names the input and the problem).
+``--fail-on flagged``, 2 a usage error or unreadable input (the message names the input and the problem),
+3 an internal error (a bug: the traceback goes to stderr).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from otel_shapecheck._version import __version__
 EXIT_OK = 0
 EXIT_FLAGGED = 1
 EXIT_USAGE = 2
+EXIT_INTERNAL_ERROR = 3
 
 _PROG = "otel-shapecheck"
 
@@ -44,6 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     except (_UsageError, UnreadableTraceFile) as error:
         print(f"{_PROG} {arguments.command}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception:  # a crash must not read as "flagged" (1) to a CI job
+        traceback.print_exc()
+        print(f"{_PROG} {arguments.command}: internal error (exit {EXIT_INTERNAL_ERROR})", file=sys.stderr)
+        return EXIT_INTERNAL_ERROR
     return code
 
 
@@ -72,7 +79,7 @@ def _add_check_command(subparsers: argparse._SubParsersAction[argparse.ArgumentP
             'OTLP/JSON logs ({"resourceLogs": ...}) given beside them supply the message content that '
             "instrumentations in event mode put into log events. "
             "Exit 0 when done, 1 when something was flagged under --fail-on flagged, 2 on a usage "
-            "error or unreadable input."
+            "error or unreadable input, 3 on an internal error."
         ),
     )
     check.add_argument("paths", nargs="+", metavar="PATH", help="an exported-traces file, or - for stdin")

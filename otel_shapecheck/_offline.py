@@ -81,12 +81,12 @@ def check_spans(
     """Evaluate ``spans`` with ``checks`` and return every span, enriched where a check applied.
 
     ``log_records`` are exported log records: GenAI content events among them reach the checks through
-    the log-record companion processor, as they do live. The result holds the same spans as the input
-    (re-ordered by end time); ``on_span_done`` is called as each one comes out of the processor, e.g. to
-    drive a progress bar.
+    the log-record companion processor, as they do live. The result holds every input span once (a span
+    read twice, from overlapping exports, is checked once), re-ordered by end time; ``on_span_done`` is
+    called as each one comes out of the processor, e.g. to drive a progress bar.
     """
     collector = CollectingSpanProcessor(on_span_done)
-    ordered = sorted((_without_verdicts(span) for span in spans), key=_end_order)
+    ordered = sorted((_without_verdicts(span) for span in _distinct(spans)), key=_end_order)
     # Every input span is known up front: size the processor's bounds to the input so none of them is
     # released early or forwarded un-evaluated for want of room, which live traffic has to risk.
     room = len(ordered) + 1
@@ -110,6 +110,18 @@ def check_spans(
     finally:
         processor.shutdown()
     return collector.spans
+
+
+def _distinct(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
+    """The spans with repeats of the same (trace id, span id) left out, first occurrence kept."""
+    seen: set[tuple[int, int]] = set()
+    distinct = []
+    for span in spans:
+        key = (span.context.trace_id, span.context.span_id) if span.context else (0, id(span))
+        if key not in seen:
+            seen.add(key)
+            distinct.append(span)
+    return distinct
 
 
 def _emit_order(record: ReadWriteLogRecord) -> int:

@@ -280,6 +280,14 @@ class TestCheck:
             assert sorted(entry["span_id"] for entry in report["spans"]) == expected_ids
             assert report["summary"] == expected["summary"]
 
+    def test_a_span_given_twice_is_checked_once(self, demo_dir: Path, demo_spans: list[Span]) -> None:
+        """Overlapping exports (here the same file twice) give each span one verdict, counted once."""
+        path = str(demo_dir / "traces.jsonl")
+        report = check_json(path, path)
+        assert report["summary"]["spans"] == len(demo_spans)
+        assert report["summary"]["flagged"] == 3
+        assert len({entry["span_id"] for entry in report["spans"]}) == len(report["spans"])
+
     def test_out_writes_enriched_traces_that_read_back(self, demo_dir: Path, tmp_path: Path) -> None:
         """--out writes every span as OTLP/JSON with the verdicts, readable by check again."""
         out = tmp_path / "enriched.jsonl"
