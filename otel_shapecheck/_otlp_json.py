@@ -1,10 +1,11 @@
 """OTLP/JSON in and out: exported traces become SDK ``ReadableSpan`` values, and spans become OTLP/JSON again.
 
 Reads the shapes trace tooling writes: an OTLP/JSON ``{"resourceSpans": …}`` document (one, or one per
-line as the Collector's file exporter writes), Tempo's trace API response (``{"batches": …}``) and
-Jaeger's OTLP API response (``{"result": {"resourceSpans": …}}``). Parsing goes through the official
-``opentelemetry.proto`` messages with ``google.protobuf.json_format``; ids may be hex (OTLP/JSON) or
-base64 (protobuf's own JSON mapping, as Tempo prints them). Anything else is an
+line as the Collector's file exporter writes), Tempo's trace API responses (``{"batches": …}``, and
+``{"trace": …}`` from its v2 API) and Jaeger's OTLP API response (``{"result": {"resourceSpans": …}}``);
+``{"resourceLogs": …}`` documents beside them give log records. Parsing goes through the official
+``opentelemetry.proto`` messages with ``google.protobuf.json_format``; ids may be hex (OTLP/JSON, either
+case) or base64 (protobuf's own JSON mapping, as older Tempo versions print them). Anything else is an
 :class:`UnreadableTraceFile` naming the file and what is wrong with it.
 """
 
@@ -190,17 +191,19 @@ def _resource_spans_of(document: Any, source: str, number: int) -> list[Any]:
             return _list_field(document, "resourceSpans", source, number)
         if "batches" in document:
             return [_tempo_batch(batch) for batch in _list_field(document, "batches", source, number)]
-        result = document.get("result")
-        if isinstance(result, Mapping) and "resourceSpans" in result:
-            return _list_field(result, "resourceSpans", source, number)
+        # Jaeger's OTLP API wraps the document in "result"; Tempo's v2 trace-by-id API in "trace".
+        for envelope in ("result", "trace"):
+            inner = document.get(envelope)
+            if isinstance(inner, Mapping) and ("resourceSpans" in inner or "batches" in inner):
+                return _resource_spans_of(inner, source, number)
     shape = (
         f"an object with keys {sorted(document)[:5]}" if isinstance(document, Mapping) else "not an object"
     )
     raise UnreadableTraceFile(
         source,
         f"document {number} is not exported traces ({shape}); expected OTLP/JSON "
-        '{"resourceSpans": …} (or {"resourceLogs": …}), Tempo {"batches": …} or Jaeger '
-        '{"result": {"resourceSpans": …}}',
+        '{"resourceSpans": …} (or {"resourceLogs": …}), Tempo {"batches": …} or {"trace": …}, '
+        'or Jaeger {"result": {"resourceSpans": …}}',
     )
 
 

@@ -208,6 +208,18 @@ class TestBackendShapes:
             "other.scope",
         }
 
+    def test_tempo_v2_trace_envelope_with_uppercase_hex(self, sdk_spans: Sequence[ReadableSpan]) -> None:
+        """Tempo's v2 API wraps the trace in {"trace": ...}; uppercase hex ids read like lowercase ones."""
+        resource_spans = _document(sdk_spans)["resourceSpans"]
+        for rs in resource_spans:
+            for ss in rs["scopeSpans"]:
+                for span in ss["spans"]:
+                    span["traceId"], span["spanId"] = span["traceId"].upper(), span["spanId"].upper()
+        loaded = parse_spans(json.dumps({"trace": {"resourceSpans": resource_spans}}).encode(), "tempo.json")
+        assert sorted((s.context.trace_id, s.context.span_id) for s in loaded if s.context) == sorted(
+            (s.context.trace_id, s.context.span_id) for s in sdk_spans if s.context
+        )
+
     def test_jaeger_result_envelope(self, sdk_spans: Sequence[ReadableSpan]) -> None:
         """Jaeger's OTLP API wraps the document in {"result": ...}; spans are read from inside it."""
         text = json.dumps({"result": _document(sdk_spans)})
