@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otlp_receiver import OTLPReceiver
 
 from gateway.otlp_requests import plain_spans, post, trace_request
-from gateway.running import grpc_span_exporter, http_span_exporter, running_gateway
+from gateway.running import eventually, grpc_span_exporter, http_span_exporter, running_gateway
 
 CAPACITY = 10
 
@@ -46,6 +46,7 @@ class TestHttpBackpressure:
             assert service.gateway.counts().in_flight <= CAPACITY
             receiver.behave()
             assert receiver.wait_for(lambda r: len(r.spans) == 8)
+            assert eventually(lambda: service.gateway.counts().in_flight == 0)  # export returned: room again
             retried = post(service.http_port, "/v1/traces", second_body)
             assert retried.status == 200
             assert receiver.wait_for(lambda r: len(r.spans) == 16)
