@@ -242,6 +242,13 @@ class ShapecheckSpanProcessor(SpanProcessor):
         except Exception:
             self._counters.error("downstream", "The downstream span processor failed in on_start")
 
+    def _on_ending(self, span: Span) -> None:
+        """Pass the SDK's ending hook on, so a downstream implementing it works behind the wrapper."""
+        try:
+            self._downstream._on_ending(span)
+        except Exception:
+            self._counters.error("downstream", "The downstream span processor failed in _on_ending")
+
     def on_end(self, span: ReadableSpan) -> None:
         """Forward the span at once, or hold it for evaluation when it is an LLM call or analyst span."""
         held = False

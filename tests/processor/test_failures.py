@@ -219,3 +219,23 @@ def test_check_returning_the_wrong_number_of_results_is_a_counted_failure(
     assert processor.counts().error_count("check:test.short") >= 1
     assert len(downstream.spans) == 4
     assert not any(FLAGGED in (span.attributes or {}) for span in downstream.spans)
+
+
+class _EndingRecorder(CountingProcessor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ending: list[str] = []
+
+    def _on_ending(self, span: Span) -> None:
+        self.ending.append(span.name)
+
+
+def test_the_sdk_ending_hook_reaches_the_downstream(tracer_provider: TracerProvider) -> None:
+    """``_on_ending`` is passed on, for a downstream that implements it."""
+    downstream = _EndingRecorder()
+    processor = ShapecheckSpanProcessor(downstream, checks=[])
+    tracer_provider.add_span_processor(processor)
+    with tracer_provider.get_tracer("tests").start_as_current_span("work"):
+        pass
+    processor.shutdown()
+    assert downstream.ending == ["work"]
