@@ -115,13 +115,16 @@ class _CountingLogExporter(LogRecordExporter):
         self._lock = threading.Lock()
         self.exported = 0
         self.failed = 0
+        self._raised = False
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         self._on_taken(len(batch))
         try:
             result = self._exporter.export(batch)
-        except Exception:  # the batch processor would swallow it too; we also count it
-            logger.exception("Evaluation event export raised; %d records lost", len(batch))
+        except Exception:  # the batch processor would swallow it too; we count it, and log the first one
+            if not self._raised:
+                self._raised = True
+                logger.exception("Evaluation event export raised; %d records lost (logged once)", len(batch))
             result = LogRecordExportResult.FAILURE
         with self._lock:
             if result is LogRecordExportResult.SUCCESS:

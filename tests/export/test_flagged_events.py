@@ -220,3 +220,21 @@ def test_forked_child_starts_with_an_empty_queue(span_context: SpanContext) -> N
     blocking.release.set()
     events.shutdown()
     assert admitted == "1"
+
+
+class _RaisingExporter(InMemoryLogRecordExporter):
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        raise ConnectionError("backend went away")
+
+
+def test_raising_exporter_is_counted_and_logged_once(
+    span_context: SpanContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An exporter that raises loses its batches into export_failed, with one log record for all of them."""
+    events = _exporter(_RaisingExporter(), max_export_batch_size=1)
+    for _ in range(3):
+        events.emit(span_context, [figures_verdict()])
+        assert events.force_flush()
+    events.shutdown()
+    assert events.stats().export_failed == 3
+    assert sum("Evaluation event export raised" in record.getMessage() for record in caplog.records) == 1
