@@ -18,6 +18,50 @@ CONTRACT_NAMES = {
 }
 SHAPECHECK_NAME = re.compile(r"shapecheck\.[a-z_]+(?:\.[a-z_]+)*")
 GEN_AI_NAME = re.compile(r"gen_ai\.evaluation\.[a-z_.]+")
+KINDS = ("receivers", "processors", "exporters")
+
+
+def wiring_problems(document: dict[str, Any]) -> list[str]:
+    """Pipelines naming undefined components, defined components no pipeline uses, half-used connectors,
+    and routes to pipelines that do not exist."""
+    problems: list[str] = []
+    connectors = set(document.get("connectors") or {})
+    defined = {kind: set(document.get(kind) or {}) for kind in KINDS}
+    usable = {"receivers": defined["receivers"] | connectors, "processors": defined["processors"]}
+    usable["exporters"] = defined["exporters"] | connectors
+    pipelines: dict[str, dict[str, list[str]]] = (document.get("service") or {}).get("pipelines") or {}
+    if not pipelines:
+        problems.append("no pipelines")
+    for name, pipeline in pipelines.items():
+        if name.split("/")[0] not in {"traces", "logs", "metrics"}:
+            problems.append(f"pipeline {name}: unknown signal")
+        if not pipeline.get("receivers") or not pipeline.get("exporters"):
+            problems.append(f"pipeline {name}: needs receivers and exporters")
+        for kind in KINDS:
+            problems += [
+                f"pipeline {name}: undefined {kind} {c}"
+                for c in pipeline.get(kind) or []
+                if c not in usable[kind]
+            ]
+    used = {kind: {c for p in pipelines.values() for c in p.get(kind) or []} for kind in KINDS}
+    for kind in KINDS:
+        problems += [f"{kind} {c} defined but unused" for c in sorted(defined[kind] - used[kind])]
+    for connector, settings in (document.get("connectors") or {}).items():
+        if connector not in used["exporters"] or connector not in used["receivers"]:
+            problems.append(f"connector {connector} not used at both ends")
+        routes = list((settings or {}).get("default_pipelines") or [])
+        routes += [
+            route for entry in (settings or {}).get("table") or [] for route in entry.get("pipelines") or []
+        ]
+        problems += [
+            f"connector {connector} routes to unknown pipeline {r}" for r in routes if r not in pipelines
+        ]
+    return problems
+
+
+def unknown_names(text: str) -> set[str]:
+    """``shapecheck.*`` and ``gen_ai.evaluation.*`` names in the text that the library does not define."""
+    return (set(SHAPECHECK_NAME.findall(text)) | set(GEN_AI_NAME.findall(text))) - CONTRACT_NAMES
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -31,55 +75,40 @@ def test_there_are_configurations() -> None:
     assert {path.name for path in CONFIG_FILES} >= {"collector.yaml", "agent.yaml", "gateway.yaml"}
 
 
+def test_the_checks_catch_a_miswired_configuration() -> None:
+    """A configuration with an undefined, an unused and a half-used component, a bad route and a made-up name
+    is reported on every count: the checks below are not vacuous."""
+    broken = """
+receivers: {otlp: {}}
+processors: {batch: {}, tail_sampling: {}}
+exporters: {otlp/tempo: {}}
+connectors:
+  routing/x: {default_pipelines: [logs/nowhere], table: []}
+service:
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [batch, filter/missing]
+      exporters: [otlp/tempo, routing/x]
+# keeps traces where shapecheck.flaged = true
+"""
+    problems = wiring_problems(yaml.safe_load(broken))
+    assert "pipeline traces: undefined processors filter/missing" in problems
+    assert "processors tail_sampling defined but unused" in problems
+    assert "connector routing/x not used at both ends" in problems
+    assert "connector routing/x routes to unknown pipeline logs/nowhere" in problems
+    assert unknown_names(broken) == {"shapecheck.flaged"}
+
+
 @pytest.mark.parametrize("path", CONFIG_FILES, ids=lambda path: path.name)
 class TestConfiguration:
-    def test_pipelines_use_only_components_defined_in_the_file(self, path: Path) -> None:
-        """Every receiver, processor and exporter a pipeline names is defined in the same file."""
-        document = _load(path)
-        connectors = set(document.get("connectors") or {})
-        defined = {
-            "receivers": set(document.get("receivers") or {}) | connectors,
-            "processors": set(document.get("processors") or {}),
-            "exporters": set(document.get("exporters") or {}) | connectors,
-        }
-        pipelines = document["service"]["pipelines"]
-        assert pipelines, f"{path.name} has no pipelines"
-        for pipeline_name, pipeline in pipelines.items():
-            assert pipeline_name.split("/")[0] in {"traces", "logs", "metrics"}, pipeline_name
-            assert pipeline.get("receivers") and pipeline.get("exporters"), pipeline_name
-            for kind, names in defined.items():
-                missing = set(pipeline.get(kind) or []) - names
-                assert not missing, f"{path.name}: pipeline {pipeline_name} uses undefined {kind} {missing}"
-
-    def test_every_defined_component_is_used(self, path: Path) -> None:
-        """No component is defined and left out of every pipeline; connectors are used at both ends."""
-        document = _load(path)
-        pipelines = document["service"]["pipelines"].values()
-        used = {
-            kind: {n for p in pipelines for n in p.get(kind) or []}
-            for kind in ("receivers", "processors", "exporters")
-        }
-        for kind in ("receivers", "processors", "exporters"):
-            unused = set(document.get(kind) or {}) - used[kind]
-            assert not unused, f"{path.name}: {kind} {unused} are defined but unused"
-        for connector in document.get("connectors") or {}:
-            assert connector in used["exporters"] and connector in used["receivers"], connector
-
-    def test_connector_routes_point_at_pipelines_of_the_file(self, path: Path) -> None:
-        """Routing tables and default pipelines name pipelines that exist."""
-        document = _load(path)
-        pipelines = set(document["service"]["pipelines"])
-        for connector in (document.get("connectors") or {}).values():
-            routes = list(connector.get("default_pipelines") or [])
-            for entry in connector.get("table") or []:
-                routes.extend(entry["pipelines"])
-            assert set(routes) <= pipelines, routes
+    def test_pipelines_are_wired_to_components_defined_in_the_file(self, path: Path) -> None:
+        """Every component a pipeline or route names is defined in the same file, and every one is used."""
+        assert wiring_problems(_load(path)) == []
 
     def test_attribute_names_are_the_librarys(self, path: Path) -> None:
         """Every shapecheck.* and gen_ai.evaluation.* name in the file is one of the library's constants."""
-        text = path.read_text(encoding="utf-8")
-        names = set(SHAPECHECK_NAME.findall(text)) | set(GEN_AI_NAME.findall(text))
-        assert not names - CONTRACT_NAMES, f"{path.name} names {names - CONTRACT_NAMES}, not in the library"
+        assert unknown_names(path.read_text(encoding="utf-8")) == set()
 
     def test_traces_keep_flagged_traces(self, path: Path) -> None:
         """Wherever traces are tail-sampled, a policy keeps traces with shapecheck.flagged = true."""
