@@ -120,8 +120,10 @@ class Ledger:
         max_queue_size: int,
         max_traces: int,
         max_facts_per_trace: int,
+        wake_at: int = 1,
     ) -> None:
         self._counters = counters
+        self._wake_at = wake_at
         self._max_wait = max_wait_seconds
         self._max_pending = max_pending_spans
         self._max_queue = max_queue_size
@@ -163,8 +165,8 @@ class Ledger:
     ) -> tuple[bool, bool]:
         """Record an ended span; return ``(held, wake)``.
 
-        ``held`` says the ledger keeps the span (the caller must not forward it); ``wake`` says spans
-        became ready for the worker.
+        ``held`` says the ledger keeps the span (the caller must not forward it); ``wake`` says at least
+        ``wake_at`` spans are ready for the worker.
         """
         context = span.context
         if context is None:
@@ -224,7 +226,7 @@ class Ledger:
                 return False, wake
             else:
                 self._push_ready((held,))
-                wake = True
+                wake = wake or self._ready_spans >= self._wake_at
             counts.held += 1
             return True, wake
 
