@@ -142,7 +142,7 @@ def _send_all(port: int, requests: Sequence[bytes]) -> int:
                         export(body, timeout=60)
                         break
                     except grpc.RpcError as error:
-                        if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:  # type: ignore[attr-defined]
+                        if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
                             raise
                         with lock:
                             refused[0] += 1
