@@ -104,7 +104,9 @@ def _add_demo_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         description=(
             "Run a scripted agent through the real openai client and its OpenTelemetry instrumentation "
             "against a scripted server on 127.0.0.1 (no network, no API key), with the checks attached; "
-            "print the verdicts and write the enriched traces and flagged events as OTLP/JSON Lines."
+            "print the verdicts and write the enriched traces and flagged events as OTLP/JSON Lines. "
+            "Exit 0 when done, 1 when the telemetry could not be delivered to --otlp-endpoint, 2 on a "
+            "usage error."
         ),
     )
     demo.add_argument(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,8 +34,8 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 from opentelemetry.sdk._logs.export import LogRecordExporter
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import SynchronousMultiSpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, SynchronousMultiSpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.util.genai.handler import TelemetryHandler
 from pydantic import BaseModel
 from rich.console import Console
@@ -57,7 +58,7 @@ EVENTS_FILE = "events.jsonl"
 
 _MODEL = "gpt-4o-mini"
 _CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-_EXPORT_TIMEOUT_S = 5
+_EXPORT_TIMEOUT_S = 3
 _FLUSH_TIMEOUT_MILLIS = 30_000
 
 ToolFunction = Callable[[Mapping[str, Any]], Any]
@@ -289,9 +290,13 @@ class DemoOutput:
 
 
 def run_demo(output: DemoOutput, *, embedder: str, console: Console | None = None) -> int:
-    """Run every scenario with the checks attached, print the verdicts and write or export the telemetry."""
+    """Run every scenario with the checks attached, print the verdicts and write or export the telemetry.
+
+    Returns 0, or 1 when spans or evaluation events could not be delivered (the endpoint is down).
+    """
     console = console or stdout_console()
-    span_exporter, log_exporter, destination = output.span_exporter, output.log_exporter, output.destination
+    span_exporter = _DeliveryCountingSpanExporter(output.span_exporter)
+    log_exporter, destination = output.log_exporter, output.destination
     collector = CollectingSpanProcessor()
     downstream = SynchronousMultiSpanProcessor()  # type: ignore[no-untyped-call]  # SDK lacks the hint
     downstream.add_span_processor(BatchSpanProcessor(span_exporter))
@@ -316,8 +321,46 @@ def run_demo(output: DemoOutput, *, embedder: str, console: Console | None = Non
     spans = collector.spans
     print_verdicts(console, verdict_rows(spans), title="shapecheck demo: verdicts on the agent's telemetry")
     print_summary(console, summary(spans))
+    undelivered_spans, undelivered_events = span_exporter.failed, events.stats().dropped
+    if undelivered_spans or undelivered_events:
+        console.print(
+            f"[bold red]Export to {destination} failed:[/bold red] {undelivered_spans} spans and "
+            f"{undelivered_events} evaluation events were not delivered."
+        )
+        return 1
     console.print(f"Enriched traces and flagged evaluation events: {destination}")
     return 0
+
+
+class _DeliveryCountingSpanExporter(SpanExporter):
+    """Passes batches to an exporter and counts the spans of batches it reports as failed."""
+
+    def __init__(self, exporter: SpanExporter) -> None:
+        self._exporter = exporter
+        self._lock = threading.Lock()
+        self._failed = 0
+
+    @property
+    def failed(self) -> int:
+        """Spans in batches the exporter could not deliver."""
+        with self._lock:
+            return self._failed
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Export the batch and count it when it failed."""
+        result = self._exporter.export(spans)
+        if result is not SpanExportResult.SUCCESS:
+            with self._lock:
+                self._failed += len(spans)
+        return result
+
+    def shutdown(self) -> None:
+        """Shut the wrapped exporter down."""
+        self._exporter.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Flush the wrapped exporter."""
+        return self._exporter.force_flush(timeout_millis)
 
 
 def demo_output(out_dir: Path, otlp_endpoint: str | None) -> DemoOutput:

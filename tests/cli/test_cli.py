@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from otlp_receiver import OTLPReceiver
+from otlp_receiver import OTLPReceiver, unused_endpoint
 
 from cli.console_script import TIMEOUT_S, run_cli
 from otel_shapecheck import __version__
@@ -198,6 +198,17 @@ class TestDemo:
             assert len(flagged) == 3
             assert {record.span_id for record in receiver.log_records} == {span.span_id for span in flagged}
         assert not (tmp_path / "shapecheck-demo").exists()
+
+    def test_endpoint_that_is_down_exits_1_and_says_so(self, tmp_path: Path) -> None:
+        """With nothing listening at the endpoint the demo prints its verdicts, then says so and exits 1."""
+        _, http_endpoint = unused_endpoint()
+        completed = run_cli("demo", "--embedder", "hashing", "--otlp-endpoint", http_endpoint, cwd=tmp_path)
+        assert completed.returncode == 1
+        assert "18 spans, 7 evaluated, 3 flagged" in completed.stdout
+        assert (
+            f"Export to OTLP/HTTP {http_endpoint} failed: 18 spans and 3 evaluation events"
+            in completed.stdout
+        )
 
     def test_bad_endpoint_is_a_usage_error(self) -> None:
         """An endpoint that is not a URL or host:port exits 2 naming it."""
