@@ -121,9 +121,15 @@ class PhoenixServer:
         except OSError:
             return "(no log)"
 
-    def spans(self, project: str, limit: int = 1000) -> list[dict[str, Any]]:
-        """Spans of a project through the REST API (``GET /v1/projects/{project}/spans``)."""
-        query = urllib.parse.urlencode({"limit": limit})
+    def spans(
+        self, project: str, limit: int = 1000, attributes: dict[str, str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Spans of a project through the REST API (``GET /v1/projects/{project}/spans``).
+
+        ``attributes`` become the API's server-side ``attribute=key:value`` filters (ANDed).
+        """
+        pairs = [("limit", str(limit))] + [("attribute", f"{k}:{v}") for k, v in (attributes or {}).items()]
+        query = urllib.parse.urlencode(pairs)
         url = f"{self.base_url}/v1/projects/{urllib.parse.quote(project)}/spans?{query}"
         try:
             with urllib.request.urlopen(url, timeout=10) as response:
@@ -134,6 +140,23 @@ class PhoenixServer:
             raise
         data: list[dict[str, Any]] = payload["data"]
         return data
+
+    def span_names_matching(self, project: str, condition: str) -> list[str]:
+        """Names of the project's spans matching a Phoenix filter condition (the UI filter bar's language)."""
+        query = (
+            "query ($condition: String!) { projects { edges { node { name "
+            "spans(first: 1000, filterCondition: $condition) { edges { node { name } } } } } } }"
+        )
+        body = json.dumps({"query": query, "variables": {"condition": condition}}).encode()
+        request = urllib.request.Request(
+            f"{self.base_url}/graphql", data=body, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            payload = json.load(response)
+        assert not payload.get("errors"), payload["errors"]
+        projects = [edge["node"] for edge in payload["data"]["projects"]["edges"]]
+        (node,) = [node for node in projects if node["name"] == project]
+        return [edge["node"]["name"] for edge in node["spans"]["edges"]]
 
     def wait_for_spans(self, project: str, count: int, timeout: float = 30.0) -> list[dict[str, Any]]:
         """Poll the REST API until the project holds at least ``count`` spans (or the timeout passes)."""

@@ -76,6 +76,12 @@ def test_shapecheck_attributes_survive_the_round_trip(phoenix: PhoenixServer, pr
     assert chooser["attributes"][attrs.TOOL_CHOICE_EMBEDDER] == "hashing-512"
     assert isinstance(chooser["attributes"][attrs.TOOL_CHOICE_MARGIN], float)
 
+    flagged = phoenix.spans(project, attributes={attrs.FLAGGED: "true"})
+    assert [span["context"]["span_id"] for span in flagged] == [answer["context"]["span_id"]]
+    assert phoenix.span_names_matching(project, f"{attrs.FLAGGED} == True") == [answer["name"]]
+    narrow_or_not = phoenix.span_names_matching(project, f"{attrs.TOOL_CHOICE_MARGIN} > -2")
+    assert narrow_or_not == [chooser["name"]]
+
     agent = next(span for span in spans if span["name"] == "invoke_agent capacity")
     assert not any(key.startswith("shapecheck.") for key in agent["attributes"]), (
         "unevaluated spans pass untouched"
