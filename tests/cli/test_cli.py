@@ -16,6 +16,7 @@ from otlp_receiver import OTLPReceiver, unused_endpoint
 
 from cli.console_script import TIMEOUT_S, run_cli
 from otel_shapecheck import __version__
+from otel_shapecheck._cli import main
 
 
 @dataclass(frozen=True)
@@ -476,11 +477,16 @@ class TestErrors:
             ("frobnicate",),
         ],
     )
-    def test_usage_errors_exit_2(self, args: tuple[str, ...]) -> None:
-        """Missing or invalid arguments and unknown commands exit 2 with argparse's message."""
-        completed = run_cli(*args)
+    def test_usage_errors_exit_2(self, args: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
+        """Missing or invalid arguments and unknown commands exit 2 with argparse's usage message."""
+        assert main(list(args)) == 2
+        assert "usage: otel-shapecheck" in capsys.readouterr().err
+
+    def test_usage_error_from_the_console_script(self) -> None:
+        """The console script itself exits 2 on a usage error."""
+        completed = run_cli("check", "--fail-on", "sometimes", "x.json")
         assert completed.returncode == 2
-        assert "usage:" in completed.stderr
+        assert "invalid choice: 'sometimes'" in completed.stderr
 
 
 class TestHelpAndVersion:
@@ -491,11 +497,18 @@ class TestHelpAndVersion:
         assert completed.stdout.strip() == f"otel-shapecheck {__version__}"
 
     @pytest.mark.parametrize("command", [(), ("check",), ("demo",), ("lint-tools",)])
-    def test_help_on_every_command(self, command: tuple[str, ...]) -> None:
-        """Every command answers --help with its usage and exit 0."""
-        completed = run_cli(*command, "--help")
+    def test_help_on_every_command(
+        self, command: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Every command answers --help with its usage and exit 0 (main in-process)."""
+        assert main([*command, "--help"]) == 0
+        assert capsys.readouterr().out.startswith("usage: otel-shapecheck")
+
+    def test_help_from_the_console_script(self) -> None:
+        """The console script answers --help."""
+        completed = run_cli("check", "--help")
         assert completed.returncode == 0
-        assert completed.stdout.startswith("usage: otel-shapecheck")
+        assert completed.stdout.startswith("usage: otel-shapecheck check")
 
     def test_python_dash_m(self) -> None:
         """python -m otel_shapecheck runs the same command."""
