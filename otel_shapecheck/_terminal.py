@@ -19,6 +19,9 @@ PROGRESS_THRESHOLD_SPANS = 2000
 """Inputs with more spans than this get a progress bar on stderr."""
 
 _PIPED_WIDTH = 120
+
+MAX_LISTED_ROWS = 60
+"""Past this many verdict rows the table lists the flagged ones only (``--json`` always has them all)."""
 _SKIPPED = "skipped"
 
 
@@ -34,9 +37,15 @@ def print_verdicts(console: Console, rows: Sequence[VerdictRow], title: str = "s
     """Print one table row per verdict: span, check, verdict, score, why; flagged verdicts in red.
 
     Calls that answered without invoking any tool are counted under the table instead of listed: they
-    are no choice at all, and on a real export they would be most of the rows.
+    are no choice at all, and on a real export they would be most of the rows. Past
+    :data:`MAX_LISTED_ROWS` rows only the flagged verdicts are listed.
     """
     listed = [row for row in rows if row.skipped != SKIP_NOTHING_CHOSEN]
+    unflagged_left_out = 0
+    if len(listed) > MAX_LISTED_ROWS:
+        flagged = [row for row in listed if row.flagged]
+        unflagged_left_out = len(listed) - len(flagged)
+        listed = flagged
     if not rows:
         console.print("[dim]No span carried anything the checks evaluate.[/dim]")
         return
@@ -59,10 +68,14 @@ def print_verdicts(console: Console, rows: Sequence[VerdictRow], title: str = "s
             style="dim" if row.label == _SKIPPED else None,
         )
     console.print(table)
-    unlisted = len(rows) - len(listed)
+    unlisted = len(rows) - len(listed) - unflagged_left_out
     if unlisted:
         console.print(
             f"[dim]{unlisted} LLM calls answered without invoking a tool (tool choice not scored).[/dim]"
+        )
+    if unflagged_left_out:
+        console.print(
+            f"[dim]{unflagged_left_out} verdicts that raised no flag are not listed (--json lists all).[/dim]"
         )
 
 
