@@ -1,4 +1,4 @@
-"""The ``otel-shapecheck`` command: ``check`` exported traces offline, run the ``demo``, ``lint-tools``.
+"""The ``otel-shapecheck`` command: ``check`` exported traces offline, ``demo``, ``lint-tools``, ``serve``.
 
 Exit codes: 0 done (and, under ``--fail-on flagged``, nothing flagged), 1 something flagged under
 ``--fail-on flagged``, 2 a usage error or unreadable input (the message names the input and the problem),

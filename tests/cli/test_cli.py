@@ -496,7 +496,7 @@ class TestHelpAndVersion:
         assert completed.returncode == 0
         assert completed.stdout.strip() == f"otel-shapecheck {__version__}"
 
-    @pytest.mark.parametrize("command", [(), ("check",), ("demo",), ("lint-tools",)])
+    @pytest.mark.parametrize("command", [(), ("check",), ("demo",), ("lint-tools",), ("serve",)])
     def test_help_on_every_command(
         self, command: tuple[str, ...], capsys: pytest.CaptureFixture[str]
     ) -> None:
