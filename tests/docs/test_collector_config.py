@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from otel_shapecheck import _attributes
+from otel_shapecheck._processor import _DEFAULT_MAX_WAIT_MILLIS
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "collector-config"
 CONFIG_FILES = sorted(CONFIG_DIR.glob("*.yaml")) + sorted(CONFIG_DIR.glob("*.yml"))
@@ -124,3 +125,13 @@ class TestConfiguration:
         ]
         assert flagged
         assert any(policy["type"] == "probabilistic" for policy in sampling["policies"])
+
+    def test_sampling_waits_for_the_processors_deadline(self, path: Path) -> None:
+        """decision_wait outlasts the span processor's default max wait: enriched copies arrive in time."""
+        sampling = (_load(path).get("processors") or {}).get("tail_sampling")
+        if sampling is None:
+            return
+        wait = re.fullmatch(r"(\d+)(ms|s|m)", sampling["decision_wait"])
+        assert wait is not None, sampling["decision_wait"]
+        millis = int(wait[1]) * {"ms": 1, "s": 1000, "m": 60_000}[wait[2]]
+        assert millis > _DEFAULT_MAX_WAIT_MILLIS
