@@ -238,3 +238,12 @@ def test_raising_exporter_is_counted_and_logged_once(
     events.shutdown()
     assert events.stats().export_failed == 3
     assert sum("Evaluation event export raised" in record.getMessage() for record in caplog.records) == 1
+
+
+def test_is_a_verdict_sink() -> None:
+    """The exporter is what the span processor accepts as ``events``."""
+    from otel_shapecheck._verdict_sink import VerdictSink
+
+    events = _exporter(InMemoryLogRecordExporter())
+    assert isinstance(events, VerdictSink)
+    events.shutdown()
