@@ -261,6 +261,10 @@ class TestCheck:
             assert len(entry["span_id"]) == 16 and entry["span_id"] == entry["span_id"].lower()
             assert all(key.startswith("shapecheck.") for key in entry["attributes"])
             assert all(set(event) == {"name", "attributes"} for event in entry["events"])
+            evaluations = [event["attributes"]["gen_ai.evaluation.name"] for event in entry["events"]]
+            assert evaluations and len(evaluations) == len(set(evaluations)), (
+                "one event per check, none doubled"
+            )
         summary = report["summary"]
         assert summary["spans"] == len(demo_spans)
         assert summary["evaluated"] == len(report["spans"])
