@@ -35,3 +35,18 @@ def test_configuration_reference_lists_every_setting_in_the_code() -> None:
     assert in_code, "the package reads no OTEL_SHAPECHECK_* variable?"
     assert in_code - documented == set(), "undocumented settings"
     assert documented - in_code == set(), "documented settings the code does not read"
+
+
+def test_attribute_reference_lists_every_score_label() -> None:
+    """Every gen_ai.evaluation.score.label a built-in check can write appears in docs/attributes.md."""
+    from otel_shapecheck import _conformance_check, _figures_check, _tool_choice
+
+    labels = {
+        value
+        for module in (_tool_choice, _conformance_check, _figures_check)
+        for name, value in vars(module).items()
+        if name.startswith("LABEL_") and isinstance(value, str)
+    }
+    text = (DOCS / "attributes.md").read_text(encoding="utf-8")
+    assert labels, "the checks define no labels?"
+    assert {label for label in labels if f"`{label}`" not in text} == set()
