@@ -50,3 +50,13 @@ def test_attribute_reference_lists_every_score_label() -> None:
     text = (DOCS / "attributes.md").read_text(encoding="utf-8")
     assert labels, "the checks define no labels?"
     assert {label for label in labels if f"`{label}`" not in text} == set()
+
+
+def test_attribute_reference_lists_every_skip_reason() -> None:
+    """Every value shapecheck.tool_choice.skipped can take appears in docs/attributes.md."""
+    from otel_shapecheck import _tool_choice
+
+    reasons = {value for name, value in vars(_tool_choice).items() if name.startswith("SKIP_")}
+    text = (DOCS / "attributes.md").read_text(encoding="utf-8")
+    assert reasons
+    assert {reason for reason in reasons if f"`{reason}`" not in text} == set()
