@@ -40,6 +40,8 @@ def _event_mode_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         SimpleLogRecordProcessor(OtlpJsonLinesLogExporter(tmp_path / "logs.jsonl"))
     )
     instrumentor = OpenAIInstrumentor()
+    if instrumentor.is_instrumented_by_opentelemetry:  # left behind elsewhere: it would keep its providers
+        instrumentor.uninstrument()
     instrumentor.instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
     try:
         with ScriptedOpenAIServer(list(CAPACITY_TURN.replies)) as server:
