@@ -83,12 +83,13 @@ class CharCountEmbedder:
         """Character-code histograms, L2-normalised."""
         counts = np.zeros((len(texts), self._dims), dtype=np.float32)
         for row, text in enumerate(texts):
-            units = np.frombuffer(text.encode("utf-16-le"), dtype="<u2")
+            units = np.frombuffer(text.encode("utf-16-le", "surrogatepass"), dtype="<u2")
             counts[row] = np.bincount(units % self._dims, minlength=self._dims)
         return l2_normalised(counts)
 
 
 _WORD = re.compile(r"[0-9a-z]+")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # from surrogateescape'd bytes; the tokenizer rejects them
 
 
 class HashingEmbedder:
@@ -181,7 +182,7 @@ class MiniLMEmbedder:
         if not texts:
             return np.zeros((0, _MINILM_DIMS), dtype=np.float32)
         session, tokenizer = self._load()
-        encodings = tokenizer.encode_batch(list(texts))
+        encodings = tokenizer.encode_batch([_LONE_SURROGATE.sub("\ufffd", text) for text in texts])
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = np.empty((len(texts), _MINILM_DIMS), dtype=np.float32)
         for start in range(0, len(order), self._batch_size):

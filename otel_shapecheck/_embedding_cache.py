@@ -51,7 +51,7 @@ def _base36(value: int) -> str:
 
 def content_hash(text: str) -> str:
     """The cache key of ``text``: ``<utf-16 length in base 36>-<lane 1 hex8><lane 2 hex8>``."""
-    units = text.encode("utf-16-le")
+    units = text.encode("utf-16-le", "surrogatepass")  # lone surrogates hash as their code unit, as in JS
     lane1, lane2 = _LANE1_OFFSET, _LANE2_OFFSET
     for unit in memoryview(units).cast("H"):
         lane1 = ((lane1 ^ unit) * _LANE1_PRIME) & _MASK32

@@ -55,6 +55,7 @@ OTEL_SHAPECHECK_MAX_SLOT_CHARS = "OTEL_SHAPECHECK_MAX_SLOT_CHARS"
 DEFAULT_MARGIN_THRESHOLD: Final = 0.05
 DEFAULT_MAX_SLOT_CHARS: Final = 2000
 _DEFAULT_MAX_RECORDED_CALLS = 1024
+_DEFAULT_MAX_MENU_TOOLS = 1024
 
 # Values of ``shapecheck.tool_choice.skipped``.
 SKIP_NOTHING_CHOSEN: Final = "nothing-chosen"
@@ -62,6 +63,7 @@ SKIP_CHOSEN_NOT_OFFERED: Final = "chosen-not-offered"
 SKIP_NO_MENU: Final = "no-menu"
 SKIP_NO_CONTEXT: Final = "no-context"
 SKIP_INCOMPLETE: Final = "incomplete"
+SKIP_MENU_TOO_LARGE: Final = "menu-too-large"
 
 # Values of ``gen_ai.evaluation.score.label`` for tool choice.
 LABEL_CLEAR: Final = "clear"
@@ -265,6 +267,7 @@ _SKIP_EXPLANATIONS: Final = {
     SKIP_NO_MENU: "Tools were invoked but no tool menu was captured, so the choice cannot be ranked.",
     SKIP_NO_CONTEXT: "No user message was captured for the turn, so there is no context to rank against.",
     SKIP_INCOMPLETE: "The call's output was not seen before the span was released, so the choice is unknown.",
+    SKIP_MENU_TOO_LARGE: "The menu has more tools than the check ranks per call, so it was not scored.",
 }
 
 
@@ -303,6 +306,7 @@ class ToolChoiceCheck:
         margin_threshold: float | None = None,
         max_slot_chars: int | None = None,
         max_recorded_calls: int | None = None,
+        max_menu_tools: int | None = None,
         tool_index: ToolIndex | None = None,
     ) -> None:
         self._threshold = _config.non_negative_float(
@@ -313,6 +317,9 @@ class ToolChoiceCheck:
         )
         max_recorded = _config.positive_int(
             "max_recorded_calls", max_recorded_calls, None, _DEFAULT_MAX_RECORDED_CALLS
+        )
+        self._max_menu_tools = _config.positive_int(
+            "max_menu_tools", max_menu_tools, None, _DEFAULT_MAX_MENU_TOOLS
         )
         if tool_index is not None:
             self._index = tool_index
@@ -411,7 +418,10 @@ class ToolChoiceCheck:
                 return self._unscored(call, (), SKIP_NO_MENU)
             return None
         incomplete = subject.incomplete and call.tool_calls is None
-        return self._unscored(call, offered, _skip_reason(call, incomplete))
+        skipped = _skip_reason(call, incomplete)
+        if skipped is None and len(offered) > self._max_menu_tools:
+            skipped = SKIP_MENU_TOO_LARGE
+        return self._unscored(call, offered, skipped)
 
     def _unscored(
         self, call: LLMCall, offered: tuple[OfferedTool, ...], skipped: str | None

@@ -172,6 +172,24 @@ class TestSkipReasons:
         assert verdict.label == "skipped" and verdict.score is None and not verdict.flagged
         assert TOOL_CHOICE_TOP not in verdict.attributes
 
+    def test_menu_too_large_is_skipped_without_embedding(self) -> None:
+        """A menu over ``max_menu_tools`` is reported with its size and skipped, embedding nothing."""
+        counting = CountingEmbedder(HashingEmbedder())
+        check = ToolChoiceCheck(counting, max_menu_tools=2)
+        (verdict,) = check.evaluate([_subject("a" * 16)])
+        assert verdict is not None
+        assert verdict.attributes[TOOL_CHOICE_SKIPPED] == "menu-too-large"
+        assert verdict.attributes[TOOL_CHOICE_OFFERED_COUNT] == 3
+        assert counting.calls == 0
+
+    def test_lone_surrogates_are_scored(self) -> None:
+        """A tool name with a lone surrogate (undecodable bytes kept by surrogateescape) is still scored."""
+        menu = (OfferedTool("get_capacit\udcff", "Pool capacity, for when storage runs low."), *MENU)
+        subject = _subject("a" * 16, ("get_capacit\udcff",), menu=menu, user="How full is pool \udcff?")
+        for embedder in (HashingEmbedder(), CharCountEmbedder()):
+            (verdict,) = ToolChoiceCheck(embedder).evaluate([subject])
+            assert verdict is not None and TOOL_CHOICE_TOP in verdict.attributes
+
     def test_chosen_not_offered_is_reported_not_repaired(self, check: ToolChoiceCheck) -> None:
         """The invoked names are reported as the model sent them."""
         (verdict,) = check.evaluate([_subject("a" * 16, ("get_weather", "book_hotel"))])
@@ -288,6 +306,7 @@ class TestConfiguration:
             ({"margin_threshold": float("nan")}, "margin_threshold"),
             ({"max_slot_chars": 0}, "max_slot_chars"),
             ({"max_recorded_calls": 0}, "max_recorded_calls"),
+            ({"max_menu_tools": 0}, "max_menu_tools"),
         ],
     )
     def test_bad_arguments_name_the_setting(self, kwargs: dict[str, float], setting: str) -> None:
@@ -295,10 +314,11 @@ class TestConfiguration:
         with pytest.raises(ValueError, match=setting):
             ToolChoiceCheck(HashingEmbedder(), **kwargs)  # type: ignore[arg-type]
 
-    def test_default_check_builds_without_loading_the_model(self) -> None:
-        """``ToolChoiceCheck()`` uses MiniLM but loads nothing until a vector is needed."""
+    def test_default_checks_share_one_minilm_index(self) -> None:
+        """``ToolChoiceCheck()`` uses MiniLM through one process-wide index; skipped calls add nothing."""
         check = ToolChoiceCheck()
         assert check.embedder.id == "all-MiniLM-L6-v2-onnx-int8"
         assert ToolChoiceCheck().tool_index is check.tool_index
+        before = len(check.tool_index)
         check.evaluate([_subject("a" * 16, ())])
-        assert len(check.tool_index) == 0
+        assert len(check.tool_index) == before
