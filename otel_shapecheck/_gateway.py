@@ -181,6 +181,11 @@ class Gateway:
         return self._budget
 
     @property
+    def retry_after_seconds(self) -> float:
+        """The retry delay suggested to refused senders."""
+        return self._retry_after
+
+    @property
     def evaluates(self) -> bool:
         """Whether spans go through the checks (False for a pass-through gateway)."""
         return self._shapecheck is not None

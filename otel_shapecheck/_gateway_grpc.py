@@ -50,7 +50,8 @@ def start_grpc_server(
             ("grpc.max_receive_message_length", max_request_bytes),
             ("grpc.so_reuseport", 0),
         ],
-        maximum_concurrent_rpcs=workers * 4,
+        # Past this gRPC answers RESOURCE_EXHAUSTED itself, without retry information.
+        maximum_concurrent_rpcs=workers * 16,
     )
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(  # type: ignore[no-untyped-call]
         _TraceService(gateway), server

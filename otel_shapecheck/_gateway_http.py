@@ -45,6 +45,7 @@ logger = logging.getLogger(__name__)
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
+DEFAULT_MAX_CONCURRENT_REQUESTS = 32
 _IDLE_CONNECTION_SECONDS = 30.0
 
 
@@ -98,9 +99,18 @@ class GatewayHTTPServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, gateway: Gateway, address: tuple[str, int], *, max_request_bytes: int) -> None:
+    def __init__(
+        self,
+        gateway: Gateway,
+        address: tuple[str, int],
+        *,
+        max_request_bytes: int,
+        max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS,
+    ) -> None:
         self.gateway = gateway
         self.max_request_bytes = max_request_bytes
+        # Each request in progress may hold a body of max_request_bytes: bound how many at once.
+        self.request_slots = threading.BoundedSemaphore(max_concurrent_requests)
         super().__init__(address, _Handler)
         self._thread: threading.Thread | None = None
 
@@ -164,23 +174,44 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - the stdlib's hook name
         content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         as_json = content_type == JSON
+        if not self.server.request_slots.acquire(blocking=False):
+            self.close_connection = True  # the body stays unread
+            busy = "too many requests in progress; retry later"
+            retry = self.server.gateway.retry_after_seconds
+            self._refuse(
+                _HTTPError(HTTPStatus.TOO_MANY_REQUESTS, code_pb2.RESOURCE_EXHAUSTED, busy, retry), as_json
+            )
+            return
         try:
-            route = _ROUTES.get(self.path.split("?")[0])
-            if route is None:
-                self._discard_body()
-                raise _HTTPError(HTTPStatus.NOT_FOUND, code_pb2.NOT_FOUND, f"no OTLP endpoint at {self.path}")
-            body = self._body()
-            if content_type not in (PROTOBUF, JSON):
-                raise _HTTPError(
-                    HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
-                    code_pb2.INVALID_ARGUMENT,
-                    f"Content-Type {content_type or '(none)'!r} is not supported: send {PROTOBUF} or {JSON}",
-                )
-            payload = self._export(route, body, as_json)
+            payload = self._answer(content_type, as_json)
         except _HTTPError as error:
             self._refuse(error, as_json)
             return
+        except Exception:  # a bug must not leave the sender without an answer
+            logger.exception("Handling an OTLP/HTTP export request failed")
+            self.close_connection = True
+            self._refuse(
+                _HTTPError(HTTPStatus.INTERNAL_SERVER_ERROR, code_pb2.INTERNAL, "the gateway failed"), as_json
+            )
+            return
+        finally:
+            self.server.request_slots.release()
         self._reply(HTTPStatus.OK, payload, as_json)
+
+    def _answer(self, content_type: str, as_json: bool) -> Message:
+        """The response message of a request that was taken, or the error to answer with."""
+        route = _ROUTES.get(self.path.split("?")[0])
+        if route is None:
+            self._discard_body()
+            raise _HTTPError(HTTPStatus.NOT_FOUND, code_pb2.NOT_FOUND, f"no OTLP endpoint at {self.path}")
+        body = self._body()
+        if content_type not in (PROTOBUF, JSON):
+            raise _HTTPError(
+                HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+                code_pb2.INVALID_ARGUMENT,
+                f"Content-Type {content_type or '(none)'!r} is not supported: send {PROTOBUF} or {JSON}",
+            )
+        return self._export(route, body, as_json)
 
     def _export(self, route: _Route, body: bytes, as_json: bool) -> Message:
         gateway = self.server.gateway

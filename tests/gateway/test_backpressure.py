@@ -13,7 +13,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otlp_receiver import OTLPReceiver
 
 from gateway.otlp_requests import plain_spans, post, trace_request
-from gateway.running import eventually, grpc_span_exporter, http_span_exporter, running_gateway
+from gateway.running import build_gateway, eventually, grpc_span_exporter, http_span_exporter, running_gateway
+from otel_shapecheck._gateway_http import GatewayHTTPServer
 
 CAPACITY = 10
 
@@ -133,3 +134,27 @@ class TestSdkExportersRetry:
             f"{span.context.span_id:016x}" for batch in batches.values() for span in batch if span.context
         }
         assert sorted(_span_ids(receiver)) == sorted(sent)
+
+
+class TestConcurrentRequestBound:
+    def test_requests_past_the_concurrency_bound_get_429_without_being_read(
+        self, receiver: OTLPReceiver
+    ) -> None:
+        """With every request slot taken, a new request is answered 429 + Retry-After at once."""
+        gateway = build_gateway(receiver, retry_after_seconds=2)
+        server = GatewayHTTPServer(
+            gateway, ("127.0.0.1", 0), max_request_bytes=1 << 20, max_concurrent_requests=1
+        ).start()
+        body = trace_request(plain_spans(2)).SerializeToString()
+        try:
+            assert server.request_slots.acquire(blocking=False)  # one request in progress
+            busy = post(server.port, "/v1/traces", body)
+            server.request_slots.release()
+            taken = post(server.port, "/v1/traces", body)
+        finally:
+            server.stop()
+            gateway.shutdown()
+        assert (busy.status, busy.headers["retry-after"]) == (429, "2")
+        assert "too many requests in progress" in status_pb2.Status.FromString(busy.body).message
+        assert taken.status == 200
+        assert len(receiver.spans) == 2

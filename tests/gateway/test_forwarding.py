@@ -29,13 +29,15 @@ AGENT_RESOURCE = {"service.name": "capacity-agent", "deployment.environment.name
 
 
 @contextmanager
-def agent_provider(exporter: SpanExporter | None) -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
+def agent_provider(
+    exporter: SpanExporter | None, schedule_delay_millis: int = 50
+) -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
     """An agent's tracer provider exporting to the gateway, keeping its own copy of every span it ended."""
     provider = TracerProvider(resource=Resource(AGENT_RESOURCE), shutdown_on_exit=False)
     originals = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(originals))
     if exporter is not None:
-        provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=50))
+        provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=schedule_delay_millis))
     try:
         yield provider, originals
     finally:
@@ -124,11 +126,13 @@ class TestSdkExporters:
             )
             try:
                 with (
-                    agent_provider(grpc_span_exporter(service)) as (provider, originals),
+                    # Spans leave only at the flush below, after the logs, as the SDK defaults make it
+                    # likely (logs every 1 s, spans every 5 s); see docs/gateway.md.
+                    agent_provider(grpc_span_exporter(service), 60_000) as (provider, originals),
                     instrumented(provider, logger_provider, content="EVENT_ONLY"),
                 ):
                     run_capacity_turn(provider)
-                    logger_provider.force_flush()  # as by default: log batches leave before span batches
+                    logger_provider.force_flush()
                     provider.force_flush()
             finally:
                 logger_provider.shutdown()
