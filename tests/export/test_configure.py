@@ -166,7 +166,7 @@ def test_unreachable_backend_never_holds_the_application(failure: str, receiver:
     else:
         grpc_endpoint = receiver.grpc_endpoint
         if failure == "slow":
-            receiver.behave(delay_seconds=3.0)
+            receiver.behave(delay_seconds=30.0)
         else:
             receiver.behave(error_status=503)
     events = FlaggedEventExporter(

@@ -106,7 +106,7 @@ class TestDelivery:
         self, transport: str, receiver: OTLPReceiver, span_context: SpanContext
     ) -> None:
         """A receiver slower than the export timeout: flush stops at its bound; a full queue counts drops."""
-        receiver.behave(delay_seconds=3.0)
+        receiver.behave(delay_seconds=30.0)
         events = _events(
             transport,
             receiver.grpc_endpoint,
