@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import select
+import signal
 import threading
 from collections.abc import Sequence
 
@@ -214,7 +216,10 @@ def test_forked_child_starts_with_an_empty_queue(span_context: SpanContext) -> N
         os.write(write_end, str(events.stats().emitted - before).encode())
         os._exit(0)
     os.close(write_end)
-    admitted = os.read(read_end, 16).decode()
+    ready, _, _ = select.select([read_end], [], [], 30)
+    admitted = os.read(read_end, 16).decode() if ready else "no answer from the child"
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
     os.close(read_end)
     blocking.release.set()
