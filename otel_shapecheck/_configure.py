@@ -4,7 +4,7 @@ Usage::
 
     import otel_shapecheck
 
-    shapecheck = otel_shapecheck.configure(tracer_provider)            # OTEL_EXPORTER_OTLP_* decide where to
+    shapecheck = otel_shapecheck.configure(tracer_provider)  # where to: the OTEL_EXPORTER_OTLP_* variables
     shapecheck = otel_shapecheck.configure(tracer_provider, logger_provider, endpoint="http://collector:4317")
 """
 
