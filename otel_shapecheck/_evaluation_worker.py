@@ -105,7 +105,8 @@ class EvaluationWorker:
             with self._requests_lock:
                 requests, self._flush_requests = self._flush_requests, []
             try:
-                self._ledger.release_expired(time.monotonic())
+                for span in self._ledger.release_expired(time.monotonic()):
+                    self._forward(span)
                 self.drain()
             except Exception:  # a bug here must not end the thread that forwards held spans
                 self._counters.error("worker", "Evaluation worker failed; continuing")

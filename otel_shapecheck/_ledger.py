@@ -139,6 +139,7 @@ class Ledger:
         self._analyst_parents: dict[int, int] = {}
         self._ready: deque[tuple[HeldSpan, ...]] = deque()
         self._ready_spans = 0
+        self._overflow: list[ReadableSpan] = []
         self._closed = False
 
     def reset_after_fork(self) -> None:
@@ -162,73 +163,94 @@ class Ledger:
         tool_execution: bool = False,
         analyst_attempt: bool = False,
         names_own_tool_calls: bool = False,
-    ) -> tuple[bool, bool]:
-        """Record an ended span; return ``(held, wake)``.
+    ) -> tuple[bool, bool, list[ReadableSpan] | None]:
+        """Record an ended span; return ``(held, wake, overflow)``.
 
         ``held`` says the ledger keeps the span (the caller must not forward it); ``wake`` says at least
-        ``wake_at`` spans are ready for the worker.
+        ``wake_at`` spans are ready for the worker; ``overflow`` holds earlier spans this end released
+        that found the worker's queue full (the caller forwards them as they are).
         """
         context = span.context
         if context is None:
-            return False, False
-        span_id, trace_id = context.span_id, context.trace_id
-        parent = span.parent
-        parent_id = parent.span_id if parent is not None else None
-        local_parent = parent is not None and not parent.is_remote
-        counts = self._counters
+            return False, False, None
         with self._lock:
             if self._closed:
-                return False, False
-            wake = span_id in self._waiting_by_parent and self._release_children(span_id)
-            facts = self._traces.get(trace_id)
-            if facts is not None:
-                self._traces.move_to_end(trace_id)
-            elif llm_call or tool_execution or analyst_attempt:
-                facts = self._new_trace(trace_id)
-            if facts is not None:
-                if len(facts.ended) < self._max_facts:
-                    facts.ended.add(span_id)
-                if tool_execution or (analyst_attempt and parent_id is not None):
-                    if not facts.room():
-                        counts.facts_dropped += 1
-                    elif tool_execution:
-                        facts.executions.append(ExecutionFact(span, parent_id))
-                    elif parent_id is not None:
-                        facts.attempts.setdefault(parent_id, []).append(span)
-                        self._analyst_parents[parent_id] = trace_id
-                if llm_call and facts.size < facts.limit:
-                    facts.size += 1
-                    facts.calls.append((parent_id, span))
-            analyst = self._analyst_parents.pop(span_id, None) is not None
-            if not (llm_call or analyst):
-                return False, wake
-            held = HeldSpan(
-                span, span_id, trace_id, parent_id, llm_call, analyst, time.monotonic() + self._max_wait
+                return False, False, None
+            held, wake = self._record(
+                span,
+                context.span_id,
+                context.trace_id,
+                llm_call,
+                tool_execution,
+                analyst_attempt,
+                names_own_tool_calls,
             )
-            awaits_parent = (
-                llm_call
-                and local_parent
-                and parent_id is not None
-                and not names_own_tool_calls
-                and (
-                    facts is None
-                    or (parent_id not in facts.ended and span_id not in facts.content_names_calls)
-                )
+            overflow = self._take_overflow() if self._overflow else None
+        return held, wake, overflow
+
+    def _record(
+        self,
+        span: ReadableSpan,
+        span_id: int,
+        trace_id: int,
+        llm_call: bool,
+        tool_execution: bool,
+        analyst_attempt: bool,
+        names_own_tool_calls: bool,
+    ) -> tuple[bool, bool]:
+        parent = span.parent
+        parent_id = parent.span_id if parent is not None else None
+        counts = self._counters
+        wake = span_id in self._waiting_by_parent and self._release_children(span_id)
+        facts = self._traces.get(trace_id)
+        if facts is not None:
+            self._traces.move_to_end(trace_id)
+        elif llm_call or tool_execution or analyst_attempt:
+            facts = self._new_trace(trace_id)
+        if facts is not None:
+            if len(facts.ended) < self._max_facts:
+                facts.ended.add(span_id)
+            if tool_execution or (analyst_attempt and parent_id is not None):
+                if not facts.room():
+                    counts.facts_dropped += 1
+                elif tool_execution:
+                    facts.executions.append(ExecutionFact(span, parent_id))
+                elif parent_id is not None:
+                    facts.attempts.setdefault(parent_id, []).append(span)
+                    self._analyst_parents[parent_id] = trace_id
+            if llm_call and facts.size < facts.limit:
+                facts.size += 1
+                facts.calls.append((parent_id, span))
+        analyst = self._analyst_parents.pop(span_id, None) is not None
+        if not (llm_call or analyst):
+            return False, wake
+        held = HeldSpan(
+            span, span_id, trace_id, parent_id, llm_call, analyst, time.monotonic() + self._max_wait
+        )
+        awaits_parent = (
+            llm_call
+            and parent is not None
+            and not parent.is_remote
+            and not names_own_tool_calls
+            and (
+                facts is None
+                or (parent.span_id not in facts.ended and span_id not in facts.content_names_calls)
             )
-            if awaits_parent and parent_id is not None:
-                if len(self._waiting) >= self._max_pending:
-                    self._release_oldest_waiting()
-                held.awaits_parent = True
-                self._waiting[span_id] = held
-                self._waiting_by_parent.setdefault(parent_id, []).append(held)
-            elif self._ready_spans >= self._max_queue:
-                counts.forwarded_unevaluated += 1
-                return False, wake
-            else:
-                self._push_ready((held,))
-                wake = wake or self._ready_spans >= self._wake_at
-            counts.held += 1
-            return True, wake
+        )
+        if awaits_parent and parent_id is not None:
+            if len(self._waiting) >= self._max_pending:
+                self._release_oldest_waiting()
+            held.awaits_parent = True
+            self._waiting[span_id] = held
+            self._waiting_by_parent.setdefault(parent_id, []).append(held)
+        elif self._ready_spans >= self._max_queue:
+            counts.forwarded_unevaluated += 1
+            return False, wake
+        else:
+            self._push_ready((held,))
+            wake = wake or self._ready_spans >= self._wake_at
+        counts.held += 1
+        return True, wake
 
     def content_recorded(
         self, trace_id: int, span_id: int, record: LogRecord, *, names_own_tool_calls: bool
@@ -251,8 +273,11 @@ class Ledger:
 
     # The worker.
 
-    def release_expired(self, now: float) -> bool:
-        """Release waiting spans whose deadline passed (as incomplete); whether any were."""
+    def release_expired(self, now: float) -> list[ReadableSpan]:
+        """Release waiting spans whose deadline passed (as incomplete).
+
+        Returns the released spans that found the worker's queue full: the caller forwards them as they are.
+        """
         released = 0
         with self._lock:
             while self._waiting:
@@ -261,9 +286,10 @@ class Ledger:
                     break
                 self._release_waiting(held)
                 released += 1
+            overflow = self._take_overflow() if self._overflow else []
         if released:
             self._counters.released_by_deadline += released
-        return released > 0
+        return overflow
 
     def close(self) -> int:
         """Refuse new spans and release every waiting span as incomplete; how many were released."""
@@ -271,7 +297,7 @@ class Ledger:
             self._closed = True
             waiting = list(self._waiting.values())
             for held in waiting:
-                self._release_waiting(held)
+                self._release_waiting(held, capped=False)
         if waiting:
             self._counters.released_by_shutdown += len(waiting)
         return len(waiting)
@@ -305,9 +331,21 @@ class Ledger:
                 self._counters.facts_dropped += evicted.size
         return facts
 
-    def _push_ready(self, group: tuple[HeldSpan, ...]) -> None:
+    def _push_ready(self, group: tuple[HeldSpan, ...], capped: bool = True) -> None:
+        """Queue a group for the worker; past ``max_queue_size`` its spans go to the overflow instead."""
+        if capped and self._ready_spans + len(group) > self._max_queue:
+            self._overflow.extend(held.span for held in group)
+            counts = self._counters  # no longer held: they join the spans passed on as they came
+            counts.held -= len(group)
+            counts.forwarded_untouched += len(group)
+            counts.forwarded_unevaluated += len(group)
+            return
         self._ready.append(group)
         self._ready_spans += len(group)
+
+    def _take_overflow(self) -> list[ReadableSpan]:
+        overflow, self._overflow = self._overflow, []
+        return overflow
 
     def _release_children(self, span_id: int) -> bool:
         children = self._waiting_by_parent.pop(span_id, None)
@@ -318,7 +356,7 @@ class Ledger:
         self._push_ready(tuple(children))
         return True
 
-    def _release_waiting(self, held: HeldSpan) -> None:
+    def _release_waiting(self, held: HeldSpan, capped: bool = True) -> None:
         del self._waiting[held.span_id]
         if held.parent_id is not None:
             siblings = self._waiting_by_parent.get(held.parent_id)
@@ -327,7 +365,7 @@ class Ledger:
                 if not siblings:
                     del self._waiting_by_parent[held.parent_id]
         held.incomplete = True
-        self._push_ready((held,))
+        self._push_ready((held,), capped)
 
     def _release_oldest_waiting(self) -> None:
         self._release_waiting(next(iter(self._waiting.values())))

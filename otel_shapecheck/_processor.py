@@ -277,7 +277,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
 
     def _record(self, span: ReadableSpan, kind: SpanKind, attributes: Mapping[str, object]) -> bool:
         llm_call = kind is SpanKind.LLM_CALL
-        held, wake = self._ledger.span_ended(
+        held, wake, overflow = self._ledger.span_ended(
             span,
             llm_call=llm_call,
             tool_execution=kind is SpanKind.TOOL_EXECUTION,
@@ -290,6 +290,9 @@ class ShapecheckSpanProcessor(SpanProcessor):
             counters.forwarded_untouched += 1
         if wake:
             self._worker.wake()
+        if overflow:
+            for released in overflow:
+                self._forward(released)
         return held
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:

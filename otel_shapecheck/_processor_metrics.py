@@ -34,9 +34,13 @@ class ProcessorCounts:
     seen: int = 0
     """Spans handed to ``on_end``."""
     forwarded_untouched: int = 0
-    """Spans passed straight to the downstream because there was nothing to evaluate."""
+    """Spans passed to the downstream as they came: nothing to evaluate, or no room left to evaluate them."""
     held: int = 0
-    """Spans kept for evaluation (waiting for facts or for the worker)."""
+    """Spans kept for evaluation (waiting for facts or for the worker).
+
+    A waiting span released into a full worker queue is forwarded as it is and moves from ``held`` to
+    ``forwarded_untouched``: ``held + forwarded_untouched == seen``, and after a flush ``evaluated == held``.
+    """
     evaluated: int = 0
     """Held spans that went through the checks."""
     enriched: int = 0

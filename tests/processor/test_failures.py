@@ -239,3 +239,32 @@ def test_the_sdk_ending_hook_reaches_the_downstream(tracer_provider: TracerProvi
         pass
     processor.shutdown()
     assert downstream.ending == ["work"]
+
+
+def test_children_released_into_a_full_worker_queue_pass_through(tracer_provider: TracerProvider) -> None:
+    """When a parent's end releases waiting chats into a full queue, they are forwarded as they are."""
+    downstream = CountingProcessor()
+    check = _BlockingCheck()
+    processor = ShapecheckSpanProcessor(
+        downstream, checks=[check], max_queue_size=1, max_evaluation_batch_size=1
+    )
+    tracer_provider.add_span_processor(processor)
+    handler = TelemetryHandler(tracer_provider=tracer_provider)
+    tracer = tracer_provider.get_tracer("tests")
+    try:
+        chat(handler, tool_call="get_capacity")
+        processor.force_flush(timeout_millis=1)
+        assert check.entered.wait(5)  # the worker is stuck in the check; the queue is empty
+        with tracer.start_as_current_span("invoke_agent storage"):
+            for _ in range(3):
+                chat(handler, names_output=False)
+        assert processor.ledger.ready_count() <= 1
+        counts = processor.counts()
+        assert counts.forwarded_unevaluated == 3
+        assert counts.held + counts.forwarded_untouched == counts.seen
+        assert len(downstream.spans) == 4
+    finally:
+        check.release.set()
+    assert processor.force_flush()
+    processor.shutdown()
+    assert len(set(downstream.span_ids())) == len(downstream.spans) == 5
