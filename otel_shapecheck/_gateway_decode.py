@@ -2,8 +2,9 @@
 
 Both transports of the gateway end here: gRPC and HTTP/protobuf hand over the parsed request message,
 HTTP/JSON its body (OTLP/JSON, with hex ids as the specification writes them), which becomes the same
-message first. Spans are rebuilt by the OTLP/JSON loader's conversion; an item that cannot be read (no
-trace id or span id) is rejected alone and counted, as OTLP's partial success expects.
+message first. Spans and log records are rebuilt by the OTLP/JSON loader's conversions; an item that
+cannot be read (no trace id or span id, a severity the SDK does not know) is rejected alone and counted,
+as OTLP's partial success expects.
 """
 
 from __future__ import annotations
@@ -17,26 +18,12 @@ from typing import Any, TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
-from opentelemetry import trace
-from opentelemetry._logs import LogRecord, SeverityNumber
-from opentelemetry.context import Context
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord as LogRecordMessage
 from opentelemetry.sdk._logs import ReadWriteLogRecord
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanContext, TraceFlags
 
-from otel_shapecheck._otlp_json import (
-    UnreadableTraceFile,
-    sdk_attributes,
-    sdk_resource,
-    sdk_scope,
-    sdk_value,
-    spans_from_message,
-)
+from otel_shapecheck._otlp_json import UnreadableTraceFile, log_records_from_message, spans_from_message
 
 _SOURCE = "export request"
 _ID_HEX_LENGTHS = {"traceId": 32, "spanId": 16, "parentSpanId": 16}
@@ -128,35 +115,5 @@ def decode_log_records(request: ExportLogsServiceRequest) -> Decoded:
     """Every log record of a logs export request as an SDK ``ReadWriteLogRecord``, parented as it came."""
     decoded = Decoded()
     for resource_logs in request.resource_logs:
-        resource = sdk_resource(resource_logs.resource.attributes, resource_logs.schema_url)
-        for scope_logs in resource_logs.scope_logs:
-            scope = sdk_scope(scope_logs.scope, scope_logs.schema_url)
-            for record in scope_logs.log_records:
-                try:
-                    decoded.log_records.append(_log_record(record, resource, scope))
-                except Exception as error:  # a value the SDK record refuses: reject this record alone
-                    decoded.reject(f"log record not readable ({error.__class__.__name__}: {error})")
+        decoded.log_records.extend(log_records_from_message(resource_logs, rejected=decoded.reject))
     return decoded
-
-
-def _log_record(
-    record: LogRecordMessage, resource: Resource, scope: InstrumentationScope
-) -> ReadWriteLogRecord:
-    trace_id = int.from_bytes(record.trace_id, "big")
-    span_id = int.from_bytes(record.span_id, "big")
-    context = Context()  # not the handler thread's current context
-    if trace_id:
-        parent = SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(record.flags & 0xFF))
-        context = trace.set_span_in_context(trace.NonRecordingSpan(parent), Context())
-    severity = SeverityNumber(record.severity_number) if record.severity_number else None
-    api_record = LogRecord(
-        timestamp=record.time_unix_nano or None,
-        observed_timestamp=record.observed_time_unix_nano or None,
-        context=context,
-        severity_text=record.severity_text or None,
-        severity_number=severity,
-        body=sdk_value(record.body) if record.HasField("body") else None,
-        attributes=sdk_attributes(record.attributes),
-        event_name=record.event_name or None,
-    )
-    return ReadWriteLogRecord(api_record, resource=resource, instrumentation_scope=scope)

@@ -251,11 +251,29 @@ def _log_records_of(resource_logs: Any, source: str, number: int) -> Iterator[Re
         raise UnreadableTraceFile(
             source, f"document {number} is not valid OTLP/JSON logs ({error})"
         ) from None
+    yield from log_records_from_message(message)
+
+
+def log_records_from_message(
+    message: ResourceLogs, *, rejected: Callable[[str], None] | None = None
+) -> Iterator[ReadWriteLogRecord]:
+    """The SDK log records of one OTLP ``ResourceLogs`` message, with resource, scope and parent span kept.
+
+    A record the SDK cannot represent (an unknown severity number) raises ``ValueError``; with
+    ``rejected`` given, the problem is handed to it instead and the record skipped.
+    """
     resource = sdk_resource(message.resource.attributes, message.schema_url)
     for scope_logs in message.scope_logs:
         scope = sdk_scope(scope_logs.scope, scope_logs.schema_url)
         for record in scope_logs.log_records:
-            yield ReadWriteLogRecord(_api_log_record(record), resource=resource, instrumentation_scope=scope)
+            try:
+                api_record = _api_log_record(record)
+            except ValueError as error:
+                if rejected is None:
+                    raise
+                rejected(f"log record not readable ({error})")
+                continue
+            yield ReadWriteLogRecord(api_record, resource=resource, instrumentation_scope=scope)
 
 
 def _api_log_record(record: ProtoLogRecord) -> LogRecord:

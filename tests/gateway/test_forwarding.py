@@ -11,7 +11,9 @@ import grpc
 from export.agent_turn import UNSUPPORTED, instrumented, run_capacity_turn
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs, SeverityNumber
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
@@ -182,3 +184,26 @@ class TestPartialSuccess:
             assert answer.partial_success.rejected_spans == 1
             assert "'no ids'" in answer.partial_success.error_message
             assert receiver.wait_for(lambda r: len(r.spans) == 1)
+
+    def test_logs_answer_partial_success_for_a_record_the_sdk_cannot_hold(
+        self, receiver: OTLPReceiver
+    ) -> None:
+        """A log record with an unknown severity number is rejected alone; its neighbour is forwarded."""
+        records = [
+            LogRecord(
+                time_unix_nano=1, severity_number=SeverityNumber.SEVERITY_NUMBER_INFO, event_name="kept"
+            ),
+            LogRecord(time_unix_nano=2, severity_number=99, event_name="unknown severity"),
+        ]
+        request = logs_service_pb2.ExportLogsServiceRequest(
+            resource_logs=[ResourceLogs(scope_logs=[ScopeLogs(log_records=records)])]
+        )
+        with (
+            running_gateway(receiver) as service,
+            grpc.insecure_channel(f"127.0.0.1:{service.grpc_port}") as channel,
+        ):
+            response = logs_service_pb2_grpc.LogsServiceStub(channel).Export(request, timeout=10)
+            assert response.partial_success.rejected_log_records == 1
+            assert "99" in response.partial_success.error_message
+            assert receiver.wait_for(lambda r: len(r.log_records) == 1)
+        assert [record.event_name for record in receiver.log_records] == ["kept"]
