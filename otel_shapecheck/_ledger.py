@@ -134,7 +134,8 @@ class Ledger:
     def _init_state(self) -> None:
         self._lock = threading.Lock()
         self._traces: OrderedDict[int, _TraceFacts] = OrderedDict()
-        self._waiting: dict[int, HeldSpan] = {}
+        self._waiting: dict[HeldSpan, None] = {}
+        """Waiting spans in deadline order, keyed by identity: ids are not trusted to be unique."""
         self._waiting_by_parent: dict[int, list[HeldSpan]] = {}
         self._analyst_parents: dict[int, int] = {}
         self._ready: deque[tuple[HeldSpan, ...]] = deque()
@@ -241,7 +242,7 @@ class Ledger:
             if len(self._waiting) >= self._max_pending:
                 self._release_oldest_waiting()
             held.awaits_parent = True
-            self._waiting[span_id] = held
+            self._waiting[held] = None
             self._waiting_by_parent.setdefault(parent_id, []).append(held)
         elif self._ready_spans >= self._max_queue:
             counts.forwarded_unevaluated += 1
@@ -281,7 +282,7 @@ class Ledger:
         released = 0
         with self._lock:
             while self._waiting:
-                held = next(iter(self._waiting.values()))
+                held = next(iter(self._waiting))
                 if held.deadline > now:
                     break
                 self._release_waiting(held)
@@ -295,7 +296,7 @@ class Ledger:
         """Refuse new spans and release every waiting span as incomplete; how many were released."""
         with self._lock:
             self._closed = True
-            waiting = list(self._waiting.values())
+            waiting = list(self._waiting)
             for held in waiting:
                 self._release_waiting(held, capped=False)
         if waiting:
@@ -352,12 +353,12 @@ class Ledger:
         if not children:
             return False
         for held in children:
-            del self._waiting[held.span_id]
+            del self._waiting[held]
         self._push_ready(tuple(children))
         return True
 
     def _release_waiting(self, held: HeldSpan, capped: bool = True) -> None:
-        del self._waiting[held.span_id]
+        del self._waiting[held]
         if held.parent_id is not None:
             siblings = self._waiting_by_parent.get(held.parent_id)
             if siblings is not None:
@@ -368,7 +369,7 @@ class Ledger:
         self._push_ready((held,), capped)
 
     def _release_oldest_waiting(self) -> None:
-        self._release_waiting(next(iter(self._waiting.values())))
+        self._release_waiting(next(iter(self._waiting)))
         self._counters.released_by_cap += 1
 
     def _release(self, group: tuple[HeldSpan, ...]) -> Release:

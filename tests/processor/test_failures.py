@@ -11,6 +11,7 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, TracerProvider
+from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.util.genai.handler import TelemetryHandler
 
 from otel_shapecheck import ShapecheckSpanProcessor, Subject, Verdict
@@ -268,3 +269,32 @@ def test_children_released_into_a_full_worker_queue_pass_through(tracer_provider
     assert processor.force_flush()
     processor.shutdown()
     assert len(set(downstream.span_ids())) == len(downstream.spans) == 5
+
+
+class _RepeatingIds(IdGenerator):
+    """Hands out the given span ids in turn: two spans end up with the same id."""
+
+    def __init__(self, span_ids: list[int]) -> None:
+        self._span_ids = iter(span_ids)
+
+    def generate_span_id(self) -> int:
+        return next(self._span_ids)
+
+    def generate_trace_id(self) -> int:
+        return 0x5EED
+
+
+def test_spans_repeating_an_id_are_each_forwarded_once() -> None:
+    """Two waiting chats with the same span id (a broken id generator, a replayed export) both pass."""
+    provider = TracerProvider(id_generator=_RepeatingIds([0xB, 0xA, 0xA]), shutdown_on_exit=False)
+    downstream = CountingProcessor()
+    processor = ShapecheckSpanProcessor(downstream, checks=[RecordingCheck()])
+    provider.add_span_processor(processor)
+    handler = TelemetryHandler(tracer_provider=provider)
+    agent = provider.get_tracer("tests").start_span("invoke_agent storage")
+    for _ in range(2):
+        chat(handler, names_output=False, context=trace.set_span_in_context(agent))
+    processor.shutdown()
+    assert downstream.span_ids() == [0xA, 0xA]
+    assert processor.counts().errors == ()
+    provider.shutdown()
