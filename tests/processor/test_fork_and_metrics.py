@@ -94,6 +94,13 @@ def test_pre_classification_never_hides_a_genai_span(name: str, attributes: dict
         assert classify_span(name, attributes) is SpanKind.OTHER
 
 
+def test_pre_classification_knows_every_key_the_reader_reads() -> None:
+    """The processor's key set covers every attribute :func:`classify_span` reads."""
+    from otel_shapecheck import _read
+
+    assert _read._CLASSIFYING_KEYS <= _CLASSIFYING_KEYS
+
+
 def test_pre_classification_lets_every_classified_kind_through() -> None:
     """Spans of each kind the readers know pass the key-set test."""
     assert may_classify("x", {ANALYST_ID: "a", ANALYST_ATTEMPT: 1})
