@@ -30,7 +30,7 @@ from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from otel_shapecheck._attributes import ANALYST_ID
+from otel_shapecheck._attributes import ANALYST_ATTEMPT, ANALYST_ID
 from otel_shapecheck._checks import Check
 from otel_shapecheck._config import positive_int
 from otel_shapecheck._conformance_check import ConformanceCheck
@@ -74,6 +74,7 @@ _DEFAULT_SHUTDOWN_TIMEOUT_MILLIS = 30_000
 _CLASSIFYING_KEYS = frozenset(
     {
         ANALYST_ID,
+        ANALYST_ATTEMPT,
         OPERATION_NAME,
         OPENINFERENCE_SPAN_KIND,
         LLM_REQUEST_TYPE,
