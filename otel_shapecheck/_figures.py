@@ -795,7 +795,9 @@ def explain_figure(value: str, basis: FigureBasis) -> Derivation | None:
     if match is None:
         return None
     target = float(value)
-    tolerance = 0.5 * 10.0 ** -len(match.group(2) or "") * (1 + 1e-9) + 1e-12
+    # The window is closed (a half-even rounding lands exactly on its edge); the slack absorbs the float
+    # error of the subtraction, which grows with the magnitude (an ulp of 49590.662 is ~7e-12).
+    tolerance = 0.5 * 10.0 ** -len(match.group(2) or "") * (1 + 1e-9) + 4 * math.ulp(target) + 1e-12
 
     def near(x: float) -> bool:
         return abs(x - target) <= tolerance

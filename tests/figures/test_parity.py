@@ -126,3 +126,12 @@ class TestWrittenPrecision:
         """'57.70%' equals a carried 57.7, so it is carried, not flagged."""
         finding = check_figures("The h700 pool is 57.70% used.", [capacity_result()])
         assert finding.carried == ("57.70%",)
+
+    @pytest.mark.parametrize(
+        ("carried", "written"),
+        [(49590.6625, "49590.662"), (49590.6635, "49590.664"), (0.25, "0.2"), (999999.99995, "999999.9999")],
+    )
+    def test_half_even_rounding_on_the_window_edge_is_rounded(self, carried: float, written: str) -> None:
+        """A carried number rounded half-even lands exactly on the window's closed edge, at any magnitude."""
+        derivation = explain_figure(written, figure_basis([ToolResult({"value": carried})]))
+        assert derivation is not None and derivation.derivation == "rounded"
