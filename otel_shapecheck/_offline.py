@@ -19,10 +19,10 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_shapecheck._checks import Check
 from otel_shapecheck._conformance_check import ConformanceCheck
-from otel_shapecheck._embedders import HashingEmbedder, MiniLMEmbedder
+from otel_shapecheck._embedders import HashingEmbedder
 from otel_shapecheck._figures_check import FiguresCheck
 from otel_shapecheck._log_processor import ShapecheckLogRecordProcessor
-from otel_shapecheck._processor import ShapecheckSpanProcessor
+from otel_shapecheck._processor import ShapecheckSpanProcessor, builtin_checks
 from otel_shapecheck._report import is_verdict_attribute, is_verdict_event
 from otel_shapecheck._tool_choice import ToolChoiceCheck
 
@@ -33,13 +33,17 @@ EMBEDDERS = ("minilm", "hashing")
 
 
 def build_checks(embedder: str) -> list[Check]:
-    """The built-in checks, with tool choice scored by the named embedder (one of :data:`EMBEDDERS`)."""
+    """The built-in checks, with tool choice scored by the named embedder (one of :data:`EMBEDDERS`).
+
+    ``minilm`` gives exactly the span processor's default checks; ``hashing`` swaps the embedder only.
+    """
     if embedder not in EMBEDDERS:
         raise ValueError(
             f"embedder={embedder!r} is not a valid value: embedder must be one of {', '.join(EMBEDDERS)}"
         )
-    chosen = MiniLMEmbedder() if embedder == "minilm" else HashingEmbedder()
-    return [ToolChoiceCheck(embedder=chosen), ConformanceCheck(), FiguresCheck()]
+    if embedder == "minilm":
+        return builtin_checks()
+    return [ToolChoiceCheck(embedder=HashingEmbedder()), ConformanceCheck(), FiguresCheck()]
 
 
 class CollectingSpanProcessor(SpanProcessor):
