@@ -8,11 +8,13 @@ tool's result goes back, and the model answers. Instrumentations under test wrap
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import openai
+import pytest
 from opentelemetry._logs import LogRecord
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
@@ -22,6 +24,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_shapecheck._read import SpanKind, classify_span
 from otel_shapecheck._scripted_openai import ScriptedReply, ScriptedToolCall
+
+CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""The util-genai setting that says where message content goes (``SPAN_ONLY``, ``EVENT_ONLY``…)."""
 
 MODEL = "gpt-4o-mini"
 SYSTEM_PROMPT = "You are a helpful assistant."
@@ -102,6 +107,34 @@ class CapturedTelemetry:
     def shutdown(self) -> None:
         self.tracer_provider.shutdown()
         self.logger_provider.shutdown()
+
+
+class Instrumentor(Protocol):
+    """What the tests need of an OpenTelemetry instrumentor."""
+
+    def instrument(self, **kwargs: Any) -> None: ...
+
+    def uninstrument(self, **kwargs: Any) -> None: ...
+
+
+@contextmanager
+def instrumenting(
+    telemetry: CapturedTelemetry, instrumentor: Instrumentor, *, capture: str | None = None
+) -> Iterator[CapturedTelemetry]:
+    """``instrumentor`` writing to ``telemetry``'s providers until the block ends, then uninstrumented.
+
+    ``capture`` sets util-genai's content capture mode for the block; the environment is restored after.
+    """
+    with pytest.MonkeyPatch.context() as env:
+        if capture is not None:
+            env.setenv(CAPTURE_ENV, capture)
+        instrumentor.instrument(
+            tracer_provider=telemetry.tracer_provider, logger_provider=telemetry.logger_provider
+        )
+        try:
+            yield telemetry
+        finally:
+            instrumentor.uninstrument()
 
 
 def records_by_span(records: Sequence[LogRecord]) -> dict[int, list[LogRecord]]:

@@ -32,6 +32,7 @@ from .telemetry import (
     WEATHER_ARGUMENTS,
     WEATHER_RESULT,
     CapturedTelemetry,
+    instrumenting,
     weather_script,
 )
 
@@ -53,12 +54,8 @@ INSTRUMENTORS = {
 
 @pytest.fixture(params=sorted(INSTRUMENTORS))
 def instrumented(telemetry: CapturedTelemetry, request: pytest.FixtureRequest) -> Iterator[CapturedTelemetry]:
-    instrumentor = INSTRUMENTORS[request.param]()
-    instrumentor.instrument(tracer_provider=telemetry.tracer_provider)
-    try:
+    with instrumenting(telemetry, INSTRUMENTORS[request.param]()):
         yield telemetry
-    finally:
-        instrumentor.uninstrument()
 
 
 def _anthropic_turn(root_url: str) -> None:

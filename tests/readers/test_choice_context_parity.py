@@ -9,12 +9,9 @@ client run against the scripted server, read by our readers, and go through the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import openai
-import pytest
-from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 
 from otel_shapecheck._model import LLMCall
 from otel_shapecheck._read import SpanKind, read_llm_call
@@ -24,18 +21,6 @@ from otel_shapecheck._tool_choice import choice_context
 from .telemetry import MODEL, TOOLS, CapturedTelemetry
 
 TOOL_RESULT_MARKER = "<<tool-result: fc1/3 link down at 04:12>>"
-
-
-@pytest.fixture
-def instrumented(telemetry: CapturedTelemetry) -> Iterator[CapturedTelemetry]:
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
-        instrumentor = OpenAIInstrumentor()
-        instrumentor.instrument(tracer_provider=telemetry.tracer_provider)
-        try:
-            yield telemetry
-        finally:
-            instrumentor.uninstrument()
 
 
 def _two_calls(telemetry: CapturedTelemetry, question: str, first_text: str | None) -> list[LLMCall]:
@@ -61,16 +46,16 @@ def _converse(base_url: str, question: str) -> None:
 
 
 def test_context_is_the_user_prompt_alone_without_earlier_assistant_text(
-    instrumented: CapturedTelemetry,
+    genai_openai: CapturedTelemetry,
 ) -> None:
-    first, second = _two_calls(instrumented, "why did fc1/3 drop?", None)
+    first, second = _two_calls(genai_openai, "why did fc1/3 drop?", None)
     assert choice_context(first.user_text or "", first.assistant_text) == "user: why did fc1/3 drop?"
     assert choice_context(second.user_text or "", second.assistant_text) == "user: why did fc1/3 drop?"
     assert TOOL_RESULT_MARKER not in choice_context(second.user_text or "", second.assistant_text)
 
 
-def test_context_adds_the_latest_assistant_text_of_the_turn(instrumented: CapturedTelemetry) -> None:
-    first, second = _two_calls(instrumented, "why?", "  checking the FLOGI DB ")
+def test_context_adds_the_latest_assistant_text_of_the_turn(genai_openai: CapturedTelemetry) -> None:
+    first, second = _two_calls(genai_openai, "why?", "  checking the FLOGI DB ")
     assert choice_context(first.user_text or "", first.assistant_text) == "user: why?"
     context = choice_context(second.user_text or "", second.assistant_text)
     assert context == "user: why?\n\nassistant: checking the FLOGI DB"

@@ -11,13 +11,12 @@ emitters show them, on spans made by the real SDK tracer.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import openai
 import pytest
 from opentelemetry._logs import LogRecord
-from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import NonRecordingSpan, set_span_in_context
 
@@ -39,19 +38,7 @@ PLAN = "Let me check the forecast."
 FOLLOW_UP = "And should I take an umbrella?"
 
 
-@pytest.fixture
-def instrumented(telemetry: CapturedTelemetry) -> Iterator[CapturedTelemetry]:
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
-        instrumentor = OpenAIInstrumentor()
-        instrumentor.instrument(tracer_provider=telemetry.tracer_provider)
-        try:
-            yield telemetry
-        finally:
-            instrumentor.uninstrument()
-
-
-def test_assistant_text_is_the_latest_of_the_current_turn(instrumented: CapturedTelemetry) -> None:
+def test_assistant_text_is_the_latest_of_the_current_turn(genai_openai: CapturedTelemetry) -> None:
     script = [*weather_script(plan=PLAN), ScriptedReply(text="Yes, take one.")]
     with ScriptedOpenAIServer(script) as server:
         answer = run_openai_turn(server.base_url)
@@ -63,7 +50,7 @@ def test_assistant_text_is_the_latest_of_the_current_turn(instrumented: Captured
             ]
             client.chat.completions.create(model=MODEL, messages=history, tools=TOOLS)
 
-    first, second, third = (read_llm_call(span) for span in instrumented.spans_of_kind(SpanKind.LLM_CALL))
+    first, second, third = (read_llm_call(span) for span in genai_openai.spans_of_kind(SpanKind.LLM_CALL))
     assert first is not None and second is not None and third is not None
     assert first.answer_text == PLAN and first.assistant_text is None
     assert second.assistant_text == PLAN, "the plan precedes the tool result in this turn"

@@ -6,10 +6,7 @@ spans and log records come from the SDK's in-memory exporters.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 from opentelemetry.sdk._logs import LogRecordProcessor, ReadWriteLogRecord
 
 from otel_shapecheck._model import OfferedTool, ToolCall, ToolResult
@@ -35,33 +32,16 @@ from .telemetry import (
     weather_script,
 )
 
-CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
-
-@pytest.fixture
-def instrumented(telemetry: CapturedTelemetry, request: pytest.FixtureRequest) -> Iterator[CapturedTelemetry]:
-    """The genai-openai instrumentation in the capture mode the test names, uninstrumented afterwards."""
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv(CAPTURE_ENV, request.param)
-        instrumentor = OpenAIInstrumentor()
-        instrumentor.instrument(
-            tracer_provider=telemetry.tracer_provider, logger_provider=telemetry.logger_provider
-        )
-        try:
-            yield telemetry
-        finally:
-            instrumentor.uninstrument()
-
-
-@pytest.mark.parametrize("instrumented", ["SPAN_ONLY"], indirect=True)
+@pytest.mark.parametrize("genai_openai", ["SPAN_ONLY"], indirect=True)
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 def test_content_on_spans_reads_menu_choice_result_and_answer(
-    instrumented: CapturedTelemetry, stream: bool
+    genai_openai: CapturedTelemetry, stream: bool
 ) -> None:
     with ScriptedOpenAIServer(weather_script()) as server:
         assert run_openai_turn(server.base_url, stream=stream) == ANSWER
 
-    spans = instrumented.spans_of_kind(SpanKind.LLM_CALL)
+    spans = genai_openai.spans_of_kind(SpanKind.LLM_CALL)
     assert len(spans) == 2
     assert all(names_own_tool_calls(span.attributes or {}) for span in spans)
     first, second = (read_llm_call(span) for span in spans)
@@ -87,12 +67,12 @@ def test_content_on_spans_reads_menu_choice_result_and_answer(
     assert second.response_id == "chatcmpl-turn-2"
 
 
-@pytest.mark.parametrize("instrumented", ["EVENT_ONLY"], indirect=True)
-def test_event_only_mode_is_read_through_the_log_records(instrumented: CapturedTelemetry) -> None:
+@pytest.mark.parametrize("genai_openai", ["EVENT_ONLY"], indirect=True)
+def test_event_only_mode_is_read_through_the_log_records(genai_openai: CapturedTelemetry) -> None:
     with ScriptedOpenAIServer(weather_script()) as server:
         run_openai_turn(server.base_url)
 
-    spans = instrumented.spans_of_kind(SpanKind.LLM_CALL)
+    spans = genai_openai.spans_of_kind(SpanKind.LLM_CALL)
     assert len(spans) == 2
     assert not any(names_own_tool_calls(span.attributes or {}) for span in spans)
     from_spans = [read_llm_call(span) for span in spans]
@@ -100,7 +80,7 @@ def test_event_only_mode_is_read_through_the_log_records(instrumented: CapturedT
         call is not None and call.tool_calls is None and call.offered_tools is None for call in from_spans
     )
 
-    records = instrumented.log_records()
+    records = genai_openai.log_records()
     assert records and all(is_genai_content_record(record) for record in records)
     grouped = records_by_span(records)
     first_events = read_log_records(grouped[spans[0].context.span_id])
@@ -119,16 +99,16 @@ def test_event_only_mode_is_read_through_the_log_records(instrumented: CapturedT
     assert second.answer_text == ANSWER
 
 
-@pytest.mark.parametrize("instrumented", ["NO_CONTENT"], indirect=True)
-def test_without_content_capture_only_the_response_metadata_is_read(instrumented: CapturedTelemetry) -> None:
+@pytest.mark.parametrize("genai_openai", ["NO_CONTENT"], indirect=True)
+def test_without_content_capture_only_the_response_metadata_is_read(genai_openai: CapturedTelemetry) -> None:
     with ScriptedOpenAIServer(weather_script()) as server:
         run_openai_turn(server.base_url)
 
-    calls = [read_llm_call(span) for span in instrumented.spans_of_kind(SpanKind.LLM_CALL)]
+    calls = [read_llm_call(span) for span in genai_openai.spans_of_kind(SpanKind.LLM_CALL)]
     assert [call.response_id for call in calls if call] == ["chatcmpl-turn-1", "chatcmpl-turn-2"]
     assert [call.finish_reasons for call in calls if call] == [("tool_calls",), ("stop",)]
     assert all(call is not None and call.tool_calls is None and call.user_text is None for call in calls)
-    assert instrumented.log_records() == []
+    assert genai_openai.log_records() == []
 
 
 class _RecordingLogProcessor(LogRecordProcessor):
@@ -147,14 +127,14 @@ class _RecordingLogProcessor(LogRecordProcessor):
         return True
 
 
-@pytest.mark.parametrize("instrumented", ["EVENT_ONLY"], indirect=True)
-def test_sdk_record_wrappers_read_like_the_records_they_wrap(instrumented: CapturedTelemetry) -> None:
+@pytest.mark.parametrize("genai_openai", ["EVENT_ONLY"], indirect=True)
+def test_sdk_record_wrappers_read_like_the_records_they_wrap(genai_openai: CapturedTelemetry) -> None:
     processor = _RecordingLogProcessor()
-    instrumented.logger_provider.add_log_record_processor(processor)
+    genai_openai.logger_provider.add_log_record_processor(processor)
     with ScriptedOpenAIServer(weather_script()) as server:
         run_openai_turn(server.base_url)
 
-    exported = list(instrumented.log_exporter.get_finished_logs())
+    exported = list(genai_openai.log_exporter.get_finished_logs())
     assert len(processor.emitted) == len(exported) == 2
     assert all(is_genai_content_record(record) for record in [*processor.emitted, *exported])
     for wrapped in (processor.emitted, exported):

@@ -31,6 +31,7 @@ from .telemetry import (
     WEATHER_ARGUMENTS,
     WEATHER_RESULT,
     CapturedTelemetry,
+    instrumenting,
     run_openai_turn,
     weather_script,
 )
@@ -38,12 +39,8 @@ from .telemetry import (
 
 @pytest.fixture
 def instrumented(telemetry: CapturedTelemetry) -> Iterator[CapturedTelemetry]:
-    instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=telemetry.tracer_provider)
-    try:
+    with instrumenting(telemetry, OpenAIInstrumentor()):
         yield telemetry
-    finally:
-        instrumentor.uninstrument()
 
 
 def test_llm_spans_give_menu_choice_results_and_answer(instrumented: CapturedTelemetry) -> None:

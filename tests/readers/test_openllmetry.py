@@ -31,6 +31,7 @@ from .telemetry import (
     WEATHER_ARGUMENTS,
     WEATHER_RESULT,
     CapturedTelemetry,
+    instrumenting,
     records_by_span,
     run_openai_turn,
     weather_script,
@@ -41,26 +42,14 @@ PLAN = "I will look up the weather in Paris."
 
 @pytest.fixture
 def openai_instrumented(telemetry: CapturedTelemetry) -> Iterator[CapturedTelemetry]:
-    instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(
-        tracer_provider=telemetry.tracer_provider, logger_provider=telemetry.logger_provider
-    )
-    try:
+    with instrumenting(telemetry, OpenAIInstrumentor()):
         yield telemetry
-    finally:
-        instrumentor.uninstrument()
 
 
 @pytest.fixture
 def cohere_instrumented(telemetry: CapturedTelemetry) -> Iterator[CapturedTelemetry]:
-    instrumentor = CohereInstrumentor()
-    instrumentor.instrument(
-        tracer_provider=telemetry.tracer_provider, logger_provider=telemetry.logger_provider
-    )
-    try:
+    with instrumenting(telemetry, CohereInstrumentor()):
         yield telemetry
-    finally:
-        instrumentor.uninstrument()
 
 
 def test_openai_json_form(openai_instrumented: CapturedTelemetry) -> None:
@@ -122,14 +111,8 @@ def test_cohere_legacy_indexed_form(cohere_instrumented: CapturedTelemetry) -> N
 
 @pytest.fixture
 def openai_events_instrumented(telemetry: CapturedTelemetry) -> Iterator[CapturedTelemetry]:
-    instrumentor = OpenAIInstrumentor(use_attributes=False)
-    instrumentor.instrument(
-        tracer_provider=telemetry.tracer_provider, logger_provider=telemetry.logger_provider
-    )
-    try:
+    with instrumenting(telemetry, OpenAIInstrumentor(use_attributes=False)):
         yield telemetry
-    finally:
-        instrumentor.uninstrument()
 
 
 def test_openai_events_path_puts_tool_calls_beside_the_message(

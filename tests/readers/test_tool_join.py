@@ -7,13 +7,12 @@ one agent span; the plain-data tests pin the ordering rules.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 from opentelemetry.util.genai.handler import TelemetryHandler
 
 from otel_shapecheck._model import LLMCall, ToolCall, ToolExecution, ToolResult
@@ -34,24 +33,13 @@ from .telemetry import (
     weather_script,
 )
 
-CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-
 
 @pytest.fixture
-def handler(telemetry: CapturedTelemetry, request: pytest.FixtureRequest) -> Iterator[TelemetryHandler]:
-    """A util-genai handler and the genai-openai instrumentation, both in the capture mode the test names."""
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv(CAPTURE_ENV, request.param)
-        instrumentor = OpenAIInstrumentor()
-        instrumentor.instrument(
-            tracer_provider=telemetry.tracer_provider, logger_provider=telemetry.logger_provider
-        )
-        try:
-            yield TelemetryHandler(
-                tracer_provider=telemetry.tracer_provider, logger_provider=telemetry.logger_provider
-            )
-        finally:
-            instrumentor.uninstrument()
+def handler(genai_openai: CapturedTelemetry) -> TelemetryHandler:
+    """A util-genai handler beside the genai-openai instrumentation, in the capture mode the test names."""
+    return TelemetryHandler(
+        tracer_provider=genai_openai.tracer_provider, logger_provider=genai_openai.logger_provider
+    )
 
 
 def _agent_turn(handler: TelemetryHandler, base_url: str, *, record_call_id: bool) -> None:
@@ -76,7 +64,7 @@ def _read(telemetry: CapturedTelemetry) -> tuple[list[LLMCall], list[ToolExecuti
     return calls, executions  # type: ignore[return-value]
 
 
-@pytest.mark.parametrize("handler", ["SPAN_ONLY"], indirect=True)
+@pytest.mark.parametrize("genai_openai", ["SPAN_ONLY"], indirect=True)
 def test_execute_tool_span_is_read_and_joined_by_call_id(
     telemetry: CapturedTelemetry, handler: TelemetryHandler
 ) -> None:
@@ -97,7 +85,7 @@ def test_execute_tool_span_is_read_and_joined_by_call_id(
     assert joined[1].tool_results == (ToolResult(WEATHER_RESULT, call_id=CALL_ID),), "no duplicate result"
 
 
-@pytest.mark.parametrize("handler", ["SPAN_ONLY"], indirect=True)
+@pytest.mark.parametrize("genai_openai", ["SPAN_ONLY"], indirect=True)
 def test_execute_tool_span_without_call_id_joins_by_name_and_order(
     telemetry: CapturedTelemetry, handler: TelemetryHandler
 ) -> None:
@@ -115,7 +103,7 @@ def test_execute_tool_span_without_call_id_joins_by_name_and_order(
     )
 
 
-@pytest.mark.parametrize("handler", ["NO_CONTENT"], indirect=True)
+@pytest.mark.parametrize("genai_openai", ["NO_CONTENT"], indirect=True)
 def test_call_without_captured_output_gets_the_executions_after_it(
     telemetry: CapturedTelemetry, handler: TelemetryHandler
 ) -> None:
