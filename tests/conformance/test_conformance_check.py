@@ -7,7 +7,15 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from otel_shapecheck import AnalystAttempt, AnalystRun, Check, ConformanceCheck, LLMCall, Subject
+from otel_shapecheck import (
+    AnalystAttempt,
+    AnalystConformanceRecord,
+    AnalystRun,
+    Check,
+    ConformanceCheck,
+    LLMCall,
+    Subject,
+)
 from otel_shapecheck._attributes import (
     CONFORMANCE_ACCEPTED,
     CONFORMANCE_ANALYST_ID,
@@ -28,6 +36,7 @@ from otel_shapecheck._attributes import (
     FLAGS,
 )
 from otel_shapecheck._checks import Verdict, enrichment_attributes
+from otel_shapecheck._conformance_record import conformance_attributes
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 RUN_SPAN_ID = "00f067aa0ba902b7"
@@ -163,3 +172,28 @@ class TestConformanceCheck:
         assert attributes[CONFORMANCE_RECOVERED] is (collapsed and counts[-1][1] > 0)
         assert verdict.flagged is collapsed
         assert (FLAG_CONFORMANCE_UNRECOVERED in verdict.flags) is (verdict.label == "collapsed")
+
+
+class TestConformanceAttributes:
+    def test_each_field_of_the_record_has_its_own_attribute(self) -> None:
+        """The public names of a record's fields, pinned with values that all differ."""
+        record = AnalystConformanceRecord(
+            analyst_id="triage",
+            attempts=3,
+            emitted_peak=7,
+            emitted_final=5,
+            accepted=2,
+            collapsed=True,
+            recovered=True,
+            conformance_rate=0.4,
+        )
+        assert conformance_attributes(record) == {
+            CONFORMANCE_ANALYST_ID: "triage",
+            CONFORMANCE_ATTEMPTS: 3,
+            CONFORMANCE_EMITTED_PEAK: 7,
+            CONFORMANCE_EMITTED_FINAL: 5,
+            CONFORMANCE_ACCEPTED: 2,
+            CONFORMANCE_COLLAPSED: True,
+            CONFORMANCE_RECOVERED: True,
+            CONFORMANCE_RATE: 0.4,
+        }

@@ -21,13 +21,17 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
-from otel_shapecheck import ConformanceCheck, FlaggedEventExporter, validate_rows, with_shape_collapse_retry
+from otel_shapecheck import (
+    AnalystConformanceRecord,
+    ConformanceCheck,
+    FlaggedEventExporter,
+    validate_rows,
+    with_shape_collapse_retry,
+)
 from otel_shapecheck._attributes import (
-    CONFORMANCE_ACCEPTED,
     CONFORMANCE_ANALYST_ID,
     CONFORMANCE_ATTEMPTS,
     CONFORMANCE_COLLAPSED,
-    CONFORMANCE_EMITTED_FINAL,
     CONFORMANCE_EMITTED_PEAK,
     CONFORMANCE_RATE,
     CONFORMANCE_RECOVERED,
@@ -43,6 +47,7 @@ from otel_shapecheck._attributes import (
     ROWS_ACCEPTED,
     ROWS_EMITTED,
 )
+from otel_shapecheck._conformance_record import conformance_attributes
 from otel_shapecheck._processor import ShapecheckSpanProcessor
 from otel_shapecheck._scripted_openai import ScriptedOpenAIServer, ScriptedReply
 
@@ -147,16 +152,18 @@ def test_collapse_then_recovery_is_on_the_exported_analyst_span(
     assert all((a.attributes or {})[ROWS_EMITTED] == 2 for a in attempts)
 
     attributes = analyst.attributes or {}
-    assert {key: attributes[key] for key in attributes if key.startswith("shapecheck.conformance.")} == {
-        CONFORMANCE_ANALYST_ID: "storage-triage",
-        CONFORMANCE_ATTEMPTS: 2,
-        CONFORMANCE_EMITTED_PEAK: 2,
-        CONFORMANCE_EMITTED_FINAL: 2,
-        CONFORMANCE_ACCEPTED: 2,
-        CONFORMANCE_COLLAPSED: True,
-        CONFORMANCE_RECOVERED: True,
-        CONFORMANCE_RATE: 1.0,
-    }
+    expected = AnalystConformanceRecord(
+        analyst_id="storage-triage",
+        attempts=2,
+        emitted_peak=2,
+        emitted_final=2,
+        accepted=2,
+        collapsed=True,
+        recovered=True,
+        conformance_rate=1.0,
+    )
+    conformance = {key: attributes[key] for key in attributes if key.startswith("shapecheck.conformance.")}
+    assert conformance == conformance_attributes(expected)
     assert attributes[FLAGGED] is True
     assert tuple(attributes[FLAGS]) == (FLAG_CONFORMANCE_COLLAPSED,)  # type: ignore[arg-type]
     (event,) = _evaluation_events(analyst)

@@ -21,17 +21,12 @@ from otel_shapecheck import (
 from otel_shapecheck._attributes import (
     ANALYST_ATTEMPT,
     ANALYST_ID,
-    CONFORMANCE_ACCEPTED,
-    CONFORMANCE_ANALYST_ID,
     CONFORMANCE_ATTEMPTS,
-    CONFORMANCE_COLLAPSED,
-    CONFORMANCE_EMITTED_FINAL,
-    CONFORMANCE_EMITTED_PEAK,
     CONFORMANCE_RATE,
-    CONFORMANCE_RECOVERED,
     ROWS_ACCEPTED,
     ROWS_EMITTED,
 )
+from otel_shapecheck._conformance_record import conformance_attributes
 from otel_shapecheck._read import SpanKind, classify_span, read_analyst_attempt
 
 from .analysts import AsyncScriptedAnalyst, RecordingContext, ScriptedAnalyst, Step, collapse, success
@@ -71,17 +66,17 @@ def test_analyst_and_attempt_spans_carry_the_contract(
         assert attempt.context.trace_id == analyst.context.trace_id
         assert classify_span(attempt.name, attempt.attributes or {}) is SpanKind.ANALYST_ATTEMPT
     assert classify_span(analyst.name, analyst.attributes or {}) is not SpanKind.ANALYST_ATTEMPT
-    assert dict(analyst.attributes or {}) == {
-        ANALYST_ID: "probe",
-        CONFORMANCE_ANALYST_ID: "probe",
-        CONFORMANCE_ATTEMPTS: 2,
-        CONFORMANCE_EMITTED_PEAK: 4,
-        CONFORMANCE_EMITTED_FINAL: 3,
-        CONFORMANCE_ACCEPTED: 2,
-        CONFORMANCE_COLLAPSED: True,
-        CONFORMANCE_RECOVERED: True,
-        CONFORMANCE_RATE: 2 / 3,
-    }
+    expected = AnalystConformanceRecord(
+        analyst_id="probe",
+        attempts=2,
+        emitted_peak=4,
+        emitted_final=3,
+        accepted=2,
+        collapsed=True,
+        recovered=True,
+        conformance_rate=2 / 3,
+    )
+    assert dict(analyst.attributes or {}) == {ANALYST_ID: "probe", **conformance_attributes(expected)}
     assert records[0].conformance_rate == analyst.attributes[CONFORMANCE_RATE]  # type: ignore[index]
 
 
