@@ -28,6 +28,7 @@ class Span:
     name: str
     attributes: dict[str, Any]
     events: list[tuple[str, dict[str, Any]]]
+    start_time: int = 0
 
 
 def _value(value: Mapping[str, Any]) -> Any:
@@ -62,6 +63,7 @@ def read_spans(path: Path) -> list[Span]:
                                 (event["name"], _attributes(event.get("attributes", [])))
                                 for event in span.get("events", [])
                             ],
+                            start_time=int(span["startTimeUnixNano"]),
                         )
                     )
     return spans
@@ -74,9 +76,9 @@ def scenario_spans(spans: Sequence[Span], agent: str) -> list[Span]:
 
 
 def chat_spans(spans: Sequence[Span]) -> list[Span]:
-    """The LLM-call spans, in the order the agent made the calls (response ids are numbered by the server)."""
+    """The LLM-call spans, in the order the agent made the calls."""
     chats = [span for span in spans if span.attributes.get("gen_ai.operation.name") == "chat"]
-    return sorted(chats, key=lambda span: int(str(span.attributes["gen_ai.response.id"]).rsplit("-", 1)[1]))
+    return sorted(chats, key=lambda span: span.start_time)
 
 
 @dataclass(frozen=True)
@@ -234,7 +236,7 @@ def report_as_spans(report: Mapping[str, Any], all_spans: Sequence[Span]) -> lis
         attributes = {k: v for k, v in span.attributes.items() if not k.startswith("shapecheck.")}
         if entry is not None:
             attributes.update(entry["attributes"])
-        merged.append(Span(span.trace_id, span.span_id, span.name, attributes, []))
+        merged.append(Span(span.trace_id, span.span_id, span.name, attributes, [], span.start_time))
     return merged
 
 
