@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -20,7 +21,13 @@ from otel_shapecheck import _lint_command, _serve_command
 from otel_shapecheck._offline import EMBEDDERS, build_checks, check_spans
 from otel_shapecheck._otlp_json import STDIN, UnreadableTraceFile, load_telemetry, write_spans_jsonl
 from otel_shapecheck._report import json_report, summary, verdict_rows
-from otel_shapecheck._terminal import print_summary, print_verdicts, span_progress, stdout_console
+from otel_shapecheck._terminal import (
+    print_summary,
+    print_verdicts,
+    reading_status,
+    span_progress,
+    stdout_console,
+)
 from otel_shapecheck._version import __version__
 
 EXIT_OK = 0
@@ -130,7 +137,10 @@ def _run_check(arguments: argparse.Namespace) -> int:
     paths: list[str] = arguments.paths
     if paths.count(STDIN) > 1:
         raise _UsageError("standard input (-) can be read only once")
-    inputs = [load_telemetry(path) for path in paths]
+    inputs = []
+    for path in paths:
+        with reading_status("<stdin>" if path == STDIN else path, _size(path)):
+            inputs.append(load_telemetry(path))
     spans = [span for telemetry in inputs for span in telemetry.spans]
     log_records = [record for telemetry in inputs for record in telemetry.log_records]
     checks = build_checks(arguments.embedder)
@@ -162,6 +172,16 @@ def _run_demo(arguments: argparse.Namespace) -> int:
     except ValueError as error:
         raise _UsageError(str(error)) from None
     return run_demo(output, embedder=arguments.embedder)
+
+
+def _size(path: str) -> int | None:
+    """The file's size in bytes: ``None`` for stdin, 0 when it cannot be read (the loader then says why)."""
+    if path == STDIN:
+        return None
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _in_input_order(checked: Sequence[ReadableSpan], original: Sequence[ReadableSpan]) -> list[ReadableSpan]:

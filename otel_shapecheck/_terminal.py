@@ -1,4 +1,4 @@
-"""Terminal output: the verdict table, the run summary, and a progress bar for large inputs (rich)."""
+"""Terminal output: the verdict table, the run summary, and progress on stderr for large inputs (rich)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ from otel_shapecheck._tool_choice import SKIP_NOTHING_CHOSEN
 
 PROGRESS_THRESHOLD_SPANS = 2000
 """Inputs with more spans than this get a progress bar on stderr."""
+
+STATUS_THRESHOLD_BYTES = 4_000_000
+"""Input files larger than this get a spinner on stderr while they are read."""
 
 _PIPED_WIDTH = 120
 
@@ -128,6 +131,16 @@ class SpanProgress:
         """Count one more span done (thread-safe; extra arguments are ignored so it fits any callback)."""
         if self._progress is not None and self._task is not None:
             self._progress.advance(self._task)
+
+
+@contextmanager
+def reading_status(source: str, size_bytes: int | None) -> Iterator[None]:
+    """A spinner on stderr while a large input (over :data:`STATUS_THRESHOLD_BYTES`, or stdin) is read."""
+    if size_bytes is not None and size_bytes <= STATUS_THRESHOLD_BYTES:
+        yield
+        return
+    with Console(stderr=True).status(f"reading {source}", spinner="dots"):
+        yield
 
 
 @contextmanager

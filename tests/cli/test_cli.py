@@ -342,12 +342,13 @@ class TestCheck:
 
 class TestProgress:
     def test_large_input_shows_a_progress_bar_on_stderr(self, demo_dir: Path, tmp_path: Path) -> None:
-        """Over a few thousand spans a progress bar is drawn on stderr; stdout keeps only the JSON."""
+        """Over a few thousand spans progress is drawn on stderr; stdout keeps only the JSON."""
         large = tmp_path / "large.jsonl"
         large.write_text(_copies(demo_dir / "traces.jsonl", 140))
         completed = run_cli("check", "--json", "--embedder", "hashing", str(large), env={"FORCE_COLOR": "1"})
         assert completed.returncode == 0, completed.stderr
         assert "checking spans" in completed.stderr
+        assert f"reading {large}" in completed.stderr, "a file over a few MB gets a spinner while it is read"
         report = json.loads(completed.stdout)
         assert report["summary"]["spans"] == 140 * len(read_spans(demo_dir / "traces.jsonl"))
         assert report["summary"]["conformance"]["analysts"] == 140
