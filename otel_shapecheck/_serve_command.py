@@ -129,20 +129,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"{_COMMAND}: listening {' '.join(listening)}", flush=True)
         while not stop.wait(0.5):
             pass
-        print(f"{_COMMAND}: stopping: draining and forwarding what was accepted", file=sys.stderr, flush=True)
-        service.stop()
-        counts = service.gateway.counts()
-        print(
-            f"{_COMMAND}: stopped: {counts.spans_accepted} spans and "
-            f"{counts.log_records_accepted} log records accepted, {counts.spans_exported} spans exported, "
-            f"{counts.spans_export_failed} failed, "
-            f"{counts.rejected} rejected, {counts.refused_full} requests refused while full",
-            file=sys.stderr,
-            flush=True,
-        )
     finally:
+        # From here a second signal ends the process at once, as it would without the gateway.
         for number, handler in previous.items():
             signal.signal(number, handler)
+        print(f"{_COMMAND}: stopping: draining and forwarding what was accepted", file=sys.stderr, flush=True)
+        service.stop()
+    counts = service.gateway.counts()
+    print(
+        f"{_COMMAND}: stopped: {counts.spans_accepted} spans and "
+        f"{counts.log_records_accepted} log records accepted, {counts.spans_exported} spans exported, "
+        f"{counts.spans_export_failed} failed, "
+        f"{counts.rejected} rejected, {counts.refused_full} requests refused while full",
+        file=sys.stderr,
+        flush=True,
+    )
     return EXIT_OK
 
 
