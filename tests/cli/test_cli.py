@@ -213,6 +213,15 @@ class TestDemo:
             in completed.stdout
         )
 
+    def test_out_that_is_a_file_is_a_usage_error(self, tmp_path: Path) -> None:
+        """--out naming an existing file (not a directory) exits 2 naming it, before the agent runs."""
+        occupied = tmp_path / "occupied"
+        occupied.write_text("not a directory")
+        completed = run_cli("demo", "--embedder", "hashing", "--out", str(occupied))
+        assert completed.returncode == 2
+        assert f"{occupied}: cannot write the demo output" in completed.stderr
+        assert completed.stdout == ""
+
     def test_bad_endpoint_is_a_usage_error(self) -> None:
         """An endpoint that is not a URL or host:port exits 2 naming it."""
         completed = run_cli("demo", "--otlp-endpoint", "ftp:/nowhere")
