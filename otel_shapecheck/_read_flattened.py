@@ -6,7 +6,10 @@ OpenLLMetry's legacy form and OpenInference spell lists as ``gen_ai.prompt.0.rol
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
+
+T = TypeVar("T")
 
 MAX_INDEX = 100_000
 """Indexes above this are ignored; no real list is that long, and a hostile key cannot allocate."""
@@ -27,6 +30,15 @@ def indexed_groups(attributes: Mapping[str, object], prefix: str) -> dict[int, d
     return groups
 
 
-def in_index_order(groups: Mapping[int, dict[str, object]]) -> list[dict[str, object]]:
-    """The groups' fields sorted by index."""
-    return [groups[index] for index in sorted(groups)]
+def read_indexed(
+    attributes: Mapping[str, object], prefix: str, read: Callable[[Mapping[str, object]], T | None]
+) -> tuple[T, ...] | None:
+    """Each record under ``prefix<i>.`` read by ``read``, in index order, those it cannot read left out.
+
+    ``None`` when there is no record at all, so "not captured" stays distinct from "captured, none read".
+    """
+    groups = indexed_groups(attributes, prefix)
+    if not groups:
+        return None
+    items = (read(groups[index]) for index in sorted(groups))
+    return tuple(item for item in items if item is not None)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from otel_shapecheck._lenient_json import parse_json_object, parse_json_or_text, to_json_value
 from otel_shapecheck._model import OfferedTool, ToolCall, ToolExecution, ToolResult
 from otel_shapecheck._read_content import TOOL_RESULT_ROLES, CallContent, Message, SpanRef, optional_string
-from otel_shapecheck._read_flattened import in_index_order, indexed_groups
+from otel_shapecheck._read_flattened import read_indexed
 from otel_shapecheck._read_genai import offered_tool_from_json
 
 OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
@@ -42,13 +42,10 @@ _TOOL_CALLS = "tool_calls."
 
 def read_openinference_content(attributes: Mapping[str, object]) -> CallContent:
     """Call content from OpenInference's flattened message and tool attributes."""
-    inputs = in_index_order(indexed_groups(attributes, INPUT_MESSAGES_PREFIX))
-    outputs = in_index_order(indexed_groups(attributes, OUTPUT_MESSAGES_PREFIX))
-    tools = in_index_order(indexed_groups(attributes, TOOLS_PREFIX))
     return CallContent(
-        input_messages=tuple(_message(fields) for fields in inputs) if inputs else None,
-        output_messages=tuple(_message(fields) for fields in outputs) if outputs else None,
-        offered_tools=_offered_tools(tools) if tools else None,
+        input_messages=read_indexed(attributes, INPUT_MESSAGES_PREFIX, _message),
+        output_messages=read_indexed(attributes, OUTPUT_MESSAGES_PREFIX, _message),
+        offered_tools=read_indexed(attributes, TOOLS_PREFIX, _offered_tool),
         finish_reasons=_finish_reasons(attributes.get(FINISH_REASON)),
     )
 
@@ -78,21 +75,21 @@ def _message(fields: Mapping[str, object]) -> Message:
         call_id = optional_string(message.get("tool_call_id"))
         result = ToolResult(content=content, call_id=call_id, name=optional_string(message.get("name")))
         return Message(role=role, tool_results=(result,))
-    calls = in_index_order(indexed_groups(message, _TOOL_CALLS))
-    return Message(
-        role=role,
-        texts=texts,
-        tool_calls=tuple(call for call in map(_tool_call, calls) if call is not None),
-    )
+    return Message(role=role, texts=texts, tool_calls=read_indexed(message, _TOOL_CALLS, _tool_call) or ())
 
 
 def _texts(message: Mapping[str, object]) -> tuple[str, ...]:
     content = message.get("content")
     if isinstance(content, str) and content:
         return (content,)
-    parts = in_index_order(indexed_groups(message, _CONTENTS))
-    texts = (part.get("message_content.text") for part in parts if part.get("message_content.type") == "text")
-    return tuple(text for text in texts if isinstance(text, str) and text)
+    return read_indexed(message, _CONTENTS, _text_part) or ()
+
+
+def _text_part(part: Mapping[str, object]) -> str | None:
+    text = part.get("message_content.text")
+    if part.get("message_content.type") != "text" or not isinstance(text, str):
+        return None
+    return text or None
 
 
 def _tool_call(fields: Mapping[str, object]) -> ToolCall | None:
@@ -107,7 +104,6 @@ def _finish_reasons(value: object) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) and value else ()
 
 
-def _offered_tools(tools: list[dict[str, object]]) -> tuple[OfferedTool, ...]:
-    definitions = (parse_json_object(fields.get(TOOL_JSON_SCHEMA)) for fields in tools)
-    offered = (offered_tool_from_json(item) for item in definitions if item is not None)
-    return tuple(tool for tool in offered if tool is not None)
+def _offered_tool(fields: Mapping[str, object]) -> OfferedTool | None:
+    definition = parse_json_object(fields.get(TOOL_JSON_SCHEMA))
+    return None if definition is None else offered_tool_from_json(definition)

@@ -14,7 +14,7 @@ from otel_shapecheck._lenient_json import parse_json_or_text, to_json_value
 from otel_shapecheck._model import JSONValue, OfferedTool, ToolCall, ToolExecution, ToolResult
 from otel_shapecheck._read_content import TOOL_RESULT_ROLES, CallContent, Message, SpanRef, optional_string
 from otel_shapecheck._read_content_blocks import recorded_content_blocks
-from otel_shapecheck._read_flattened import in_index_order, indexed_groups
+from otel_shapecheck._read_flattened import read_indexed
 
 LLM_REQUEST_TYPE = "llm.request.type"
 TRACELOOP_SPAN_KIND = "traceloop.span.kind"
@@ -38,17 +38,15 @@ COMPLETION_TOOL_CALL_MARKER = "gen_ai.completion.0.tool_calls.0.name"
 COMPLETION_FINISH_REASON = "gen_ai.completion.0.finish_reason"
 
 _TOOL_SPAN_SUFFIX = ".tool"
+_TOOL_CALLS = "tool_calls."
 
 
 def read_openllmetry_content(attributes: Mapping[str, object]) -> CallContent:
     """Call content from legacy indexed attributes; empty when the span has none."""
-    prompts = in_index_order(indexed_groups(attributes, PROMPT_PREFIX))
-    completions = in_index_order(indexed_groups(attributes, COMPLETION_PREFIX))
-    functions = in_index_order(indexed_groups(attributes, FUNCTIONS_PREFIX))
     return CallContent(
-        input_messages=tuple(_message(fields) for fields in prompts) if prompts else None,
-        output_messages=tuple(_message(fields) for fields in completions) if completions else None,
-        offered_tools=_offered_tools(functions) if functions else None,
+        input_messages=read_indexed(attributes, PROMPT_PREFIX, _message),
+        output_messages=read_indexed(attributes, COMPLETION_PREFIX, _message),
+        offered_tools=read_indexed(attributes, FUNCTIONS_PREFIX, _offered_tool),
     )
 
 
@@ -80,11 +78,10 @@ def _message(fields: Mapping[str, object]) -> Message:
         result = ToolResult(content=to_json_value(fields.get("content")), call_id=call_id)
         return Message(role=role, tool_results=(result,))
     blocks = recorded_content_blocks(fields.get("content"))
-    indexed_calls = (_tool_call(call) for call in in_index_order(indexed_groups(fields, "tool_calls.")))
     return Message(
         role=role,
         texts=blocks.texts,
-        tool_calls=tuple(call for call in indexed_calls if call is not None) or blocks.tool_calls,
+        tool_calls=read_indexed(fields, _TOOL_CALLS, _tool_call) or blocks.tool_calls,
         tool_results=blocks.tool_results,
         finish_reason=optional_string(fields.get("finish_reason")),
     )
@@ -98,13 +95,9 @@ def _tool_call(fields: Mapping[str, object]) -> ToolCall | None:
     return ToolCall(name=name, call_id=optional_string(fields.get("id")), arguments=arguments)
 
 
-def _offered_tools(functions: list[dict[str, object]]) -> tuple[OfferedTool, ...]:
-    tools = (
-        OfferedTool(name=name, description=optional_string(fields.get("description")))
-        for fields in functions
-        if (name := optional_string(fields.get("name")))
-    )
-    return tuple(tools)
+def _offered_tool(fields: Mapping[str, object]) -> OfferedTool | None:
+    name = optional_string(fields.get("name"))
+    return OfferedTool(name=name, description=optional_string(fields.get("description"))) if name else None
 
 
 def _entity_arguments(value: object) -> JSONValue:
