@@ -251,7 +251,11 @@ def _log_records_of(resource_logs: Any, source: str, number: int) -> Iterator[Re
         raise UnreadableTraceFile(
             source, f"document {number} is not valid OTLP/JSON logs ({error})"
         ) from None
-    yield from log_records_from_message(message)
+
+    def skip(problem: str) -> None:  # only content matters here; one odd record need not stop the run
+        logger.warning("%s: document %d: skipped a %s", _display_name(source), number, problem)
+
+    yield from log_records_from_message(message, rejected=skip)
 
 
 def log_records_from_message(

@@ -21,6 +21,7 @@ from otel_shapecheck._otlp_json import (
     UnreadableTraceFile,
     load_spans,
     parse_spans,
+    parse_telemetry,
     spans_to_otlp_json,
     write_spans_jsonl,
 )
@@ -278,3 +279,48 @@ class TestUnreadableInput:
         text = json.dumps(_document(sdk_spans)) + "\n" + json.dumps({"logs": []}) + "\n"
         with pytest.raises(UnreadableTraceFile, match="document 2 is not exported traces"):
             parse_spans(text.encode(), "f")
+
+
+class TestLogRecords:
+    def test_resource_logs_documents_become_log_records_parented_to_their_span(self) -> None:
+        """A {"resourceLogs": ...} line becomes SDK log records with trace and span ids, name and body."""
+        document = {
+            "resourceLogs": [
+                {
+                    "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "agent"}}]},
+                    "scopeLogs": [
+                        {
+                            "scope": {"name": "genai"},
+                            "logRecords": [
+                                {
+                                    "timeUnixNano": "5",
+                                    "traceId": "0af7651916cd43dd8448eb211c80319c",
+                                    "spanId": "b7ad6b7169203331",
+                                    "eventName": "gen_ai.client.inference.operation.details",
+                                    "body": {
+                                        "kvlistValue": {"values": [{"key": "k", "value": {"intValue": "3"}}]}
+                                    },
+                                    "attributes": [
+                                        {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}
+                                    ],
+                                }
+                            ],
+                        }
+                    ],
+                }
+            ]
+        }
+        telemetry = parse_telemetry(json.dumps(document).encode(), "logs.jsonl")
+        assert telemetry.spans == []
+        (record,) = telemetry.log_records
+        assert record.log_record.trace_id == REMOTE_PARENT.trace_id
+        assert record.log_record.span_id == REMOTE_PARENT.span_id
+        assert record.log_record.event_name == "gen_ai.client.inference.operation.details"
+        assert record.log_record.body == {"k": 3}
+        assert record.resource is not None and record.resource.attributes["service.name"] == "agent"
+
+    def test_a_record_with_an_unknown_severity_is_skipped_not_fatal(self) -> None:
+        """Only content matters offline: one record the SDK cannot represent is left out, the rest kept."""
+        records = [{"severityNumber": 99, "body": {"stringValue": "odd"}}, {"severityNumber": 9}]
+        document = {"resourceLogs": [{"scopeLogs": [{"logRecords": records}]}]}
+        assert len(parse_telemetry(json.dumps(document).encode(), "logs.jsonl").log_records) == 1
