@@ -394,9 +394,13 @@ class Ledger:
         trace_executions = tuple(facts.executions)
         executions = tuple(fact for fact in trace_executions if fact.parent_id in owners)
         awaited = {held.parent_id for held in group if held.awaits_parent}
-        siblings = tuple(
-            span
-            for parent_id, span in facts.calls
-            if parent_id in awaited and span.context is not None and span.context.span_id not in owners
+        siblings = (
+            tuple(
+                span
+                for parent_id, span in facts.calls
+                if parent_id in awaited and span.context is not None and span.context.span_id not in owners
+            )
+            if awaited
+            else ()
         )
         return Release(group, executions, trace_executions, siblings, content, attempts)
