@@ -17,16 +17,8 @@ from otel_shapecheck._conformance_check import ConformanceCheck
 from otel_shapecheck._conformance_record import AnalystConformanceRecord
 from otel_shapecheck._embedders import CharCountEmbedder, Embedder, HashingEmbedder, MiniLMEmbedder
 from otel_shapecheck._embedding_cache import CacheStats, EmbeddingCache, content_hash
-from otel_shapecheck._figures import (
-    ComputedFigure,
-    Derivation,
-    FigureBasis,
-    FiguresFinding,
-    check_figures,
-    explain_figure,
-    figure_basis,
-    figures_conclusion_line,
-)
+from otel_shapecheck._figures import ComputedFigure, FiguresFinding, check_figures, figures_conclusion_line
+from otel_shapecheck._figures_basis import Derivation, FigureBasis, explain_figure, figure_basis
 from otel_shapecheck._figures_check import FiguresCheck
 from otel_shapecheck._flagged_events import FlaggedEventExporter, FlaggedEventStats
 from otel_shapecheck._log_processor import ShapecheckLogRecordProcessor

@@ -18,7 +18,8 @@ from otel_shapecheck._attributes import (
 )
 from otel_shapecheck._checks import AttributeValue, Subject, Verdict
 from otel_shapecheck._config import positive_int
-from otel_shapecheck._figures import DEFAULT_MIN_DIGITS, FiguresFinding, check_figures
+from otel_shapecheck._figures import FiguresFinding, check_figures
+from otel_shapecheck._figures_text import DEFAULT_MIN_DIGITS
 from otel_shapecheck._model import LLMCall, ToolResult
 
 logger = logging.getLogger(__name__)

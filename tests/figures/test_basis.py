@@ -8,7 +8,8 @@ import tracemalloc
 import pytest
 
 from otel_shapecheck import ToolResult, check_figures, explain_figure, figure_basis
-from otel_shapecheck._figures import (
+from otel_shapecheck._figures_basis import CarriedNumber
+from otel_shapecheck._figures_fold import (
     MAX_BASIS_NUMBERS,
     MAX_DEPTH,
     MAX_DERIVED,
@@ -16,7 +17,6 @@ from otel_shapecheck._figures import (
     MAX_NODES,
     MAX_NUMERIC_FIELDS,
     MAX_ROWS,
-    CarriedNumber,
 )
 from otel_shapecheck._model import JSONValue
 

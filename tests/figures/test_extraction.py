@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from otel_shapecheck._figures import figures_in
+from otel_shapecheck._figures_text import figures_in
 
 
 class TestFiguresWearingUnits:

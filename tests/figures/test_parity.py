@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from otel_shapecheck import ToolResult, check_figures, explain_figure, figure_basis
-from otel_shapecheck._figures import figures_in, normalize_token
+from otel_shapecheck._figures_text import figures_in, normalize_token
 from otel_shapecheck._model import JSONValue
 
 from .fixtures import capacity_result

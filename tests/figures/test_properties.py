@@ -11,13 +11,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from otel_shapecheck import ToolResult, check_figures, figure_basis
-from otel_shapecheck._figures import (
-    MAX_BASIS_NUMBERS,
-    MAX_DERIVED,
-    figures_in,
-    normalize_token,
-    numbers_in_text,
-)
+from otel_shapecheck._figures_fold import MAX_BASIS_NUMBERS, MAX_DERIVED
+from otel_shapecheck._figures_text import figures_in, normalize_token, numbers_in_text
 from otel_shapecheck._model import JSONValue
 
 SCALES = [float(base**power) for power in range(1, 6) for base in (1000, 1024)]

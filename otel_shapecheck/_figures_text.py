@@ -1,0 +1,168 @@
+"""Numbers in text: the figures of a final answer, and the numbers a tool's or a user's text states.
+
+A *figure* is a number wearing a unit of measure (``53.2%``, ``6.3 TB``, ``41,200 IOPS``) whatever its
+digit count, or a bare number with at least ``min_digits`` digits. Plain numbers keep the precision
+they were written with (``61.0`` stays ``61.0``), which is what the derivation question compares at.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Final, Literal
+
+FIGURE_UNITS: Final = (
+    "%",
+    "percent",
+    "kb",
+    "mb",
+    "gb",
+    "tb",
+    "pb",
+    "kib",
+    "mib",
+    "gib",
+    "tib",
+    "pib",
+    "iops",
+    "mbps",
+    "gbps",
+    "ms",
+    "us",
+)
+"""Units that make a number a figure whatever its digit count (matched case-insensitively)."""
+
+DEFAULT_MIN_DIGITS: Final = 4
+"""Digits a bare number (no unit) needs to be a candidate; shorter ones read as prose (``3 issues``)."""
+
+Shape = Literal["figure", "number"]
+
+_NUMBER = r"[-+]?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?"
+_WORD_UNITS = sorted((unit for unit in FIGURE_UNITS if unit != "%"), key=len, reverse=True)
+_UNIT = rf"%|(?:{'|'.join(_WORD_UNITS)})(?:/s)?(?![a-z0-9])"
+_FIGURE_RE: Final = re.compile(rf"(?<![\w.,])(?P<number>{_NUMBER})\s?(?P<unit>{_UNIT})", re.IGNORECASE)
+# A bare number stands alone: not part of an identifier, date, time, range, ratio or version.
+_BARE_RE: Final = re.compile(rf"(?<![\w.,/:#@+\-])(?P<number>{_NUMBER})(?![\w/:\-]|[.,][0-9])")
+_PLAIN_NUMBER_RE: Final = re.compile(r"[-+]?([0-9]+)(?:\.([0-9]+))?")
+_THOUSANDS_RE: Final = re.compile(r"-?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?")
+_TOKEN_RE: Final = re.compile(r"[A-Za-z0-9:_\-/.,%+@#$]+")
+_TOKEN_COMMA_RE: Final = re.compile(r"(?<![0-9]),|,(?![0-9])")
+_FIGURE_TOKEN_RE: Final = re.compile(rf"(?P<number>{_NUMBER})(?:{_UNIT})", re.IGNORECASE)
+_LEADING_STRIP: Final = "$#@+'\"`([{<"
+_TRAILING_STRIP: Final = ".,;:!?%'\"`)]}>"
+# Where a token that normalises to a number can start: a superset test that skips identifiers cheaply.
+_NUMBER_TOKEN_START_RE: Final = re.compile(r"(?<![A-Za-z0-9:_\-/.%@#$+])[$#@+]*-?[0-9]")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One candidate figure of an answer."""
+
+    written: str
+    """The figure exactly as the answer wrote it, unit included (``1,526.3 TB``)."""
+    value: str
+    """The number without thousands separators or a ``+`` sign, trailing zeros kept (``1526.3``)."""
+    shape: Shape
+    """``figure`` for a number wearing a unit, ``number`` for a long bare number."""
+
+
+def figures_in(answer: str, min_digits: int = DEFAULT_MIN_DIGITS) -> tuple[Figure, ...]:
+    """The candidate figures of ``answer`` in order of appearance, one per distinct value.
+
+    Raises:
+        ValueError: ``min_digits`` is not a whole number ≥ 1.
+    """
+    _require_min_digits(min_digits)
+    found: list[tuple[int, Figure]] = []
+    covered = bytearray(len(answer))
+    for match in _FIGURE_RE.finditer(answer):
+        found.append((match.start(), Figure(match.group(0), _plain_value(match.group("number")), "figure")))
+        covered[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
+    for match in _BARE_RE.finditer(answer):
+        number = match.group("number")
+        if sum(char.isdigit() for char in number) < min_digits or any(covered[match.start() : match.end()]):
+            continue
+        found.append((match.start(), Figure(number, _plain_value(number), "number")))
+    figures: dict[str, Figure] = {}
+    for _, figure in sorted(found, key=lambda item: item[0]):
+        figures.setdefault(figure.value, figure)
+    return tuple(figures.values())
+
+
+def normalize_token(token: str) -> str:
+    """A token as the basis compares it: lowercased, wrapping punctuation and thousands separators gone.
+
+    This is the reference's ``normalizeToken`` without its last step (re-printing plain numbers through
+    a float), so ``61.0`` stays ``61.0`` and keeps its written precision.
+    """
+    text = token.lower().strip().lstrip(_LEADING_STRIP).rstrip(_TRAILING_STRIP)
+    if "," in text and _THOUSANDS_RE.fullmatch(text):
+        text = text.replace(",", "")
+    return text
+
+
+def _plain_value(number: str) -> str:
+    return number.replace(",", "").lstrip("+")
+
+
+def _require_min_digits(min_digits: int) -> None:
+    if isinstance(min_digits, bool) or not isinstance(min_digits, int) or min_digits < 1:
+        raise ValueError(
+            f"min_digits={min_digits!r} is not a valid value: min_digits must be a whole number ≥ 1"
+        )
+
+
+def written_decimals(value: str) -> int | None:
+    """The digits after the point of a plain number as written (``61.0`` → 1); ``None`` for other text."""
+    match = _PLAIN_NUMBER_RE.fullmatch(value)
+    if match is None:
+        return None
+    return len(match.group(2) or "")
+
+
+def may_state_a_number(text: str) -> bool:
+    """Whether some token of ``text`` can start a number: a cheap superset test that skips identifiers."""
+    return _NUMBER_TOKEN_START_RE.search(text) is not None
+
+
+def plain_number(token: str) -> float | None:
+    """The finite value of a normalised token that is a plain number (``-12.5``), else ``None``."""
+    if not _PLAIN_NUMBER_RE.fullmatch(token):
+        return None
+    number = float(token)
+    return number if math.isfinite(number) else None
+
+
+def numbers_in_text(text: str) -> Iterator[float]:
+    """The numbers a text states: its numeric tokens, and the number of each figure token (``24.8TB``).
+
+    Tokens are runs of ``[A-Za-z0-9:_-/.,%+@#$]``, cut at commas that are not between digits. Only
+    tokens that can start a number are visited, so a long text costs one regex scan, not a Python loop
+    over every word.
+    """
+    for start in _NUMBER_TOKEN_START_RE.finditer(text):
+        position = start.start()
+        if (
+            position >= 2
+            and text[position - 1] == ","
+            and _is_digit(text[position - 2])
+            and _is_digit(text[position])
+        ):
+            continue  # inside a number such as 1,234
+        token = _TOKEN_RE.match(text, position)
+        piece = token.group(0) if token else ""
+        if "," in piece:
+            piece = _TOKEN_COMMA_RE.split(piece, maxsplit=1)[0]
+        normalized = normalize_token(piece)
+        number = plain_number(normalized)
+        if number is None:
+            figure = _FIGURE_TOKEN_RE.fullmatch(normalized)
+            number = plain_number(_plain_value(figure.group("number"))) if figure else None
+        if number is not None:
+            yield number
+
+
+def _is_digit(char: str) -> bool:
+    return "0" <= char <= "9"
