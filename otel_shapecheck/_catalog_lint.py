@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Final, Literal
 
 from otel_shapecheck._embedders import CharCountEmbedder, Embedder
-from otel_shapecheck._embedding_cache import EmbeddingCache
+from otel_shapecheck._embedding_cache import EmbeddingCache, cached
 from otel_shapecheck._tool_index import ToolIndex, confusability_text, tokenised_name
 
 logger = logging.getLogger(__name__)
@@ -403,7 +403,7 @@ def lint_catalog(
             negative ``top_pairs``.
     """
     if index is None and embedder is not None:
-        index = ToolIndex(embedder if isinstance(embedder, EmbeddingCache) else EmbeddingCache(embedder))
+        index = ToolIndex(cached(embedder))
     default_threshold, default_band = _calibration(index.embedder if index is not None else None)
     threshold = default_threshold if threshold is None else threshold
     watch_band = default_band if watch_band is None else watch_band

@@ -184,3 +184,8 @@ class EmbeddingCache:
                 self._evictions += 1
         flight.set_result(fetched)
         return fetched
+
+
+def cached(embedder: Embedder) -> EmbeddingCache:
+    """``embedder`` behind an :class:`EmbeddingCache`: itself when it is one already, never cached twice."""
+    return embedder if isinstance(embedder, EmbeddingCache) else EmbeddingCache(embedder)

@@ -41,8 +41,9 @@ from otel_shapecheck._attributes import (
 )
 from otel_shapecheck._checks import AttributeValue, Subject, Verdict
 from otel_shapecheck._embedders import Embedder, MiniLMEmbedder
-from otel_shapecheck._embedding_cache import EmbeddingCache
+from otel_shapecheck._embedding_cache import EmbeddingCache, cached
 from otel_shapecheck._model import LLMCall, OfferedTool
+from otel_shapecheck._read_content import stopped_for_tools
 from otel_shapecheck._tool_index import ToolIndex, confusability_text
 
 logger = logging.getLogger(__name__)
@@ -76,8 +77,6 @@ LABEL_ALL_CHOSEN: Final = "all-chosen"
 """Every offered tool was chosen: no margin to measure."""
 LABEL_SKIPPED: Final = "skipped"
 """Not scored; ``shapecheck.tool_choice.skipped`` says why."""
-
-_TOOL_CALL_FINISH_REASONS = frozenset({"tool_calls", "tool_call", "function_call", "tool_use"})
 
 
 def choice_context(user_text: str, assistant_text: str | None = None, *, max_slot_chars: int = 2000) -> str:
@@ -225,8 +224,8 @@ class ToolChoiceSummary:
 def _skip_reason(call: LLMCall, incomplete: bool) -> str | None:
     offered = {tool.name for tool in call.offered_tools or ()}
     if call.tool_calls is None:
-        reasons = {reason.lower() for reason in call.finish_reasons}
-        return SKIP_INCOMPLETE if incomplete or reasons & _TOOL_CALL_FINISH_REASONS else SKIP_NOTHING_CHOSEN
+        stopped = incomplete or stopped_for_tools(call.finish_reasons)
+        return SKIP_INCOMPLETE if stopped else SKIP_NOTHING_CHOSEN
     if not call.chosen:
         return SKIP_NOTHING_CHOSEN
     if any(name not in offered for name in call.chosen):
@@ -326,8 +325,7 @@ class ToolChoiceCheck:
         elif embedder is None:
             self._index = _shared_minilm_index()
         else:
-            cache = embedder if isinstance(embedder, EmbeddingCache) else EmbeddingCache(embedder)
-            self._index = ToolIndex(cache)
+            self._index = ToolIndex(cached(embedder))
         self._lock = threading.Lock()
         self._pending: deque[ToolChoiceCall] = deque(maxlen=max_recorded)
         self._history: deque[ToolChoiceCall] = deque(maxlen=max_recorded)
