@@ -24,6 +24,7 @@ import math
 import numbers
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence, Sized
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, overload
 
 from opentelemetry import trace
@@ -189,23 +190,15 @@ class _CountingContext:
         return AttemptCounts(emitted=self.emitted, accepted=self.accepted)
 
 
+@dataclass(frozen=True, kw_only=True)
 class _RetrySettings:
     """The wrapper's configuration, shared by the sync and async flavours."""
 
-    def __init__(
-        self,
-        *,
-        analyst_id: str,
-        max_retries: int,
-        on_retry: OnRetry | None,
-        on_conformance: OnConformance | None,
-        tracer: Tracer,
-    ) -> None:
-        self.analyst_id = analyst_id
-        self.max_retries = max_retries
-        self.on_retry = on_retry
-        self.on_conformance = on_conformance
-        self.tracer = tracer
+    analyst_id: str
+    max_retries: int
+    on_retry: OnRetry | None
+    on_conformance: OnConformance | None
+    tracer: Tracer
 
 
 class _Run:

@@ -75,12 +75,12 @@ _RowError = tuple[tuple[int | str, ...], str, str]
 """One validation error of one row: location inside the row, pydantic error type, message."""
 
 
+@dataclass(frozen=True)
 class _Rejection:
     """What validation says about a row that failed: the row as validated, and its errors."""
 
-    def __init__(self, row: object, errors: list[_RowError]) -> None:
-        self.row = row
-        self.errors = errors
+    row: object
+    errors: list[_RowError]
 
 
 @functools.lru_cache(maxsize=256)
