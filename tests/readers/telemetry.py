@@ -22,7 +22,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_shapecheck._read import SpanKind, classify_span
+from otel_shapecheck._model import LLMCall
+from otel_shapecheck._read import SpanKind, classify_span, read_llm_call
 from otel_shapecheck._scripted_openai import ScriptedReply, ScriptedToolCall
 
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -100,6 +101,12 @@ class CapturedTelemetry:
         """Finished spans of one kind, in end order."""
         found = [span for span in self.spans() if classify_span(span.name, span.attributes or {}) is kind]
         return sorted(found, key=lambda span: span.end_time or 0)
+
+    def llm_calls(self) -> list[LLMCall]:
+        """The LLM calls the finished spans record, read, in end order; every LLM span must read as one."""
+        calls = [read_llm_call(span) for span in self.spans_of_kind(SpanKind.LLM_CALL)]
+        assert all(call is not None for call in calls), "an LLM span did not read as an LLM call"
+        return [call for call in calls if call is not None]
 
     def log_records(self) -> list[LogRecord]:
         return [readable.log_record for readable in self.log_exporter.get_finished_logs()]

@@ -20,7 +20,7 @@ from openinference.instrumentation.anthropic import (
 from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor as OpenLLMetryAnthropicInstrumentor
 
 from otel_shapecheck._model import OfferedTool, ToolCall, ToolResult
-from otel_shapecheck._read import SpanKind, names_own_tool_calls, read_llm_call
+from otel_shapecheck._read import SpanKind, names_own_tool_calls
 from otel_shapecheck._scripted_openai import ScriptedOpenAIServer
 
 from .telemetry import (
@@ -89,8 +89,7 @@ def test_tool_result_in_a_user_message_keeps_the_turn(instrumented: CapturedTele
     spans = instrumented.spans_of_kind(SpanKind.LLM_CALL)
     assert len(spans) == 2
     assert all(names_own_tool_calls(span.attributes or {}) for span in spans)
-    first, second = (read_llm_call(span) for span in spans)
-    assert first is not None and second is not None
+    first, second = instrumented.llm_calls()
 
     assert first.offered_tools == tuple(OfferedTool(name, description) for name, description in OFFERED)
     assert first.tool_calls == (ToolCall("get_weather", TOOL_USE_ID, WEATHER_ARGUMENTS),)

@@ -14,7 +14,6 @@ from typing import Any
 import openai
 
 from otel_shapecheck._model import LLMCall
-from otel_shapecheck._read import SpanKind, read_llm_call
 from otel_shapecheck._scripted_openai import ScriptedOpenAIServer, ScriptedReply, ScriptedToolCall
 from otel_shapecheck._tool_choice import choice_context
 
@@ -31,9 +30,7 @@ def _two_calls(telemetry: CapturedTelemetry, question: str, first_text: str | No
     ]
     with ScriptedOpenAIServer(script) as server:
         _converse(server.base_url, question)
-    calls = [read_llm_call(span) for span in telemetry.spans_of_kind(SpanKind.LLM_CALL)]
-    assert all(calls)
-    return calls  # type: ignore[return-value]
+    return telemetry.llm_calls()
 
 
 def _converse(base_url: str, question: str) -> None:

@@ -50,8 +50,7 @@ def test_assistant_text_is_the_latest_of_the_current_turn(genai_openai: Captured
             ]
             client.chat.completions.create(model=MODEL, messages=history, tools=TOOLS)
 
-    first, second, third = (read_llm_call(span) for span in genai_openai.spans_of_kind(SpanKind.LLM_CALL))
-    assert first is not None and second is not None and third is not None
+    first, second, third = genai_openai.llm_calls()
     assert first.answer_text == PLAN and first.assistant_text is None
     assert second.assistant_text == PLAN, "the plan precedes the tool result in this turn"
     assert third.user_text == FOLLOW_UP

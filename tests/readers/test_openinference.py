@@ -18,7 +18,6 @@ from otel_shapecheck._read import (
     SpanKind,
     join_tool_executions,
     names_own_tool_calls,
-    read_llm_call,
     read_tool_execution,
 )
 from otel_shapecheck._scripted_openai import ScriptedOpenAIServer
@@ -50,8 +49,7 @@ def test_llm_spans_give_menu_choice_results_and_answer(instrumented: CapturedTel
     spans = instrumented.spans_of_kind(SpanKind.LLM_CALL)
     assert len(spans) == 2
     assert all(names_own_tool_calls(span.attributes or {}) for span in spans)
-    first, second = (read_llm_call(span) for span in spans)
-    assert first is not None and second is not None
+    first, second = instrumented.llm_calls()
     assert first.offered_tools == tuple(OfferedTool(name, description) for name, description in OFFERED)
     assert first.tool_calls == (ToolCall("get_weather", CALL_ID, WEATHER_ARGUMENTS),)
     assert first.user_text == QUESTION
@@ -83,10 +81,9 @@ def test_tool_span_is_read_and_joined_by_name(instrumented: CapturedTelemetry) -
     assert execution.name == "get_weather"
     assert execution.arguments == WEATHER_ARGUMENTS
     assert execution.result == WEATHER_RESULT
-    calls = [read_llm_call(span) for span in instrumented.spans_of_kind(SpanKind.LLM_CALL)]
-    assert all(calls)
-    assert {call.parent_id for call in calls if call} == {execution.parent_id}
+    calls = instrumented.llm_calls()
+    assert {call.parent_id for call in calls} == {execution.parent_id}
 
-    first, second = join_tool_executions([calls[0], calls[1]], [execution])  # type: ignore[list-item]
+    first, second = join_tool_executions([calls[0], calls[1]], [execution])
     assert first.chosen == ("get_weather",)
     assert second.tool_results == (ToolResult(WEATHER_RESULT, call_id=CALL_ID),)

@@ -18,7 +18,7 @@ from opentelemetry.instrumentation.cohere import CohereInstrumentor
 from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 
 from otel_shapecheck._model import OfferedTool, ToolCall, ToolResult
-from otel_shapecheck._read import SpanKind, names_own_tool_calls, read_llm_call, read_log_records
+from otel_shapecheck._read import SpanKind, names_own_tool_calls, read_log_records
 from otel_shapecheck._scripted_openai import ScriptedOpenAIServer
 
 from .telemetry import (
@@ -59,8 +59,7 @@ def test_openai_json_form(openai_instrumented: CapturedTelemetry) -> None:
     spans = openai_instrumented.spans_of_kind(SpanKind.LLM_CALL)
     assert [span.name for span in spans] == ["openai.chat", "openai.chat"]
     assert all(names_own_tool_calls(span.attributes or {}) for span in spans)
-    first, second = (read_llm_call(span) for span in spans)
-    assert first is not None and second is not None
+    first, second = openai_instrumented.llm_calls()
     assert first.offered_tools == tuple(OfferedTool(name, description) for name, description in OFFERED)
     assert first.tool_calls == (ToolCall("get_weather", CALL_ID, WEATHER_ARGUMENTS),)
     assert first.user_text == QUESTION
@@ -92,8 +91,7 @@ def test_cohere_legacy_indexed_form(cohere_instrumented: CapturedTelemetry) -> N
     attributes = spans[0].attributes or {}
     assert "gen_ai.input.messages" not in attributes and "gen_ai.prompt.1.content" in attributes
     assert all(names_own_tool_calls(span.attributes or {}) for span in spans)
-    first, second = (read_llm_call(span) for span in spans)
-    assert first is not None and second is not None
+    first, second = cohere_instrumented.llm_calls()
 
     assert first.offered_tools == tuple(OfferedTool(name, description) for name, description in OFFERED)
     assert first.tool_calls == (ToolCall("get_weather", CALL_ID, WEATHER_ARGUMENTS),)

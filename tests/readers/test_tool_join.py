@@ -19,7 +19,6 @@ from otel_shapecheck._model import LLMCall, ToolCall, ToolExecution, ToolResult
 from otel_shapecheck._read import (
     SpanKind,
     join_tool_executions,
-    read_llm_call,
     read_tool_execution,
 )
 from otel_shapecheck._scripted_openai import ScriptedOpenAIServer
@@ -42,8 +41,10 @@ def handler(genai_openai: CapturedTelemetry) -> TelemetryHandler:
     )
 
 
-def _agent_turn(handler: TelemetryHandler, base_url: str, *, record_call_id: bool) -> None:
-    """The weather turn under an agent span, the tool run inside an ``execute_tool`` span."""
+def _agent_turn(
+    telemetry: CapturedTelemetry, handler: TelemetryHandler, *, record_call_id: bool
+) -> tuple[list[LLMCall], list[ToolExecution]]:
+    """The weather turn under an agent span, the tool run inside an ``execute_tool`` span; read back."""
 
     def run_tool(name: str, call_id: str, arguments: Mapping[str, Any]) -> str:
         with handler.tool(name, tool_type="function") as tool:
@@ -53,24 +54,21 @@ def _agent_turn(handler: TelemetryHandler, base_url: str, *, record_call_id: boo
             tool.tool_result = WEATHER_RESULT
         return WEATHER_RESULT
 
-    with handler.invoke_local_agent(agent_name="weather-agent"):
-        run_openai_turn(base_url, run_tool=run_tool)
-
-
-def _read(telemetry: CapturedTelemetry) -> tuple[list[LLMCall], list[ToolExecution]]:
-    calls = [read_llm_call(span) for span in telemetry.spans_of_kind(SpanKind.LLM_CALL)]
+    with (
+        ScriptedOpenAIServer(weather_script()) as server,
+        handler.invoke_local_agent(agent_name="weather-agent"),
+    ):
+        run_openai_turn(server.base_url, run_tool=run_tool)
     executions = [read_tool_execution(span) for span in telemetry.spans_of_kind(SpanKind.TOOL_EXECUTION)]
-    assert all(calls) and all(executions)
-    return calls, executions  # type: ignore[return-value]
+    assert all(execution is not None for execution in executions)
+    return telemetry.llm_calls(), [execution for execution in executions if execution is not None]
 
 
 @pytest.mark.parametrize("genai_openai", ["SPAN_ONLY"], indirect=True)
 def test_execute_tool_span_is_read_and_joined_by_call_id(
     telemetry: CapturedTelemetry, handler: TelemetryHandler
 ) -> None:
-    with ScriptedOpenAIServer(weather_script()) as server:
-        _agent_turn(handler, server.base_url, record_call_id=True)
-    calls, executions = _read(telemetry)
+    calls, executions = _agent_turn(telemetry, handler, record_call_id=True)
 
     (execution,) = executions
     assert execution.name == "get_weather"
@@ -89,9 +87,7 @@ def test_execute_tool_span_is_read_and_joined_by_call_id(
 def test_execute_tool_span_without_call_id_joins_by_name_and_order(
     telemetry: CapturedTelemetry, handler: TelemetryHandler
 ) -> None:
-    with ScriptedOpenAIServer(weather_script()) as server:
-        _agent_turn(handler, server.base_url, record_call_id=False)
-    calls, executions = _read(telemetry)
+    calls, executions = _agent_turn(telemetry, handler, record_call_id=False)
     assert executions[0].call_id is None
 
     joined = join_tool_executions(calls, executions)
@@ -107,9 +103,7 @@ def test_execute_tool_span_without_call_id_joins_by_name_and_order(
 def test_call_without_captured_output_gets_the_executions_after_it(
     telemetry: CapturedTelemetry, handler: TelemetryHandler
 ) -> None:
-    with ScriptedOpenAIServer(weather_script()) as server:
-        _agent_turn(handler, server.base_url, record_call_id=True)
-    calls, executions = _read(telemetry)
+    calls, executions = _agent_turn(telemetry, handler, record_call_id=True)
     assert [call.tool_calls for call in calls] == [None, None]
 
     joined = join_tool_executions(calls, executions)
