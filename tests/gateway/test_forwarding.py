@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import grpc
 from export.agent_turn import UNSUPPORTED, instrumented, run_capacity_turn
@@ -23,6 +25,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from otlp_receiver import OTLPReceiver, ReceivedSpan
 
+from gateway.otlp_requests import post
 from gateway.running import grpc_span_exporter, http_span_exporter, logs_url, running_gateway, traces_url
 from otel_shapecheck import _attributes as attrs
 from otel_shapecheck._otlp_json import spans_to_otlp_json
@@ -207,3 +210,34 @@ class TestPartialSuccess:
             assert "99" in response.partial_success.error_message
             assert receiver.wait_for(lambda r: len(r.log_records) == 1)
         assert [record.event_name for record in receiver.log_records] == ["kept"]
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "openai_v2"
+
+
+class TestOtlpJsonFixtures:
+    def test_fixture_files_posted_as_json_are_checked_with_their_content_events(
+        self, receiver: OTLPReceiver
+    ) -> None:
+        """Recorded openai-v2 telemetry (content only in log events) posted as OTLP/JSON gets verdicts."""
+        logs = (FIXTURES / "events.logs.json").read_bytes()
+        spans = (FIXTURES / "events.spans.json").read_bytes()
+        json_body = {"Content-Type": "application/json"}
+        with running_gateway(receiver) as service:
+            assert post(service.http_port, "/v1/logs", logs, json_body).status == 200
+            assert post(service.http_port, "/v1/traces", spans, json_body).status == 200
+        # Leaving the block drained the gateway: everything is downstream now.
+        expected_spans = json.loads(spans)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        expected_records = json.loads(logs)["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
+        received = receiver.spans
+        # These files were written with protobuf's own JSON mapping (base64 ids), which is read as well.
+        expected_ids = sorted(base64.b64decode(span["spanId"]).hex() for span in expected_spans)
+        assert sorted(span.span_id for span in received) == expected_ids
+        content = [record for record in receiver.log_records if record.event_name != attrs.EVALUATION_EVENT]
+        assert len(content) == len(expected_records)
+        # The spans carry no content: the chosen tool is known only from the gen_ai.choice log event.
+        request, answer = sorted(received, key=lambda span: attrs.FIGURES_CHECKED in span.attributes)
+        assert request.attributes[attrs.TOOL_CHOICE_CHOSEN] == ("get_weather",)
+        assert request.attributes[attrs.TOOL_CHOICE_SKIPPED] == "no-menu"  # openai-v2 records no definitions
+        assert answer.attributes[attrs.FIGURES_UNSUPPORTED] == ()
+        assert not any(span.attributes[attrs.FLAGGED] for span in received)
