@@ -14,7 +14,7 @@ from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck._model import LLMCall, ToolCall, ToolResult
-from otel_shapecheck._otlp_json import parse_spans
+from otel_shapecheck._otlp_json import parse_telemetry
 from otel_shapecheck._read import (
     SpanKind,
     classify_span,
@@ -24,7 +24,6 @@ from otel_shapecheck._read import (
     read_log_records,
 )
 
-from .otlp_logs import load_log_records
 from .telemetry import WEATHER_ARGUMENTS, WEATHER_RESULT, records_by_span
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "openai_v2"
@@ -34,11 +33,11 @@ CALL_ID = "call_weather_1"
 
 
 def _load(mode: str) -> tuple[list[ReadableSpan], list[LogRecord]]:
-    path = FIXTURES / f"{mode}.spans.json"
-    spans = parse_spans(path.read_bytes(), str(path))
-    return sorted(spans, key=lambda span: span.end_time or 0), load_log_records(
-        FIXTURES / f"{mode}.logs.json"
-    )
+    """The spans (in end order) and log records of one fixture run, read by the package's OTLP/JSON loader."""
+    spans, logs = (FIXTURES / f"{mode}.spans.json", FIXTURES / f"{mode}.logs.json")
+    loaded_spans = parse_telemetry(spans.read_bytes(), str(spans)).spans
+    records = [record.log_record for record in parse_telemetry(logs.read_bytes(), str(logs)).log_records]
+    return sorted(loaded_spans, key=lambda span: span.end_time or 0), records
 
 
 def _calls_from_events(spans: list[ReadableSpan], records: list[LogRecord]) -> list[LLMCall]:
