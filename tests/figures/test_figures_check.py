@@ -30,7 +30,7 @@ from otel_shapecheck._attributes import (
     FLAG_FIGURES_UNSUPPORTED,
     RESPONSE_ID,
 )
-from otel_shapecheck._checks import enrichment_attributes
+from otel_shapecheck._checks import Verdict, enrichment_attributes
 from otel_shapecheck._figures_check import OTEL_SHAPECHECK_FIGURES_MIN_DIGITS
 
 from .fixtures import capacity_result
@@ -59,6 +59,13 @@ def answer_subject(
         response_id="chatcmpl-42",
     )
     return Subject(span_id=span_id, trace_id=TRACE_ID, llm_call=call, trace_tool_results=trace_tool_results)
+
+
+def _verdict(subject: Subject, check: FiguresCheck | None = None) -> Verdict:
+    """The one verdict ``check`` (default settings when omitted) gives ``subject``; there must be one."""
+    (verdict,) = (check or FiguresCheck()).evaluate([subject])
+    assert verdict is not None
+    return verdict
 
 
 class TestApplies:
@@ -91,15 +98,13 @@ class TestApplies:
     def test_offered_tools_but_none_called_is_checked(self) -> None:
         """An answer given without calling any offered tool is checked (every figure is unsupported)."""
         subject = answer_subject("Revenue was 12,500.", offered_tools=(OfferedTool("get_revenue"),))
-        (verdict,) = FiguresCheck().evaluate([subject])
-        assert verdict is not None
+        verdict = _verdict(subject)
         assert verdict.attributes[FIGURES_UNSUPPORTED] == ("12,500",)
 
     def test_trace_tool_results_are_part_of_the_basis(self) -> None:
         """Results of earlier tool executions in the trace support the answer too."""
         subject = answer_subject("1,526.3 TB are usable.", trace_tool_results=(capacity_result(),))
-        (verdict,) = FiguresCheck().evaluate([subject])
-        assert verdict is not None
+        verdict = _verdict(subject)
         assert verdict.attributes[FIGURES_COMPUTED] == 1
         assert verdict.flags == ()
 
@@ -110,8 +115,7 @@ class TestApplies:
         # Read twice, this result's derived values would pass the 50 000 bound.
         assert check_figures("It holds 12.5 TB.", [same, same]).truncated
         subject = answer_subject("It holds 12.5 TB.", tool_results=(same,), trace_tool_results=(same,))
-        (verdict,) = FiguresCheck().evaluate([subject])
-        assert verdict is not None
+        verdict = _verdict(subject)
         assert verdict.attributes[FIGURES_TRUNCATED] is False
 
 
@@ -119,8 +123,7 @@ class TestVerdict:
     def test_grounded_answer(self) -> None:
         """Carried and computed figures give a grounded verdict with score 1 and the derivations listed."""
         answer = "CLUSTER-A01 is 59.2% used: 1,526.3 TB usable; f710_pool is at 61.1%."
-        (verdict,) = FiguresCheck().evaluate([answer_subject(answer, tool_results=(capacity_result(),))])
-        assert verdict is not None
+        verdict = _verdict(answer_subject(answer, tool_results=(capacity_result(),)))
         assert dict(verdict.attributes) == {
             FIGURES_CHECKED: 3,
             FIGURES_CARRIED: 1,
@@ -140,8 +143,7 @@ class TestVerdict:
     def test_unsupported_answer(self) -> None:
         """Invented figures are flagged as written, with the share supported as the score."""
         answer = "CLUSTER-A01 is 53.2% used, with 6.3 TB free, 1,526.3 TB usable."
-        (verdict,) = FiguresCheck().evaluate([answer_subject(answer, tool_results=(capacity_result(),))])
-        assert verdict is not None
+        verdict = _verdict(answer_subject(answer, tool_results=(capacity_result(),)))
         assert verdict.attributes[FIGURES_UNSUPPORTED] == ("53.2%", "6.3 TB")
         assert verdict.flags == (FLAG_FIGURES_UNSUPPORTED,)
         assert verdict.label == "unsupported"
@@ -152,8 +154,7 @@ class TestVerdict:
     def test_event_and_enrichment_attributes(self) -> None:
         """The verdict becomes the evaluation event and the span's flag attributes of the contract."""
         answer = "CLUSTER-A01 is 53.2% used."
-        (verdict,) = FiguresCheck().evaluate([answer_subject(answer, tool_results=(capacity_result(),))])
-        assert verdict is not None
+        verdict = _verdict(answer_subject(answer, tool_results=(capacity_result(),)))
         event = verdict.event_attributes()
         assert event[EVALUATION_NAME] == EVALUATION_FIGURES
         assert event[EVALUATION_SCORE_LABEL] == "unsupported"
@@ -166,8 +167,7 @@ class TestVerdict:
     def test_answer_without_figures(self) -> None:
         """An answer with no candidate figures gets a grounded verdict with checked = 0 and score 1."""
         subject = answer_subject("The cluster is healthy.", tool_results=(capacity_result(),))
-        (verdict,) = FiguresCheck().evaluate([subject])
-        assert verdict is not None
+        verdict = _verdict(subject)
         assert verdict.attributes[FIGURES_CHECKED] == 0
         assert (verdict.label, verdict.score, verdict.flagged) == ("grounded", 1.0, False)
         assert verdict.explanation == "The answer states no figures to check."
@@ -179,8 +179,7 @@ class TestVerdict:
             tool_results=(capacity_result(),),
             user_texts=("Our budget is 2500 IOPS.",),
         )
-        (verdict,) = FiguresCheck().evaluate([subject])
-        assert verdict is not None
+        verdict = _verdict(subject)
         assert verdict.attributes[FIGURES_CARRIED] == 1
         assert verdict.flags == ()
 
@@ -194,15 +193,13 @@ class TestVerdict:
             user_text="Plan for 7500 IOPS.",
         )
         subject = Subject(span_id=call.span_id, trace_id=TRACE_ID, llm_call=call)
-        (verdict,) = FiguresCheck().evaluate([subject])
-        assert verdict is not None
+        verdict = _verdict(subject)
         assert verdict.attributes[FIGURES_CARRIED] == 1
 
     def test_truncated_basis_is_reported(self) -> None:
         """A bound that cut the basis shows on the verdict and in its explanation."""
         huge = ToolResult(list(range(60_000)))
-        (verdict,) = FiguresCheck().evaluate([answer_subject("It holds 12.5 TB.", tool_results=(huge,))])
-        assert verdict is not None
+        verdict = _verdict(answer_subject("It holds 12.5 TB.", tool_results=(huge,)))
         assert verdict.attributes[FIGURES_TRUNCATED] is True
         assert "too large to read in full" in verdict.explanation
 
@@ -211,8 +208,7 @@ class TestConfiguration:
     def test_min_digits_argument(self) -> None:
         """min_digits=2 makes two-digit bare numbers candidates."""
         subject = answer_subject("There are 17 pools.", tool_results=(capacity_result(),))
-        (verdict,) = FiguresCheck(min_digits=2).evaluate([subject])
-        assert verdict is not None
+        verdict = _verdict(subject, FiguresCheck(min_digits=2))
         assert verdict.attributes[FIGURES_UNSUPPORTED] == ("17",)
 
     def test_min_digits_from_environment(self, monkeypatch: pytest.MonkeyPatch) -> None:

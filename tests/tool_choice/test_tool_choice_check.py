@@ -35,7 +35,7 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_SKIPPED,
     TOOL_CHOICE_TOP,
 )
-from otel_shapecheck._checks import enrichment_attributes
+from otel_shapecheck._checks import Verdict, enrichment_attributes
 
 from .embedders import CountingEmbedder
 
@@ -74,6 +74,13 @@ def _check() -> ToolChoiceCheck:
     return ToolChoiceCheck(HashingEmbedder())
 
 
+def _verdict(check: ToolChoiceCheck, subject: Subject) -> Verdict:
+    """The one verdict ``check`` gives ``subject``; there must be one."""
+    (verdict,) = check.evaluate([subject])
+    assert verdict is not None
+    return verdict
+
+
 class TestVerdicts:
     def test_is_a_check(self, check: ToolChoiceCheck) -> None:
         """The check implements the Check protocol under the contract's evaluation name."""
@@ -82,8 +89,7 @@ class TestVerdicts:
 
     def test_clear_choice_carries_the_contract_attributes(self, check: ToolChoiceCheck) -> None:
         """A clear choice gets every contract attribute, the margin as score and no flag."""
-        (verdict,) = check.evaluate([_subject("a" * 16)])
-        assert verdict is not None
+        verdict = _verdict(check, _subject("a" * 16))
         attributes = verdict.attributes
         assert attributes[TOOL_CHOICE_OFFERED_COUNT] == 3
         assert attributes[TOOL_CHOICE_CHOSEN] == ("get_weather",)
@@ -103,8 +109,7 @@ class TestVerdicts:
 
     def test_disagreement_is_flagged_narrow_too(self, check: ToolChoiceCheck) -> None:
         """Choosing a tool the context does not favour flags both narrow and proxy disagreement."""
-        (verdict,) = check.evaluate([_subject("a" * 16, ("send_email",))])
-        assert verdict is not None
+        verdict = _verdict(check, _subject("a" * 16, ("send_email",)))
         assert verdict.label == "disagreement"
         assert verdict.flags == (FLAG_TOOL_CHOICE_NARROW, FLAG_TOOL_CHOICE_PROXY_DISAGREEMENT)
         assert verdict.score is not None and verdict.score < 0
@@ -117,14 +122,12 @@ class TestVerdicts:
     def test_narrow_label_from_the_threshold(self) -> None:
         """A positive margin under the configured threshold is narrow without disagreement."""
         check = ToolChoiceCheck(HashingEmbedder(), margin_threshold=0.99)
-        (verdict,) = check.evaluate([_subject("a" * 16)])
-        assert verdict is not None
+        verdict = _verdict(check, _subject("a" * 16))
         assert verdict.label == "narrow" and verdict.flags == (FLAG_TOOL_CHOICE_NARROW,)
 
     def test_all_chosen_has_no_margin(self, check: ToolChoiceCheck) -> None:
         """When every offered tool was chosen, the margin attribute and the score are absent."""
-        (verdict,) = check.evaluate([_subject("a" * 16, tuple(t.name for t in MENU))])
-        assert verdict is not None
+        verdict = _verdict(check, _subject("a" * 16, tuple(t.name for t in MENU)))
         assert TOOL_CHOICE_MARGIN not in verdict.attributes
         assert verdict.score is None and verdict.label == "all-chosen" and not verdict.flagged
 
@@ -166,8 +169,7 @@ class TestSkipReasons:
     )
     def test_reason(self, check: ToolChoiceCheck, subject: Subject, reason: str) -> None:
         """Each unscoreable call gets its documented skip reason, the skipped label and no flag."""
-        (verdict,) = check.evaluate([subject])
-        assert verdict is not None
+        verdict = _verdict(check, subject)
         assert verdict.attributes[TOOL_CHOICE_SKIPPED] == reason
         assert verdict.label == "skipped" and verdict.score is None and not verdict.flagged
         assert TOOL_CHOICE_TOP not in verdict.attributes
@@ -176,8 +178,7 @@ class TestSkipReasons:
         """A menu over ``max_menu_tools`` is reported with its size and skipped, embedding nothing."""
         counting = CountingEmbedder(HashingEmbedder())
         check = ToolChoiceCheck(counting, max_menu_tools=2)
-        (verdict,) = check.evaluate([_subject("a" * 16)])
-        assert verdict is not None
+        verdict = _verdict(check, _subject("a" * 16))
         assert verdict.attributes[TOOL_CHOICE_SKIPPED] == "menu-too-large"
         assert verdict.attributes[TOOL_CHOICE_OFFERED_COUNT] == 3
         assert counting.calls == 0
@@ -192,8 +193,7 @@ class TestSkipReasons:
 
     def test_chosen_not_offered_is_reported_not_repaired(self, check: ToolChoiceCheck) -> None:
         """The invoked names are reported as the model sent them."""
-        (verdict,) = check.evaluate([_subject("a" * 16, ("get_weather", "book_hotel"))])
-        assert verdict is not None
+        verdict = _verdict(check, _subject("a" * 16, ("get_weather", "book_hotel")))
         assert verdict.attributes[TOOL_CHOICE_CHOSEN] == ("get_weather", "book_hotel")
 
     def test_skips_embed_nothing(self) -> None:
