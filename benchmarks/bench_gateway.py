@@ -112,6 +112,14 @@ class GatewayProcess:
             self._process.kill()
             self._process.wait()
 
+    def rss_megabytes(self) -> float:
+        """Resident memory of the gateway process now."""
+        with open(f"/proc/{self._process.pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
     def cpu_seconds(self) -> float:
         """User + system CPU time of the gateway process so far."""
         with open(f"/proc/{self._process.pid}/stat", encoding="ascii") as stat:
@@ -168,7 +176,12 @@ def _round(
         raise RuntimeError(f"the receiver got {receiver.count() - before} of {len(spans)} spans")
     elapsed = time.perf_counter() - start
     cpu = gateway.cpu_seconds() - cpu_before
-    return {"spans_per_s": len(spans) / elapsed, "spans_per_cpu_s": len(spans) / cpu, "refused": refused}
+    return {
+        "spans_per_s": len(spans) / elapsed,
+        "spans_per_cpu_s": len(spans) / cpu,
+        "refused": refused,
+        "rss_mb": gateway.rss_megabytes(),
+    }
 
 
 @contextmanager
@@ -216,6 +229,8 @@ def _row(
         "ratio": round(value / base, 3),
         "target": f"report; {described}; baseline: the same gateway with --no-checks",
         "refused_requests": sum(entry["refused"] for entry in results[kind][mix]),
+        "gateway_rss_mb": round(max(entry["rss_mb"] for entry in results[kind][mix]), 1),
+        "pass_through_rss_mb": round(max(entry["rss_mb"] for entry in results["pass_through"][mix]), 1),
     }
 
 
