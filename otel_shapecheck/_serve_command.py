@@ -11,6 +11,7 @@ accepted is evaluated and forwarded before it exits. Exit codes: 0 after a clean
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -32,6 +33,7 @@ DEFAULT_GRPC_ADDRESS = "127.0.0.1:4317"
 DEFAULT_HTTP_ADDRESS = "127.0.0.1:4318"
 GATEWAY_SERVICE_NAME = "otel-shapecheck-gateway"
 _COMMAND = "otel-shapecheck serve"
+_ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -152,6 +154,11 @@ def _service(args: argparse.Namespace) -> GatewayService:
     grpc_address, http_address = args.grpc, args.http
     if grpc_address is None and http_address is None:
         grpc_address, http_address = DEFAULT_GRPC_ADDRESS, DEFAULT_HTTP_ADDRESS
+    if args.forward is None and not any(os.environ.get(name, "").strip() for name in _ENDPOINT_VARIABLES):
+        raise ValueError(
+            "--forward is required unless OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT "
+            "is set: the exporters' default, localhost:4317, is the gateway's own port"
+        )
     if args.grpc_workers < 1:
         raise ValueError(f"--grpc-workers {args.grpc_workers}: must be a whole number ≥ 1")
     timeout = args.export_timeout_seconds

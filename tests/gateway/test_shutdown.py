@@ -123,6 +123,23 @@ class TestServeCommand:
         assert "31 spans and 0 log records accepted, 31 spans exported" in stderr
         assert len({span.span_id for span in receiver.spans}) == 31
 
+    def test_no_destination_is_a_usage_error(self) -> None:
+        """Without --forward or an endpoint variable the exporters would send to the gateway: exit 2."""
+        env = {
+            name: value
+            for name, value in os.environ.items()
+            if name not in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        }
+        result = subprocess.run(
+            [sys.executable, "-m", "otel_shapecheck", "serve", "--http", "127.0.0.1:0"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+        assert result.returncode == 2
+        assert "--forward is required unless OTEL_EXPORTER_OTLP_ENDPOINT" in result.stderr
+
     def test_bad_flag_value_is_a_usage_error_naming_it(self) -> None:
         """A malformed --forward URL exits 2 with a message naming the flag."""
         result = subprocess.run(
