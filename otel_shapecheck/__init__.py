@@ -3,14 +3,8 @@
 from __future__ import annotations
 
 from otel_shapecheck._analyst import Analyst, AnalystContext
-from otel_shapecheck._catalog_lint import (
-    CatalogLintReport,
-    CatalogTool,
-    SimilarPair,
-    StructuralFinding,
-    coerce_catalog,
-    lint_catalog,
-)
+from otel_shapecheck._catalog_lint import CatalogLintReport, SimilarPair, coerce_catalog, lint_catalog
+from otel_shapecheck._catalog_rules import CatalogTool, StructuralFinding
 from otel_shapecheck._checks import Check, Subject, Verdict
 from otel_shapecheck._configure import configure
 from otel_shapecheck._conformance_check import ConformanceCheck
