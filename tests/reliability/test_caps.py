@@ -11,7 +11,6 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-import pytest
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import TracerProvider
@@ -71,11 +70,6 @@ def blocked_processor(
         provider.shutdown()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Ledger._release_children pushes a parent's waiting children onto the ready queue without "
-    "checking max_queue_size, so spans waiting for the worker grow past the cap under overload",
-)
 def test_ready_queue_is_held_to_max_queue_size_when_parents_release_children() -> None:
     """Chats that waited for their agent span count against ``max_queue_size`` once the agent span ends."""
     with blocked_processor(max_queue_size=CAP, max_pending_spans=CAP) as (processor, _, tracer):

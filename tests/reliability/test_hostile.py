@@ -37,7 +37,13 @@ from otel_shapecheck import (
     ShapecheckSpanProcessor,
     ToolChoiceCheck,
 )
-from otel_shapecheck._attributes import FIGURES_CHECKED, TOOL_CHOICE_OFFERED_COUNT
+from otel_shapecheck._attributes import (
+    FIGURES_CHECKED,
+    TOOL_CHOICE_MARGIN,
+    TOOL_CHOICE_OFFERED_COUNT,
+    TOOL_CHOICE_SKIPPED,
+)
+from otel_shapecheck._tool_choice import SKIP_MENU_TOO_LARGE
 
 from .telemetry import ANSWER, IdRecorder, agent_turn, chat_attributes, messages, tool_attributes
 
@@ -252,6 +258,7 @@ HOSTILE_CASES: dict[str, dict[str, Any]] = {
         "tool_result": '{"cluster": "ly\udcf6n", "usable_tb": 1200}',
         "answer": "The ly\udcf6n cluster has 1200 TB usable.",
     },
+    "largest-scored-menu": _menu(1024),
     "twenty-thousand-tool-menu": _menu(20_000),
 }
 
@@ -261,6 +268,11 @@ def test_hostile_turn_is_survived(case: str) -> None:
     """Bounded time and memory, no failed check, every span forwarded once, the next turn still evaluated."""
     outcome = run_hostile(**HOSTILE_CASES[case])
     assert_survived(outcome)
+    if case == "largest-scored-menu":
+        scored = [
+            span.attributes for span in outcome.forwarded if TOOL_CHOICE_MARGIN in (span.attributes or {})
+        ]
+        assert 1024 in [attributes[TOOL_CHOICE_OFFERED_COUNT] for attributes in scored if attributes]
     if case == "twenty-thousand-tool-menu":
         menus = [
             span.attributes.get(TOOL_CHOICE_OFFERED_COUNT) for span in outcome.forwarded if span.attributes
@@ -268,23 +280,14 @@ def test_hostile_turn_is_survived(case: str) -> None:
         assert 20_000 in menus
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ToolChoiceCheck scores a menu of any size: 100 000 tools grow RSS by about 1.7 GB and take about "
-    "14 s of worker time with the 512-dimension hashing embedder (the tool index's max_tools does not bound "
-    "one request's menu)",
-)
 def test_hundred_thousand_tool_menu_stays_within_the_memory_bound() -> None:
-    """A 100 000-tool menu is evaluated within the same time and memory bounds as the other hostile input."""
+    """A 100 000-tool menu stays within the hostile bounds: it is not scored, and says why."""
     outcome = run_hostile(**_menu(100_000))
     assert_survived(outcome)
+    skipped = [span.attributes.get(TOOL_CHOICE_SKIPPED) for span in outcome.forwarded if span.attributes]
+    assert SKIP_MENU_TOO_LARGE in skipped
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="content_hash in _embedding_cache.py encodes with utf-16-le, which raises on lone surrogates; "
-    "the tool-choice check then fails for the whole batch",
-)
 def test_lone_surrogate_in_a_tool_name_costs_only_that_span() -> None:
     """A tool name with an undecodable byte (a lone surrogate, from ``surrogateescape``) fails no check."""
     name = "get_capacit\udcff"
@@ -326,16 +329,7 @@ def _chat_span(trace_id: int, span_id: int, parent_id: int | None) -> ReadableSp
         pytest.param([(0xA, 0xA)], id="own-parent"),
         pytest.param([(0xA, 0xB), (0xB, 0xA)], id="two-span-loop"),
         pytest.param([(0xA, 0xB), (0xB, 0xC), (0xC, 0xA)], id="three-span-loop"),
-        pytest.param(
-            [(0xA, 0xB), (0xA, 0xB)],
-            id="same-span-id-twice",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="Ledger.span_ended keys waiting spans by span id: a second waiting span with the "
-                "same id replaces the first in _waiting, and the first, left only in _waiting_by_parent, "
-                "is never released by deadline, cap or shutdown",
-            ),
-        ),
+        pytest.param([(0xA, 0xB), (0xA, 0xB)], id="same-span-id-twice"),
         pytest.param([(0xA, 0xB), (0xC, 0xB), (0xB, 0xA)], id="siblings-under-their-own-child"),
     ],
 )
