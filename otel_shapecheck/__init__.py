@@ -16,6 +16,7 @@ from otel_shapecheck._figures_basis import Derivation, FigureBasis, explain_figu
 from otel_shapecheck._figures_check import FiguresCheck
 from otel_shapecheck._flagged_events import FlaggedEventExporter, FlaggedEventStats
 from otel_shapecheck._log_processor import ShapecheckLogRecordProcessor
+from otel_shapecheck._margin import MarginResult, ToolScore, choice_context, score_margin
 from otel_shapecheck._model import (
     AnalystAttempt,
     AnalystRun,
@@ -29,15 +30,7 @@ from otel_shapecheck._processor import ShapecheckSpanProcessor
 from otel_shapecheck._processor_metrics import ProcessorCounts
 from otel_shapecheck._shape_retry import with_shape_collapse_retry
 from otel_shapecheck._shapecheck import Shapecheck
-from otel_shapecheck._tool_choice import (
-    MarginResult,
-    ToolChoiceCall,
-    ToolChoiceCheck,
-    ToolChoiceSummary,
-    ToolScore,
-    choice_context,
-    score_margin,
-)
+from otel_shapecheck._tool_choice import ToolChoiceCall, ToolChoiceCheck, ToolChoiceSummary
 from otel_shapecheck._tool_index import ToolIndex, confusability_text
 from otel_shapecheck._validate_rows import RejectedRow, ValidatedRows, validate_rows
 from otel_shapecheck._version import __version__

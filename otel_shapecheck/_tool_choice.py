@@ -1,11 +1,11 @@
-"""Tool-choice margins: how clearly the choice context favours the tools the model chose over the rest.
+"""The tool-choice check: how clearly the choice context favours the tools the model chose over the rest.
 
-Ported from agentfootprint's tool-choice recorder and ``scoreMargin``. For every LLM call that offered
-tools, the *choice context* (the turn's user message, plus the latest assistant text of the turn) and
-each offered tool's :func:`confusability_text` are embedded; ``margin = best chosen − best other``
-cosine. A margin under the threshold is ``narrow`` (negative margins included) and a top-scored tool
-the model did not choose is a ``proxy_disagreement``. The margin is an embedding-geometry proxy for
-the model's selection, never an account of why the model chose.
+Ported from agentfootprint's tool-choice recorder; the margin itself is :func:`score_margin`. For every
+LLM call that offered tools, the *choice context* (the turn's user message, plus the latest assistant
+text of the turn) and each offered tool's :func:`confusability_text` are embedded;
+``margin = best chosen − best other`` cosine. A margin under the threshold is ``narrow`` (negative
+margins included) and a top-scored tool the model did not choose is a ``proxy_disagreement``. The
+margin is an embedding-geometry proxy for the model's selection, never an account of why the model chose.
 
 Nothing is embedded where calls are recorded: the processor's worker calls :meth:`ToolChoiceCheck.evaluate`
 in batches (one embed call per batch), and :meth:`ToolChoiceCheck.record` only keeps strings that the
@@ -21,9 +21,6 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final
-
-import numpy as np
-import numpy.typing as npt
 
 from otel_shapecheck import _config
 from otel_shapecheck._attributes import (
@@ -42,6 +39,13 @@ from otel_shapecheck._attributes import (
 from otel_shapecheck._checks import AttributeValue, Subject, Verdict
 from otel_shapecheck._embedders import Embedder, MiniLMEmbedder
 from otel_shapecheck._embedding_cache import EmbeddingCache, cached
+from otel_shapecheck._margin import (
+    DEFAULT_MARGIN_THRESHOLD,
+    DEFAULT_MAX_SLOT_CHARS,
+    MarginResult,
+    choice_context,
+    score_margin,
+)
 from otel_shapecheck._model import LLMCall, OfferedTool
 from otel_shapecheck._read_content import stopped_for_tools
 from otel_shapecheck._tool_index import ToolIndex, confusability_text
@@ -53,8 +57,6 @@ OTEL_SHAPECHECK_MARGIN_THRESHOLD = "OTEL_SHAPECHECK_MARGIN_THRESHOLD"
 OTEL_SHAPECHECK_MAX_SLOT_CHARS = "OTEL_SHAPECHECK_MAX_SLOT_CHARS"
 """Characters kept from each slot of the choice context (default 2000)."""
 
-DEFAULT_MARGIN_THRESHOLD: Final = 0.05
-DEFAULT_MAX_SLOT_CHARS: Final = 2000
 _DEFAULT_MAX_RECORDED_CALLS = 1024
 _DEFAULT_MAX_MENU_TOOLS = 1024
 
@@ -77,106 +79,6 @@ LABEL_ALL_CHOSEN: Final = "all-chosen"
 """Every offered tool was chosen: no margin to measure."""
 LABEL_SKIPPED: Final = "skipped"
 """Not scored; ``shapecheck.tool_choice.skipped`` says why."""
-
-
-def choice_context(user_text: str, assistant_text: str | None = None, *, max_slot_chars: int = 2000) -> str:
-    """The text a tool choice is ranked against.
-
-    ``"user: "`` + the first ``max_slot_chars`` characters of the turn's user message (the head states
-    the task), plus ``"\\n\\nassistant: "`` + the last ``max_slot_chars`` characters of the trimmed latest
-    assistant text of the turn when there is one (the tail says what comes next). The system prompt,
-    older turns, raw tool results and the tool schemas are left out on purpose.
-    """
-    context = "user: " + user_text[:max_slot_chars]
-    latest = (assistant_text or "").strip()
-    if latest:
-        context += "\n\nassistant: " + latest[-max_slot_chars:]
-    return context
-
-
-@dataclass(frozen=True)
-class ToolScore:
-    """One offered tool's cosine against the choice context."""
-
-    name: str
-    score: float
-
-
-@dataclass(frozen=True)
-class MarginResult:
-    """The ranking of one call's menu and what it says about the choice."""
-
-    scores: tuple[ToolScore, ...]
-    """Every offered tool, highest cosine first (ties keep menu order)."""
-    chosen: tuple[str, ...]
-    top: str
-    """The top-scored tool."""
-    margin: float | None
-    """Best chosen − best other cosine; ``None`` when every offered tool was chosen."""
-    narrow: bool
-    """``margin < threshold`` (a negative margin is narrow)."""
-    proxy_disagreement: bool
-    """The top-scored tool is not among the chosen."""
-
-    @property
-    def flagged(self) -> bool:
-        """Narrow or in disagreement."""
-        return self.narrow or self.proxy_disagreement
-
-
-def cosine_scores(context: npt.ArrayLike, candidates: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """Cosine of ``context`` against each row of ``candidates``; an empty or all-zero vector scores 0."""
-    query = np.asarray(context, dtype=np.float64).reshape(-1)
-    matrix = np.asarray(candidates, dtype=np.float64)
-    if matrix.ndim != 2 or matrix.shape[1] != query.shape[0]:
-        raise ValueError(f"vector lengths differ: context {query.shape[0]}, candidates {matrix.shape}")
-    if query.shape[0] == 0:
-        return np.zeros(matrix.shape[0])
-    norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(query)
-    dots = matrix @ query
-    return np.asarray(np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0), dtype=np.float64)
-
-
-def score_margin(
-    context: npt.ArrayLike,
-    names: Sequence[str],
-    candidates: npt.ArrayLike,
-    chosen: Sequence[str],
-    *,
-    threshold: float = DEFAULT_MARGIN_THRESHOLD,
-) -> MarginResult:
-    """Rank ``names`` (with vectors ``candidates``) against ``context`` and measure the chosen tools' lead.
-
-    Raises:
-        ValueError: on wiring errors: no candidates, duplicate names, a row count that differs from
-            the names, nothing chosen, or a chosen name that is not a candidate.
-    """
-    if not names:
-        raise ValueError("score_margin needs at least one candidate")
-    if len(set(names)) != len(names):
-        raise ValueError("candidate names must be unique")
-    if not chosen:
-        raise ValueError("score_margin needs at least one chosen tool")
-    missing = [name for name in chosen if name not in names]
-    if missing:
-        raise ValueError(f"chosen tools are not candidates: {missing}")
-    scores = cosine_scores(context, candidates)
-    if scores.shape[0] != len(names):
-        raise ValueError(f"{len(names)} names but {scores.shape[0]} candidate vectors")
-    chosen_set = set(chosen)
-    ranked = sorted(range(len(names)), key=lambda i: -scores[i])
-    best_chosen = max(float(scores[i]) for i, name in enumerate(names) if name in chosen_set)
-    others = [float(scores[i]) for i, name in enumerate(names) if name not in chosen_set]
-    margin = best_chosen - max(others) if others else None
-    top = names[ranked[0]]
-    return MarginResult(
-        scores=tuple(ToolScore(names[i], float(scores[i])) for i in ranked),
-        chosen=tuple(chosen),
-        top=top,
-        margin=margin,
-        narrow=margin is not None and margin < threshold,
-        proxy_disagreement=top not in chosen_set,
-    )
 
 
 @dataclass(frozen=True)

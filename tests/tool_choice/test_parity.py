@@ -20,7 +20,7 @@ from otel_shapecheck import (
     lint_catalog,
     score_margin,
 )
-from otel_shapecheck._tool_choice import MarginResult
+from otel_shapecheck._margin import MarginResult
 
 from .embedders import CountingEmbedder, PlantedEmbedder
 

@@ -1,0 +1,121 @@
+"""The margin of one tool choice: how clearly a context favours the chosen tools over the rest.
+
+Ported from agentfootprint's ``scoreMargin``: each offered tool's vector is scored by its cosine with the
+choice context's vector, ``margin = best chosen − best other``; a margin under the threshold is
+``narrow`` (negative margins included) and a top-scored tool the model did not choose is a
+``proxy_disagreement``. Plain arithmetic over vectors; embedding them is the caller's business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+DEFAULT_MARGIN_THRESHOLD: Final = 0.05
+DEFAULT_MAX_SLOT_CHARS: Final = 2000
+
+
+def choice_context(
+    user_text: str, assistant_text: str | None = None, *, max_slot_chars: int = DEFAULT_MAX_SLOT_CHARS
+) -> str:
+    """The text a tool choice is ranked against.
+
+    ``"user: "`` + the first ``max_slot_chars`` characters of the turn's user message (the head states
+    the task), plus ``"\\n\\nassistant: "`` + the last ``max_slot_chars`` characters of the trimmed latest
+    assistant text of the turn when there is one (the tail says what comes next). The system prompt,
+    older turns, raw tool results and the tool schemas are left out on purpose.
+    """
+    context = "user: " + user_text[:max_slot_chars]
+    latest = (assistant_text or "").strip()
+    if latest:
+        context += "\n\nassistant: " + latest[-max_slot_chars:]
+    return context
+
+
+@dataclass(frozen=True)
+class ToolScore:
+    """One offered tool's cosine against the choice context."""
+
+    name: str
+    score: float
+
+
+@dataclass(frozen=True)
+class MarginResult:
+    """The ranking of one call's menu and what it says about the choice."""
+
+    scores: tuple[ToolScore, ...]
+    """Every offered tool, highest cosine first (ties keep menu order)."""
+    chosen: tuple[str, ...]
+    top: str
+    """The top-scored tool."""
+    margin: float | None
+    """Best chosen − best other cosine; ``None`` when every offered tool was chosen."""
+    narrow: bool
+    """``margin < threshold`` (a negative margin is narrow)."""
+    proxy_disagreement: bool
+    """The top-scored tool is not among the chosen."""
+
+    @property
+    def flagged(self) -> bool:
+        """Narrow or in disagreement."""
+        return self.narrow or self.proxy_disagreement
+
+
+def cosine_scores(context: npt.ArrayLike, candidates: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Cosine of ``context`` against each row of ``candidates``; an empty or all-zero vector scores 0."""
+    query = np.asarray(context, dtype=np.float64).reshape(-1)
+    matrix = np.asarray(candidates, dtype=np.float64)
+    if matrix.ndim != 2 or matrix.shape[1] != query.shape[0]:
+        raise ValueError(f"vector lengths differ: context {query.shape[0]}, candidates {matrix.shape}")
+    if query.shape[0] == 0:
+        return np.zeros(matrix.shape[0])
+    norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(query)
+    dots = matrix @ query
+    return np.asarray(np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0), dtype=np.float64)
+
+
+def score_margin(
+    context: npt.ArrayLike,
+    names: Sequence[str],
+    candidates: npt.ArrayLike,
+    chosen: Sequence[str],
+    *,
+    threshold: float = DEFAULT_MARGIN_THRESHOLD,
+) -> MarginResult:
+    """Rank ``names`` (with vectors ``candidates``) against ``context`` and measure the chosen tools' lead.
+
+    Raises:
+        ValueError: on wiring errors: no candidates, duplicate names, a row count that differs from
+            the names, nothing chosen, or a chosen name that is not a candidate.
+    """
+    if not names:
+        raise ValueError("score_margin needs at least one candidate")
+    if len(set(names)) != len(names):
+        raise ValueError("candidate names must be unique")
+    if not chosen:
+        raise ValueError("score_margin needs at least one chosen tool")
+    missing = [name for name in chosen if name not in names]
+    if missing:
+        raise ValueError(f"chosen tools are not candidates: {missing}")
+    scores = cosine_scores(context, candidates)
+    if scores.shape[0] != len(names):
+        raise ValueError(f"{len(names)} names but {scores.shape[0]} candidate vectors")
+    chosen_set = set(chosen)
+    ranked = sorted(range(len(names)), key=lambda i: -scores[i])
+    best_chosen = max(float(scores[i]) for i, name in enumerate(names) if name in chosen_set)
+    others = [float(scores[i]) for i, name in enumerate(names) if name not in chosen_set]
+    margin = best_chosen - max(others) if others else None
+    top = names[ranked[0]]
+    return MarginResult(
+        scores=tuple(ToolScore(names[i], float(scores[i])) for i in ranked),
+        chosen=tuple(chosen),
+        top=top,
+        margin=margin,
+        narrow=margin is not None and margin < threshold,
+        proxy_disagreement=top not in chosen_set,
+    )
