@@ -12,7 +12,6 @@ case) or base64 (protobuf's own JSON mapping, as older Tempo versions print them
 from __future__ import annotations
 
 import base64
-import binascii
 import gzip
 import json
 import logging
@@ -59,6 +58,9 @@ STDIN = "-"
 """The path that means: read standard input."""
 
 _SPANS_PER_LINE = 512
+# ParseDict reports most shape errors as ParseError, but a value of the wrong JSON type in some places
+# surfaces as TypeError or ValueError from the protobuf runtime instead.
+_PARSE_ERRORS = (json_format.ParseError, TypeError, ValueError)
 _GZIP_MAGIC = b"\x1f\x8b"
 _ID_BYTES = {"traceId": 16, "spanId": 8, "parentSpanId": 8}
 # Proto SpanKind counts from UNSPECIFIED = 0; the SDK's SpanKind from INTERNAL = 0.
@@ -232,22 +234,22 @@ def _tempo_batch(batch: Any) -> Any:
 
 def _spans_of(resource_spans: Any, source: str, number: int) -> Iterator[ReadableSpan]:
     message = ResourceSpans()
+    document = _ids_as_base64(resource_spans, source, number)
     try:
-        json_format.ParseDict(
-            _ids_as_base64(resource_spans, source, number), message, ignore_unknown_fields=True
-        )
-    except json_format.ParseError as error:
+        json_format.ParseDict(document, message, ignore_unknown_fields=True)
+    except _PARSE_ERRORS as error:
         raise UnreadableTraceFile(source, f"document {number} is not valid OTLP/JSON ({error})") from None
     yield from spans_from_message(message, source, number)
 
 
 def _log_records_of(resource_logs: Any, source: str, number: int) -> Iterator[ReadWriteLogRecord]:
+    if not isinstance(resource_logs, Mapping):
+        raise UnreadableTraceFile(source, f"document {number}: a resourceLogs entry is not an object")
     message = ResourceLogs()
+    document = _all_ids_as_base64(resource_logs, source, number)
     try:
-        json_format.ParseDict(
-            _all_ids_as_base64(resource_logs, source, number), message, ignore_unknown_fields=True
-        )
-    except json_format.ParseError as error:
+        json_format.ParseDict(document, message, ignore_unknown_fields=True)
+    except _PARSE_ERRORS as error:
         raise UnreadableTraceFile(
             source, f"document {number} is not valid OTLP/JSON logs ({error})"
         ) from None
@@ -405,7 +407,7 @@ def _id_as_base64(key: str, value: Any, source: str, number: int) -> Any:
     try:
         if len(base64.b64decode(value, validate=True)) == size:
             return value
-    except binascii.Error:
+    except ValueError:  # binascii.Error, and the plain ValueError b64decode raises for non-ASCII text
         pass
     raise UnreadableTraceFile(
         source, f"document {number}: {key} {value!r} is not a {size}-byte id (hex or base64)"

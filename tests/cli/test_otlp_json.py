@@ -259,6 +259,16 @@ class TestUnreadableInput:
                 b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": 5, "kind": {}}]}]}]}',
                 "not valid OTLP",
             ),
+            (
+                '{"resourceSpans": [{"scopeSpans": [{"spans": [{"spanId": "\u00e9"}]}]}]}'.encode(),
+                "8-byte id",
+            ),
+            (b'{"resourceLogs": [null]}', "resourceLogs entry is not an object"),
+            (b'{"resourceLogs": [5]}', "resourceLogs entry is not an object"),
+            (
+                b'{"resourceLogs": [{"scopeLogs": [{"logRecords": [{"timeUnixNano": []}]}]}]}',
+                "not valid OTLP",
+            ),
         ],
     )
     def test_bad_input_names_the_file_and_the_problem(self, data: bytes, problem: str) -> None:
