@@ -9,6 +9,7 @@ Readers never raise: unreadable values are read as missing.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Mapping, Sequence
 from typing import TypeAlias, TypeGuard
 
@@ -21,7 +22,6 @@ from otel_shapecheck._model import AnalystAttempt, LLMCall, ToolExecution
 from otel_shapecheck._read_content import (
     CallContent,
     SpanRef,
-    has_content,
     llm_call_from_content,
     merge_content,
     optional_string,
@@ -170,15 +170,12 @@ def read_llm_call(span: ReadableSpan) -> LLMCall | None:
 
 def read_span_content(attributes: Mapping[str, object]) -> CallContent:
     """Call content from every convention present on one span, OTel GenAI first."""
-    content = CallContent()
-    for reading in (
+    readings = (
         read_genai_content(attributes),
         read_openllmetry_content(attributes),
         read_openinference_content(attributes),
-    ):
-        if has_content(reading):
-            content = merge_content(content, reading)
-    return content
+    )
+    return functools.reduce(merge_content, readings)
 
 
 def read_tool_execution(span: ReadableSpan) -> ToolExecution | None:

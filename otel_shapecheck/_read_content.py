@@ -94,19 +94,11 @@ def stopped_for_tools(finish_reasons: object) -> bool:
     return any(isinstance(reason, str) and reason.lower() in TOOL_FINISH_REASONS for reason in reasons)
 
 
-def has_content(content: CallContent) -> bool:
-    """Whether a reader found anything at all (so an empty reading does not mask another convention)."""
-    return (
-        content.input_messages is not None
-        or content.output_messages is not None
-        or content.offered_tools is not None
-        or bool(content.finish_reasons)
-        or content.response_id is not None
-    )
-
-
 def merge_content(first: CallContent, second: CallContent) -> CallContent:
-    """``first`` with the fields it did not capture taken from ``second``."""
+    """``first`` with the fields it did not capture taken from ``second``.
+
+    An empty reading changes nothing on either side, so readings of every convention merge in order.
+    """
     return CallContent(
         input_messages=first.input_messages if first.input_messages is not None else second.input_messages,
         output_messages=first.output_messages

@@ -9,6 +9,7 @@ events (``gen_ai.system.message``, ``gen_ai.user.message``, ``gen_ai.assistant.m
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -71,12 +72,7 @@ def read_content_events(events: Sequence[tuple[str, Mapping[str, object], object
         _gather(gathered, name, attributes, body)
     deprecated = _deprecated_content(gathered)
     readings = [*gathered.details, *([deprecated] if deprecated is not None else [])]
-    if not readings:
-        return None
-    merged = readings[0]
-    for reading in readings[1:]:
-        merged = merge_content(merged, reading)
-    return merged
+    return functools.reduce(merge_content, readings) if readings else None
 
 
 def _gather(gathered: _EventContent, name: str, attributes: Mapping[str, object], body: object) -> None:
