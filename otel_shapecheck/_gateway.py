@@ -29,6 +29,7 @@ from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExp
 from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from otel_shapecheck._attributes import FLAGGED
 from otel_shapecheck._checks import Check
 from otel_shapecheck._config import non_negative_float, positive_int
 from otel_shapecheck._gateway_admission import (
@@ -52,6 +53,7 @@ _DEFAULT_RETRY_AFTER_SECONDS = 1.0
 _DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
 _DEFAULT_EXPORT_BATCH_SIZE = 512
 _DRAIN_REQUESTS_SECONDS = 10.0
+_NO_ATTRIBUTES: frozenset[str] = frozenset()
 
 
 def max_request_bytes(explicit: int | None = None) -> int:
@@ -191,12 +193,16 @@ class Gateway:
         return self._shapecheck is not None
 
     def export_spans(self, decoded: Decoded) -> ExportAnswer:
-        """Admit the readable spans of one request and hand them to the processor; never raises."""
+        """Admit the readable spans of one request and hand them to the processor; never raises.
+
+        A span that already carries verdicts (evaluated by an in-process processor or an earlier gateway)
+        is forwarded as it is: evaluating it again would repeat its evaluation events.
+        """
         answer = self._admit(decoded, len(decoded.spans))
         if answer.admission is Admission.ACCEPTED:
-            on_end = self._spans.on_end
-            for span in decoded.spans:
-                on_end(span)  # the processor and the batch processor never raise
+            evaluate, forward = self._spans.on_end, self._batch_spans.on_end
+            for span in decoded.spans:  # the processor and the batch processor never raise
+                (forward if FLAGGED in (span.attributes or _NO_ATTRIBUTES) else evaluate)(span)
             with self._lock:
                 self._spans_accepted += len(decoded.spans)
         return answer

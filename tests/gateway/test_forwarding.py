@@ -11,6 +11,7 @@ from pathlib import Path
 
 import grpc
 from export.agent_turn import UNSUPPORTED, instrumented, run_capacity_turn
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
@@ -26,8 +27,20 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otlp_receiver import OTLPReceiver, ReceivedSpan
 
 from gateway.otlp_requests import post
-from gateway.running import grpc_span_exporter, http_span_exporter, logs_url, running_gateway, traces_url
+from gateway.running import (
+    FAST_MILLIS,
+    eventually,
+    grpc_span_exporter,
+    hashing_checks,
+    http_span_exporter,
+    logs_url,
+    running_gateway,
+    traces_url,
+)
 from otel_shapecheck import _attributes as attrs
+from otel_shapecheck._flagged_events import FlaggedEventExporter
+from otel_shapecheck._gateway import Gateway
+from otel_shapecheck._gateway_service import GatewayService
 from otel_shapecheck._otlp_json import spans_to_otlp_json
 
 AGENT_RESOURCE = {"service.name": "capacity-agent", "deployment.environment.name": "test"}
@@ -241,3 +254,34 @@ class TestOtlpJsonFixtures:
         assert request.attributes[attrs.TOOL_CHOICE_SKIPPED] == "no-menu"  # openai-v2 records no definitions
         assert answer.attributes[attrs.FIGURES_UNSUPPORTED] == ()
         assert not any(span.attributes[attrs.FLAGGED] for span in received)
+
+
+class TestChainedGateways:
+    def test_spans_evaluated_upstream_pass_a_second_gateway_unchanged(self, receiver: OTLPReceiver) -> None:
+        """Gateway A → gateway B → receiver: B forwards A's verdicts as they are, with no second event."""
+        with running_gateway(receiver) as second:
+            first = Gateway(
+                GrpcSpanExporter(endpoint=f"127.0.0.1:{second.grpc_port}", insecure=True, timeout=5),
+                HttpLogExporter(endpoint=logs_url(second), timeout=5),
+                events=FlaggedEventExporter(
+                    HttpLogExporter(endpoint=receiver.logs_url, timeout=5), schedule_delay_millis=FAST_MILLIS
+                ),
+                checks=hashing_checks(),
+                schedule_delay_millis=FAST_MILLIS,
+            )
+            with (
+                GatewayService(first, grpc_address="127.0.0.1:0") as front,
+                agent_provider(grpc_span_exporter(front)) as (provider, originals),
+                instrumented(provider),
+            ):
+                run_capacity_turn(provider)
+                provider.force_flush()
+            _assert_enriched_and_parented(receiver, originals.get_finished_spans())
+            assert eventually(lambda: second.gateway.counts().spans_accepted == len(receiver.spans))
+        for span in receiver.spans:  # one event per verdict, as gateway A wrote them: none repeated
+            names = [
+                event[attrs.EVALUATION_NAME] for name, event in span.events if name == attrs.EVALUATION_EVENT
+            ]
+            assert len(names) == len(set(names))
+        events = [record for record in receiver.log_records if record.event_name == attrs.EVALUATION_EVENT]
+        assert len(events) == 1
