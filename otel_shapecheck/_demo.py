@@ -40,15 +40,18 @@ from opentelemetry.util.genai.handler import TelemetryHandler
 from pydantic import BaseModel
 from rich.console import Console
 
-from otel_shapecheck._flagged_events import FlaggedEventExporter
+# The agent side uses the package's public API, as an application would.
+from otel_shapecheck import (
+    FlaggedEventExporter,
+    ShapecheckSpanProcessor,
+    validate_rows,
+    with_shape_collapse_retry,
+)
 from otel_shapecheck._offline import CollectingSpanProcessor, build_checks
 from otel_shapecheck._otlp_json import OtlpJsonLinesLogExporter, OtlpJsonLinesSpanExporter
-from otel_shapecheck._processor import ShapecheckSpanProcessor
 from otel_shapecheck._report import summary, verdict_rows
 from otel_shapecheck._scripted_openai import ScriptedOpenAIServer, ScriptedReply, ScriptedToolCall
-from otel_shapecheck._shape_retry import with_shape_collapse_retry
 from otel_shapecheck._terminal import print_summary, print_verdicts, stdout_console
-from otel_shapecheck._validate_rows import validate_rows
 
 TRACES_FILE = "traces.jsonl"
 """The enriched spans, as OTLP/JSON Lines, under the demo's output directory."""
