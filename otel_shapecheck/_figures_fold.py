@@ -75,7 +75,10 @@ class _ChildPaths:
 
 
 class BasisBuilder:
-    """Walks tool results iteratively (no recursion, so nesting cannot exhaust the stack)."""
+    """Folds tool-result content into parallel columns: carried numbers, their paths and fields, derivations.
+
+    The walk is iterative (no recursion, so nesting cannot exhaust the stack).
+    """
 
     def __init__(self) -> None:
         self.values: list[float] = []
@@ -89,6 +92,7 @@ class BasisBuilder:
         self._stack: list[tuple[JSONValue, str, str | None, int]] = []
 
     def add(self, content: JSONValue) -> None:
+        """Fold one tool result's content (JSON, JSON followed by text, or text) within the node budget."""
         self._stack.append((content, "", None, 0))
         while self._stack:
             node, at, key, depth = self._stack.pop()
