@@ -1,9 +1,13 @@
-"""What the gateway forwards is what it received: every OTLP field of a span survives the trip."""
+"""What the gateway forwards is what it received: every OTLP field of spans and log records survives."""
 
 from __future__ import annotations
 
+from opentelemetry._logs import SeverityNumber
+from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -53,3 +57,31 @@ class TestFidelity:
             assert post(service.http_port, "/v1/traces", request.SerializeToString()).status == 200
         assert len(forwarded.get_finished_spans()) == 3
         assert encode_spans(forwarded.get_finished_spans()) == request
+
+    def test_forwarded_log_records_encode_to_the_received_request(self) -> None:
+        """The same for log records: ids, event name, severity, body, attributes, resource and scope."""
+        records = InMemoryLogRecordExporter()
+        logger_provider = LoggerProvider(
+            resource=Resource({"service.name": "fidelity"}), shutdown_on_exit=False
+        )
+        logger_provider.add_log_record_processor(SimpleLogRecordProcessor(records))
+        tracer_provider = TracerProvider(shutdown_on_exit=False)
+        logger = logger_provider.get_logger("tests.fidelity", "0.9")
+        with tracer_provider.get_tracer("tests.fidelity").start_as_current_span("chat"):
+            logger.emit(
+                event_name="gen_ai.user.message",
+                severity_number=SeverityNumber.INFO,
+                severity_text="INFO",
+                body={"content": "How much storage?", "parts": ["a", 1]},
+                attributes={"gen_ai.system": "openai", "n": 2},
+            )
+        logger.emit(body="no span around this one", severity_number=SeverityNumber.WARN)
+        logger_provider.shutdown()
+        tracer_provider.shutdown()
+        request = encode_logs(records.get_finished_logs())
+        forwarded = InMemoryLogRecordExporter()
+        gateway = Gateway(InMemorySpanExporter(), forwarded, schedule_delay_millis=50)
+        with GatewayService(gateway, http_address="127.0.0.1:0") as service:
+            assert post(service.http_port, "/v1/logs", request.SerializeToString()).status == 200
+        assert len(forwarded.get_finished_logs()) == 2
+        assert encode_logs(forwarded.get_finished_logs()) == request
