@@ -11,6 +11,7 @@ from pathlib import Path
 
 import grpc
 from export.agent_turn import UNSUPPORTED, instrumented, run_capacity_turn
+from opentelemetry.exporter.otlp.proto.grpc.exporter import Compression as GrpcCompression
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
@@ -171,6 +172,20 @@ def _request(*spans: Span) -> trace_service_pb2.ExportTraceServiceRequest:
 
 def _span(name: str, trace_id: bytes = b"\x01" * 16, span_id: bytes = b"\x02" * 8) -> Span:
     return Span(name=name, trace_id=trace_id, span_id=span_id, start_time_unix_nano=1, end_time_unix_nano=2)
+
+
+class TestGrpcCompression:
+    def test_grpc_exporter_with_gzip_is_read(self, receiver: OTLPReceiver) -> None:
+        """The SDK's gRPC exporter with gzip compression: gRPC decompresses, the spans arrive."""
+        with running_gateway(receiver) as service:
+            exporter = grpc_span_exporter(service, compression=GrpcCompression.Gzip)
+            with agent_provider(exporter) as (provider, originals):
+                with provider.get_tracer("tests.gateway").start_as_current_span("parent"):
+                    for number in range(5):
+                        provider.get_tracer("tests.gateway").start_span(f"child {number}").end()
+                provider.force_flush()
+            assert receiver.wait_for(lambda r: len(r.spans) == 6)
+        assert _received_ids(receiver.spans) == _ids(originals.get_finished_spans())
 
 
 class TestPartialSuccess:
