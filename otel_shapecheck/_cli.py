@@ -137,6 +137,9 @@ def _run_check(arguments: argparse.Namespace) -> int:
     paths: list[str] = arguments.paths
     if paths.count(STDIN) > 1:
         raise _UsageError("standard input (-) can be read only once")
+    out = Path(arguments.out) if arguments.out else None
+    if out is not None and (out.is_dir() or not out.parent.is_dir()):
+        raise _UsageError(f"--out {out}: not a file in an existing directory")
     inputs = []
     for path in paths:
         with reading_status("<stdin>" if path == STDIN else path, _size(path)):
@@ -147,8 +150,8 @@ def _run_check(arguments: argparse.Namespace) -> int:
     with span_progress(len(spans)) as progress:
         checked = check_spans(spans, checks, log_records=log_records, on_span_done=progress.advance)
     checked = _in_input_order(checked, spans)
-    if arguments.out:
-        _write_traces(Path(arguments.out), checked)
+    if out is not None:
+        _write_traces(out, checked)
     if arguments.json:
         json.dump(json_report(checked), sys.stdout, separators=(",", ":"))
         sys.stdout.write("\n")
@@ -156,6 +159,8 @@ def _run_check(arguments: argparse.Namespace) -> int:
         console = stdout_console()
         print_verdicts(console, verdict_rows(checked))
         print_summary(console, summary(checked))
+        if out is not None:
+            console.print(f"Enriched traces ({len(checked)} spans): {out}")
     flagged = summary(checked)["flagged"] > 0
     return EXIT_FLAGGED if arguments.fail_on == "flagged" and flagged else EXIT_OK
 

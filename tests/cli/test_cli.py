@@ -322,6 +322,7 @@ class TestCheck:
             "check", "--embedder", "hashing", "--out", str(out), str(demo_dir / "traces.jsonl")
         )
         assert completed.returncode == 0, completed.stderr
+        assert f"Enriched traces (18 spans): {out}" in completed.stdout
         assert_scenario_verdicts(read_spans(out))
         assert check_json(str(out))["summary"] == check_json(str(demo_dir / "traces.jsonl"))["summary"]
 
@@ -469,6 +470,12 @@ class TestErrors:
         assert completed.returncode == 2
         assert "truncated.json" in completed.stderr
         assert completed.stdout == ""
+
+    def test_out_in_a_missing_directory_fails_before_checking(self, demo_dir: Path, tmp_path: Path) -> None:
+        """--out that cannot be a file is a usage error found before any input is read."""
+        completed = run_cli("check", "--out", str(tmp_path / "no" / "such" / "dir.jsonl"), str(demo_dir))
+        assert completed.returncode == 2
+        assert "not a file in an existing directory" in completed.stderr
 
     def test_missing_file_and_directory(self, tmp_path: Path) -> None:
         """A missing path and a directory are unreadable input, exit 2."""
