@@ -158,3 +158,19 @@ class TestConcurrentRequestBound:
         assert "too many requests in progress" in status_pb2.Status.FromString(busy.body).message
         assert taken.status == 200
         assert len(receiver.spans) == 2
+
+
+class TestFailingDownstream:
+    def test_a_refusing_destination_frees_the_slots_and_counts_the_loss(self, receiver: OTLPReceiver) -> None:
+        """Batches the destination refuses for good are counted as failed; the queue does not stay full."""
+        receiver.behave(error_status=400)
+        with running_gateway(receiver, max_queue_size=CAPACITY) as service:
+            body = trace_request(plain_spans(8)).SerializeToString()
+            assert post(service.http_port, "/v1/traces", body).status == 200
+            assert eventually(lambda: service.gateway.counts().spans_export_failed == 8)
+            assert service.gateway.counts().in_flight == 0
+            receiver.behave()
+            again = trace_request(plain_spans(8, first=9)).SerializeToString()
+            assert post(service.http_port, "/v1/traces", again).status == 200
+            assert receiver.wait_for(lambda r: len(r.spans) == 8)
+        assert service.gateway.counts().spans_exported == 8
