@@ -23,7 +23,6 @@ import gc
 import json
 import multiprocessing
 import os
-import resource
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
@@ -174,7 +173,6 @@ def measure_in_child(wrapped: bool, traces: int) -> dict[str, Any]:
         "in_flight_again": in_flight_again,
         "drained_again": drained_again,
         "drained_trimmed": trimmed,
-        "max_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "counts": {key: value for key, value in counts.items() if key != "errors"},
     }
 
@@ -251,7 +249,6 @@ def run() -> list[dict[str, Any]]:
             "met": steady_ratio <= 1.10,
             "in_flight_again_mb": _mb(wrapped["in_flight_again"]),
             "after_malloc_trim_mb": _mb(wrapped["drained_trimmed"]),
-            "peak_rss_mb": _mb(wrapped["max_rss"]),
         },
     ]
 
