@@ -78,7 +78,7 @@ def parse_json(body: bytes, message_type: type[_MessageT]) -> _MessageT:
     message = message_type()
     try:
         json_format.ParseDict(_ids_as_base64(document), message, ignore_unknown_fields=True)
-    except json_format.ParseError as error:
+    except (json_format.ParseError, TypeError, ValueError) as error:  # ParseDict raises all three
         raise UnreadableRequest(f"not an OTLP/JSON {message_type.__name__} ({error})") from None
     return message
 

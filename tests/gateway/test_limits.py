@@ -86,6 +86,27 @@ class TestMalformedRequests:
         assert answer.status == status
         assert says in _message(answer.body)
 
+    @pytest.mark.parametrize(
+        "body",
+        [
+            b'{"resourceSpans": [null]}',
+            b'{"resourceSpans": [5]}',
+            b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": 123}]}]}]}',
+            b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"startTimeUnixNano": "soon"}]}]}]}',
+            b"[]",
+            b"{not json",
+        ],
+        ids=["null-entry", "number-entry", "number-id", "text-time", "array", "not-json"],
+    )
+    def test_malformed_json_shapes_are_400_not_server_errors(
+        self, receiver: OTLPReceiver, body: bytes
+    ) -> None:
+        """Every malformed OTLP/JSON shape is the sender's error (400), never a gateway failure (500)."""
+        with running_gateway(receiver) as service:
+            answer = post(service.http_port, "/v1/traces", body, {"Content-Type": "application/json"})
+        assert answer.status == 400
+        assert json.loads(answer.body)["message"].startswith("not ")
+
     def test_json_errors_are_answered_in_json(self, receiver: OTLPReceiver) -> None:
         """A malformed OTLP/JSON body gets 400 with a JSON google.rpc.Status."""
         with running_gateway(receiver) as service:
