@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
 
 import grpc
 import pytest
@@ -116,3 +117,20 @@ class TestMalformedRequests:
         assert answer.status == 400
         assert answer.headers["content-type"] == "application/json"
         assert "not an OTLP/JSON ExportTraceServiceRequest" in json.loads(answer.body)["message"]
+
+
+class TestHostileBodies:
+    def test_random_and_mutated_bodies_never_fail_the_gateway(self, receiver: OTLPReceiver) -> None:
+        """Random bytes and byte-flipped real requests get 200 or 400, never 500; the gateway serves on."""
+        generator = random.Random(20261129)
+        valid = trace_request(plain_spans(3)).SerializeToString()
+        bodies = [generator.randbytes(generator.randrange(1, 300)) for _ in range(60)]
+        for _ in range(60):
+            mutated = bytearray(valid)
+            for _ in range(generator.randrange(1, 6)):
+                mutated[generator.randrange(len(mutated))] = generator.randrange(256)
+            bodies.append(bytes(mutated))
+        with running_gateway(receiver) as service:
+            statuses = {post(service.http_port, "/v1/traces", body).status for body in bodies}
+            assert post(service.http_port, "/v1/traces", valid).status == 200
+        assert statuses <= {200, 400}
