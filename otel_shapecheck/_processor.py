@@ -26,6 +26,7 @@ import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 
+from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
@@ -92,6 +93,21 @@ own cost, where missing-key lookups on the SDK's attribute mapping would each ra
 def builtin_checks() -> list[Check]:
     """One instance of every built-in check, each with its defaults."""
     return [ToolChoiceCheck(), ConformanceCheck(), FiguresCheck()]
+
+
+def _attribute_mapping(span: ReadableSpan) -> Mapping[str, object]:
+    """The span's attributes, read without the per-call cost of ``ReadableSpan.attributes``.
+
+    The public property wraps the SDK's ``BoundedAttributes`` in a new read-only view on every call,
+    and iterating that view runs Python-level code per key; an ended span's ``BoundedAttributes`` is
+    frozen, so reading its plain dict directly is safe and about twice as fast. Anything else (a
+    span built from a plain mapping, or a future SDK that stores attributes differently) takes the
+    public property.
+    """
+    stored = span._attributes
+    if type(stored) is BoundedAttributes:
+        return stored._dict
+    return span.attributes or {}
 
 
 def may_classify(name: str, attributes: Mapping[str, object] | None) -> bool:
@@ -255,9 +271,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
         """Forward the span at once, or hold it for evaluation when it is an LLM call or analyst span."""
         held = False
         try:
-            attributes = span.attributes
-            if attributes is None:
-                attributes = {}
+            attributes = _attribute_mapping(span)
             name = span.name
             # may_classify(), inlined: this line is the whole cost an ordinary span pays.
             if not _CLASSIFYING_KEYS.isdisjoint(attributes) or name.startswith(EXECUTE_TOOL_SPAN_PREFIX):
