@@ -17,6 +17,7 @@ import json
 import logging
 import sys
 import threading
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,7 +130,7 @@ def parse_telemetry(data: bytes, source: str) -> ExportedTelemetry:
     if data[:2] == _GZIP_MAGIC:
         try:
             data = gzip.decompress(data)
-        except (OSError, EOFError) as error:
+        except (OSError, EOFError, zlib.error) as error:
             raise UnreadableTraceFile(source, f"damaged gzip data ({error})") from None
     try:
         text = data.decode("utf-8-sig")

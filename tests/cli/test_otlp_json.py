@@ -263,6 +263,7 @@ class TestUnreadableInput:
                 '{"resourceSpans": [{"scopeSpans": [{"spans": [{"spanId": "\u00e9"}]}]}]}'.encode(),
                 "8-byte id",
             ),
+            (b"\x1f\x8b\x08\x02\x00\x00\x00\x00\x00\x00\x00\x00\x06", "damaged gzip data"),
             (b'{"resourceLogs": [null]}', "resourceLogs entry is not an object"),
             (b'{"resourceLogs": [5]}', "resourceLogs entry is not an object"),
             (
