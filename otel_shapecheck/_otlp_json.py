@@ -141,13 +141,16 @@ def parse_telemetry(data: bytes, source: str) -> ExportedTelemetry:
     if not text.strip():
         raise UnreadableTraceFile(source, "empty input: expected OTLP/JSON traces")
     telemetry = ExportedTelemetry()
-    for number, document in enumerate(_json_documents(text, source), start=1):
-        if isinstance(document, Mapping) and "resourceLogs" in document:
-            for resource_logs in _list_field(document, "resourceLogs", source, number):
-                telemetry.log_records.extend(_log_records_of(resource_logs, source, number))
-            continue
-        for resource_spans in _resource_spans_of(document, source, number):
-            telemetry.spans.extend(_spans_of(resource_spans, source, number))
+    try:
+        for number, document in enumerate(_json_documents(text, source), start=1):
+            if isinstance(document, Mapping) and "resourceLogs" in document:
+                for resource_logs in _list_field(document, "resourceLogs", source, number):
+                    telemetry.log_records.extend(_log_records_of(resource_logs, source, number))
+                continue
+            for resource_spans in _resource_spans_of(document, source, number):
+                telemetry.spans.extend(_spans_of(resource_spans, source, number))
+    except RecursionError:  # JSON nested deeper than any export: refuse it like any other bad shape
+        raise UnreadableTraceFile(source, "JSON nested too deeply to be exported telemetry") from None
     return telemetry
 
 

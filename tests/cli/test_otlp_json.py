@@ -264,6 +264,11 @@ class TestUnreadableInput:
                 "8-byte id",
             ),
             (b"\x1f\x8b\x08\x02\x00\x00\x00\x00\x00\x00\x00\x00\x06", "damaged gzip data"),
+            (b"[" * 100_000, "nested too deeply"),
+            (
+                b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": ' + b"[" * 5000,
+                "nested too deeply",
+            ),
             (b'{"resourceLogs": [null]}', "resourceLogs entry is not an object"),
             (b'{"resourceLogs": [5]}', "resourceLogs entry is not an object"),
             (
