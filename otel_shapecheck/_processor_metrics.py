@@ -71,9 +71,10 @@ _COUNT_FIELDS = tuple(name for name in ProcessorCounts.__dataclass_fields__ if n
 class ProcessorCounters:
     """Counters as plain integer attributes, with a once-per-kind error log.
 
-    Increments are single ``+=`` statements on attributes: under CPython's global interpreter lock no
-    thread switch can fall inside one, so the hot path counts without taking a lock. Error counts,
-    which are rare, are kept under a lock.
+    Increments are single ``+=`` statements on integer attributes, taken without a lock: CPython's
+    interpreter only switches threads at calls and backward jumps, never inside such a statement, so
+    the counts are exact there (on a free-threaded build they may undercount under contention). Error
+    counts, which are rare, are kept under a lock.
     """
 
     def __init__(self) -> None:
