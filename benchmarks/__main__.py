@@ -74,7 +74,7 @@ def results_table(results: dict[str, list[dict[str, Any]]]) -> Table:
         ("ratio", "right"),
         ("target", "left"),
     ):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for rows in results.values():
         for row in rows:
             ratio = row.get("ratio")
