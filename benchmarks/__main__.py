@@ -20,6 +20,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 BENCHMARKS_DIR = Path(__file__).resolve().parent
 RESULTS_FILE = BENCHMARKS_DIR / "results.json"
@@ -78,13 +79,14 @@ def results_table(results: dict[str, list[dict[str, Any]]]) -> Table:
     for rows in results.values():
         for row in rows:
             ratio = row.get("ratio")
+            # Text cells: row names carry brackets (``[hashing-512]``) that rich would read as markup.
             table.add_row(
-                str(row.get("name")),
+                Text(str(row.get("name"))),
                 _cell(row.get("value")),
-                str(row.get("unit", "")),
+                Text(str(row.get("unit", ""))),
                 _cell(row.get("baseline")),
                 f"{ratio:.2f}×" if isinstance(ratio, (int, float)) else "—",
-                str(row.get("target", row.get("error", ""))),
+                Text(str(row.get("target", row.get("error", "")))),
             )
     return table
 
