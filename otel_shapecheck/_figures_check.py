@@ -120,11 +120,13 @@ def _explanation(finding: FiguresFinding) -> str:
         return "The answer states no figures to check."
     supported = len(finding.carried) + len(finding.computed)
     sentence = (
-        f"{supported} of {finding.checked} figures in the answer are carried by a tool result "
+        f"{supported} of {finding.checked} figures in the answer "
+        f"{'is' if supported == 1 else 'are'} carried by a tool result "
         f"({len(finding.carried)}) or derived from one ({len(finding.computed)})"
     )
     if finding.unsupported:
-        sentence += f"; {len(finding.unsupported)} are neither"
+        unsupported = len(finding.unsupported)
+        sentence += f"; {unsupported} {'is' if unsupported == 1 else 'are'} neither"
     if finding.truncated:
         sentence += ", and the tool results were too large to read in full"
     return sentence + "."
