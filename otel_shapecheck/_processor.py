@@ -31,7 +31,6 @@ from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from otel_shapecheck._attributes import ANALYST_ATTEMPT, ANALYST_ID
 from otel_shapecheck._checks import Check
 from otel_shapecheck._config import positive_int
 from otel_shapecheck._conformance_check import ConformanceCheck
@@ -40,15 +39,12 @@ from otel_shapecheck._figures_check import FiguresCheck
 from otel_shapecheck._ledger import Ledger
 from otel_shapecheck._processor_metrics import ProcessorCounters, ProcessorCounts
 from otel_shapecheck._read import (
-    MCP_METHOD_NAME,
-    OPERATION_NAME,
+    CLASSIFYING_KEYS,
     SpanKind,
     classify_span,
     names_own_tool_calls,
 )
 from otel_shapecheck._read_genai import EXECUTE_TOOL_SPAN_PREFIX
-from otel_shapecheck._read_openinference import OPENINFERENCE_SPAN_KIND
-from otel_shapecheck._read_openllmetry import LLM_REQUEST_TYPE, TRACELOOP_SPAN_KIND
 from otel_shapecheck._tool_choice import ToolChoiceCheck
 from otel_shapecheck._verdict_sink import VerdictSink
 
@@ -71,23 +67,6 @@ _DEFAULT_SCHEDULE_DELAY_MILLIS = 200
 _DEFAULT_MAX_TRACES = 1000
 _DEFAULT_MAX_FACTS_PER_TRACE = 512
 _DEFAULT_SHUTDOWN_TIMEOUT_MILLIS = 30_000
-
-_CLASSIFYING_KEYS = frozenset(
-    {
-        ANALYST_ID,
-        ANALYST_ATTEMPT,
-        OPERATION_NAME,
-        OPENINFERENCE_SPAN_KIND,
-        LLM_REQUEST_TYPE,
-        TRACELOOP_SPAN_KIND,
-        MCP_METHOD_NAME,
-    }
-)
-"""Every attribute :func:`classify_span` looks at: a span with none of them (and no tool-span name) is OTHER.
-
-Testing for them with one set operation keeps ``on_end`` for ordinary spans close to the downstream's
-own cost, where missing-key lookups on the SDK's attribute mapping would each raise and catch.
-"""
 
 
 def builtin_checks() -> list[Check]:
@@ -112,7 +91,7 @@ def _attribute_mapping(span: ReadableSpan) -> Mapping[str, object]:
 
 def may_classify(name: str, attributes: Mapping[str, object] | None) -> bool:
     """False when :func:`classify_span` would surely answer OTHER: none of its keys, no tool-span name."""
-    return not _CLASSIFYING_KEYS.isdisjoint(attributes or ()) or name.startswith(EXECUTE_TOOL_SPAN_PREFIX)
+    return not CLASSIFYING_KEYS.isdisjoint(attributes or ()) or name.startswith(EXECUTE_TOOL_SPAN_PREFIX)
 
 
 class ShapecheckSpanProcessor(SpanProcessor):
@@ -274,7 +253,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
             attributes = _attribute_mapping(span)
             name = span.name
             # may_classify(), inlined: this line is the whole cost an ordinary span pays.
-            if not _CLASSIFYING_KEYS.isdisjoint(attributes) or name.startswith(EXECUTE_TOOL_SPAN_PREFIX):
+            if not CLASSIFYING_KEYS.isdisjoint(attributes) or name.startswith(EXECUTE_TOOL_SPAN_PREFIX):
                 held = self._record(span, classify_span(name, attributes), attributes)
             elif (context := span.context) is not None and self._ledger.concerns(context.span_id):
                 held = self._record(span, SpanKind.OTHER, attributes)

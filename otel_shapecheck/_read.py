@@ -77,7 +77,7 @@ _LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 _LEGACY_LLM_REQUEST_TYPES = frozenset({"chat", "completion"})
 _EXECUTE_TOOL = "execute_tool"
 _MCP_TOOLS_CALL = "tools/call"
-_CLASSIFYING_KEYS = frozenset(
+CLASSIFYING_KEYS = frozenset(
     {
         ANALYST_ID,
         ANALYST_ATTEMPT,
@@ -111,7 +111,7 @@ def classify_span(name: str, attributes: Mapping[str, object]) -> SpanKind:
     Only keys the span has are looked up: the SDK's attribute mapping answers a missing key by raising
     and catching ``KeyError``, which would dominate the cost for the many spans that are not GenAI.
     """
-    present = _CLASSIFYING_KEYS.intersection(attributes)
+    present = CLASSIFYING_KEYS.intersection(attributes)
     if not present:
         is_tool = isinstance(name, str) and name.startswith(EXECUTE_TOOL_SPAN_PREFIX)
         return SpanKind.TOOL_EXECUTION if is_tool else SpanKind.OTHER
