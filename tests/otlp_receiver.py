@@ -294,9 +294,7 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
     def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 - the generated service's name
         status = self._receiver._take("grpc", request)
         if status is not None:
-            context.abort(
-                _HTTP_TO_GRPC_STATUS.get(status, grpc.StatusCode.INTERNAL), f"told to fail ({status})"
-            )
+            _abort(context, status)
         return trace_service_pb2.ExportTraceServiceResponse()
 
 
@@ -307,9 +305,7 @@ class _LogsService(logs_service_pb2_grpc.LogsServiceServicer):
     def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 - the generated service's name
         status = self._receiver._take("grpc", request)
         if status is not None:
-            context.abort(
-                _HTTP_TO_GRPC_STATUS.get(status, grpc.StatusCode.INTERNAL), f"told to fail ({status})"
-            )
+            _abort(context, status)
         return logs_service_pb2.ExportLogsServiceResponse()
 
 
