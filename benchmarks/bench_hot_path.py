@@ -32,7 +32,7 @@ from opentelemetry.util.genai.types import (
     ToolCallRequestPart,
 )
 
-from otel_shapecheck._processor import ShapecheckSpanProcessor
+from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
 
 _SPANS = 20_000
 _CHATS_PER_TURN = 10

@@ -2,21 +2,6 @@
 
 from __future__ import annotations
 
-from otel_shapecheck._analyst import Analyst, AnalystContext
-from otel_shapecheck._catalog_lint import CatalogLintReport, SimilarPair, coerce_catalog, lint_catalog
-from otel_shapecheck._catalog_rules import CatalogTool, StructuralFinding
-from otel_shapecheck._checks import Check, Subject, Verdict
-from otel_shapecheck._configure import configure
-from otel_shapecheck._conformance_check import ConformanceCheck
-from otel_shapecheck._conformance_record import AnalystConformanceRecord
-from otel_shapecheck._embedders import CharCountEmbedder, Embedder, HashingEmbedder, MiniLMEmbedder
-from otel_shapecheck._embedding_cache import CacheStats, EmbeddingCache, content_hash
-from otel_shapecheck._figures import ComputedFigure, FiguresFinding, check_figures, figures_conclusion_line
-from otel_shapecheck._figures_basis import Derivation, FigureBasis, explain_figure, figure_basis
-from otel_shapecheck._figures_check import FiguresCheck
-from otel_shapecheck._flagged_events import FlaggedEventExporter, FlaggedEventStats
-from otel_shapecheck._log_processor import ShapecheckLogRecordProcessor
-from otel_shapecheck._margin import MarginResult, ToolScore, choice_context, score_margin
 from otel_shapecheck._model import (
     AnalystAttempt,
     AnalystRun,
@@ -26,14 +11,39 @@ from otel_shapecheck._model import (
     ToolExecution,
     ToolResult,
 )
-from otel_shapecheck._processor import ShapecheckSpanProcessor
-from otel_shapecheck._processor_metrics import ProcessorCounts
-from otel_shapecheck._shape_retry import with_shape_collapse_retry
-from otel_shapecheck._shapecheck import Shapecheck
-from otel_shapecheck._tool_choice import ToolChoiceCall, ToolChoiceCheck, ToolChoiceSummary
-from otel_shapecheck._tool_index import ToolIndex, confusability_text
-from otel_shapecheck._validate_rows import RejectedRow, ValidatedRows, validate_rows
 from otel_shapecheck._version import __version__
+from otel_shapecheck.analyst._protocol import Analyst, AnalystContext
+from otel_shapecheck.analyst._retry import with_shape_collapse_retry
+from otel_shapecheck.analyst._validate_rows import RejectedRow, ValidatedRows, validate_rows
+from otel_shapecheck.catalog._lint import CatalogLintReport, SimilarPair, coerce_catalog, lint_catalog
+from otel_shapecheck.catalog._rules import CatalogTool, StructuralFinding
+from otel_shapecheck.checks._base import Check, Subject, Verdict
+from otel_shapecheck.checks.conformance._check import ConformanceCheck
+from otel_shapecheck.checks.conformance._record import AnalystConformanceRecord
+from otel_shapecheck.checks.figures._basis import Derivation, FigureBasis, explain_figure, figure_basis
+from otel_shapecheck.checks.figures._check import FiguresCheck
+from otel_shapecheck.checks.figures._findings import (
+    ComputedFigure,
+    FiguresFinding,
+    check_figures,
+    figures_conclusion_line,
+)
+from otel_shapecheck.checks.tool_choice._cache import CacheStats, EmbeddingCache, content_hash
+from otel_shapecheck.checks.tool_choice._check import ToolChoiceCall, ToolChoiceCheck, ToolChoiceSummary
+from otel_shapecheck.checks.tool_choice._embedders import (
+    CharCountEmbedder,
+    Embedder,
+    HashingEmbedder,
+    MiniLMEmbedder,
+)
+from otel_shapecheck.checks.tool_choice._index import ToolIndex, confusability_text
+from otel_shapecheck.checks.tool_choice._margin import MarginResult, ToolScore, choice_context, score_margin
+from otel_shapecheck.pipeline._configure import configure
+from otel_shapecheck.pipeline._events import FlaggedEventExporter, FlaggedEventStats
+from otel_shapecheck.pipeline._log_processor import ShapecheckLogRecordProcessor
+from otel_shapecheck.pipeline._metrics import ProcessorCounts
+from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
+from otel_shapecheck.pipeline._shapecheck import Shapecheck
 
 __all__ = [
     "Analyst",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from otel_shapecheck._cli import main
+from otel_shapecheck.cli._main import main
 
 if __name__ == "__main__":
     sys.exit(main())

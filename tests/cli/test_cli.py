@@ -16,7 +16,7 @@ from otlp_receiver import OTLPReceiver, unused_endpoint
 
 from cli.console_script import TIMEOUT_S, run_cli
 from otel_shapecheck import __version__
-from otel_shapecheck._cli import main
+from otel_shapecheck.cli._main import main
 
 
 @dataclass(frozen=True)

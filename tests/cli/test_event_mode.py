@@ -15,13 +15,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.util.genai.handler import TelemetryHandler
 
 from cli.console_script import run_cli
-from otel_shapecheck._demo import _TOOL_TURNS, _ScriptedAgent
-from otel_shapecheck._otlp_json import (
+from otel_shapecheck.cli.demo._demo import _TOOL_TURNS, _ScriptedAgent
+from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
+from otel_shapecheck.otlp._json import (
     OtlpJsonLinesLogExporter,
     OtlpJsonLinesSpanExporter,
     load_telemetry,
 )
-from otel_shapecheck._scripted_openai import ScriptedOpenAIServer
 
 CAPACITY_TURN = next(turn for turn in _TOOL_TURNS if turn.agent == "capacity-planner")
 

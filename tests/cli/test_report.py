@@ -10,12 +10,12 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import SpanContext, TraceFlags
 
 from otel_shapecheck._attributes import EVALUATION_EVENT
-from otel_shapecheck._checks import Subject, Verdict, enrichment_attributes
-from otel_shapecheck._conformance_check import ConformanceCheck
-from otel_shapecheck._embedders import FloatMatrix
 from otel_shapecheck._model import AnalystAttempt, AnalystRun, LLMCall, OfferedTool, ToolCall
-from otel_shapecheck._report import json_report, summary, verdict_rows
-from otel_shapecheck._tool_choice import ToolChoiceCheck
+from otel_shapecheck.checks._base import Subject, Verdict, enrichment_attributes
+from otel_shapecheck.checks.conformance._check import ConformanceCheck
+from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
+from otel_shapecheck.checks.tool_choice._embedders import FloatMatrix
+from otel_shapecheck.cli._report import json_report, summary, verdict_rows
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 MENU = (

@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
-from otel_shapecheck._report import VerdictRow
-from otel_shapecheck._terminal import MAX_LISTED_ROWS, print_verdicts
+from otel_shapecheck.cli._report import VerdictRow
+from otel_shapecheck.cli._terminal import MAX_LISTED_ROWS, print_verdicts
 
 
 def _row(index: int, *, flagged: bool = False, skipped: str | None = None) -> VerdictRow:

@@ -10,15 +10,15 @@ import uuid
 from typing import Any
 
 import pytest
-from export.agent_turn import ANSWER, UNSUPPORTED, instrumented, run_capacity_turn
+from pipeline.export.agent_turn import ANSWER, UNSUPPORTED, instrumented, run_capacity_turn
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
 import otel_shapecheck
 from otel_shapecheck import _attributes as attrs
-from otel_shapecheck._embedders import HashingEmbedder
-from otel_shapecheck._figures_check import FiguresCheck
-from otel_shapecheck._tool_choice import ToolChoiceCheck
+from otel_shapecheck.checks.figures._check import FiguresCheck
+from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
+from otel_shapecheck.checks.tool_choice._embedders import HashingEmbedder
 
 from .phoenix import PhoenixServer
 

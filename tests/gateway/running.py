@@ -13,9 +13,9 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from otlp_receiver import OTLPReceiver
 
 from otel_shapecheck import ConformanceCheck, FiguresCheck, HashingEmbedder, ToolChoiceCheck
-from otel_shapecheck._flagged_events import FlaggedEventExporter
-from otel_shapecheck._gateway import Gateway
-from otel_shapecheck._gateway_service import GatewayService
+from otel_shapecheck.gateway._gateway import Gateway
+from otel_shapecheck.gateway._service import GatewayService
+from otel_shapecheck.pipeline._events import FlaggedEventExporter
 
 FAST_MILLIS = 50
 

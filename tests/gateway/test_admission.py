@@ -8,7 +8,7 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from otel_shapecheck._gateway_admission import Admission, AdmissionBudget
+from otel_shapecheck.gateway._admission import Admission, AdmissionBudget
 
 
 class TestAdmissionBudget:

@@ -14,7 +14,7 @@ from otlp_receiver import OTLPReceiver
 
 from gateway.otlp_requests import plain_spans, post, trace_request
 from gateway.running import build_gateway, eventually, grpc_span_exporter, http_span_exporter, running_gateway
-from otel_shapecheck._gateway_http import GatewayHTTPServer
+from otel_shapecheck.gateway._http import GatewayHTTPServer
 
 CAPACITY = 10
 

@@ -6,7 +6,7 @@ import pytest
 from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
 
-from otel_shapecheck._gateway_endpoints import OtlpEndpoint, log_exporter, parse_endpoint, span_exporter
+from otel_shapecheck.otlp._endpoints import OtlpEndpoint, log_exporter, parse_endpoint, span_exporter
 
 
 class TestParseEndpoint:

@@ -15,8 +15,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
 
 from gateway.otlp_requests import post
-from otel_shapecheck._gateway import Gateway
-from otel_shapecheck._gateway_service import GatewayService
+from otel_shapecheck.gateway._gateway import Gateway
+from otel_shapecheck.gateway._service import GatewayService
 
 
 def _varied_spans() -> InMemorySpanExporter:

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
-from export.agent_turn import UNSUPPORTED, instrumented, run_capacity_turn
+from pipeline.export.agent_turn import UNSUPPORTED, instrumented, run_capacity_turn
 from opentelemetry.exporter.otlp.proto.grpc.exporter import Compression as GrpcCompression
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
 from opentelemetry.exporter.otlp.proto.http import Compression
@@ -39,10 +39,10 @@ from gateway.running import (
     traces_url,
 )
 from otel_shapecheck import _attributes as attrs
-from otel_shapecheck._flagged_events import FlaggedEventExporter
-from otel_shapecheck._gateway import Gateway
-from otel_shapecheck._gateway_service import GatewayService
-from otel_shapecheck._otlp_json import spans_to_otlp_json
+from otel_shapecheck.gateway._gateway import Gateway
+from otel_shapecheck.gateway._service import GatewayService
+from otel_shapecheck.otlp._json import spans_to_otlp_json
+from otel_shapecheck.pipeline._events import FlaggedEventExporter
 
 AGENT_RESOURCE = {"service.name": "capacity-agent", "deployment.environment.name": "test"}
 

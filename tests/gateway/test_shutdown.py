@@ -16,8 +16,8 @@ from otlp_receiver import OTLPReceiver
 from gateway.otlp_requests import TRACE_ID, plain_spans, post, trace_request
 from gateway.running import build_gateway, eventually, running_gateway
 from otel_shapecheck import _attributes as attrs
-from otel_shapecheck._gateway_admission import Admission
-from otel_shapecheck._gateway_decode import decode_spans
+from otel_shapecheck.gateway._admission import Admission
+from otel_shapecheck.gateway._decode import decode_spans
 
 TOOLS = [
     {"type": "function", "name": "get_capacity", "description": "Get the storage capacity of a cluster"},

@@ -23,8 +23,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_shapecheck._model import LLMCall
-from otel_shapecheck._read import SpanKind, classify_span, read_llm_call
-from otel_shapecheck._scripted_openai import ScriptedReply, ScriptedToolCall
+from otel_shapecheck.cli.demo._scripted_openai import ScriptedReply, ScriptedToolCall
+from otel_shapecheck.readers._read import SpanKind, classify_span, read_llm_call
 
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 """The util-genai setting that says where message content goes (``SPAN_ONLY``, ``EVENT_ONLY``…)."""

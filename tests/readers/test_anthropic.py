@@ -20,8 +20,8 @@ from openinference.instrumentation.anthropic import (
 from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor as OpenLLMetryAnthropicInstrumentor
 
 from otel_shapecheck._model import OfferedTool, ToolCall, ToolResult
-from otel_shapecheck._read import SpanKind, names_own_tool_calls
-from otel_shapecheck._scripted_openai import ScriptedOpenAIServer
+from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
+from otel_shapecheck.readers._read import SpanKind, names_own_tool_calls
 
 from .telemetry import (
     ANSWER,

@@ -21,7 +21,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import NonRecordingSpan, set_span_in_context
 
 from otel_shapecheck._model import OfferedTool, ToolCall, ToolResult
-from otel_shapecheck._read import (
+from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer, ScriptedReply
+from otel_shapecheck.readers._read import (
     SpanKind,
     classify_span,
     is_genai_content_record,
@@ -30,7 +31,6 @@ from otel_shapecheck._read import (
     read_log_records,
     read_tool_execution,
 )
-from otel_shapecheck._scripted_openai import ScriptedOpenAIServer, ScriptedReply
 
 from .telemetry import MODEL, QUESTION, TOOLS, CapturedTelemetry, run_openai_turn, weather_script
 

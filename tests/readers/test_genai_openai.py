@@ -10,14 +10,14 @@ import pytest
 from opentelemetry.sdk._logs import LogRecordProcessor, ReadWriteLogRecord
 
 from otel_shapecheck._model import OfferedTool, ToolCall, ToolResult
-from otel_shapecheck._read import (
+from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
+from otel_shapecheck.readers._read import (
     SpanKind,
     is_genai_content_record,
     names_own_tool_calls,
     read_llm_call,
     read_log_records,
 )
-from otel_shapecheck._scripted_openai import ScriptedOpenAIServer
 
 from .telemetry import (
     ANSWER,

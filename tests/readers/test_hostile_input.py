@@ -20,9 +20,9 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import NonRecordingSpan, SpanContext, set_span_in_context
 
-from otel_shapecheck._lenient_json import parse_json, parse_json_or_text
 from otel_shapecheck._model import AnalystAttempt, LLMCall, ToolExecution
-from otel_shapecheck._read import (
+from otel_shapecheck.readers._lenient_json import parse_json, parse_json_or_text
+from otel_shapecheck.readers._read import (
     SpanKind,
     classify_span,
     is_genai_content_record,

@@ -14,8 +14,8 @@ from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck._model import LLMCall, ToolCall, ToolResult
-from otel_shapecheck._otlp_json import parse_telemetry
-from otel_shapecheck._read import (
+from otel_shapecheck.otlp._json import parse_telemetry
+from otel_shapecheck.readers._read import (
     SpanKind,
     classify_span,
     is_genai_content_record,

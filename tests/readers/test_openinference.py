@@ -14,13 +14,13 @@ from openinference.instrumentation import OITracer, TraceConfig
 from openinference.instrumentation.openai import OpenAIInstrumentor
 
 from otel_shapecheck._model import OfferedTool, ToolCall, ToolResult
-from otel_shapecheck._read import (
+from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
+from otel_shapecheck.readers._read import (
     SpanKind,
     join_tool_executions,
     names_own_tool_calls,
     read_tool_execution,
 )
-from otel_shapecheck._scripted_openai import ScriptedOpenAIServer
 
 from .telemetry import (
     ANSWER,

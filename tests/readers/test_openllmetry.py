@@ -18,8 +18,8 @@ from opentelemetry.instrumentation.cohere import CohereInstrumentor
 from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 
 from otel_shapecheck._model import OfferedTool, ToolCall, ToolResult
-from otel_shapecheck._read import SpanKind, names_own_tool_calls, read_log_records
-from otel_shapecheck._scripted_openai import ScriptedOpenAIServer
+from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
+from otel_shapecheck.readers._read import SpanKind, names_own_tool_calls, read_log_records
 
 from .telemetry import (
     ANSWER,

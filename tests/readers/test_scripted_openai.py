@@ -10,7 +10,7 @@ import urllib.request
 import openai
 import pytest
 
-from otel_shapecheck._scripted_openai import ScriptedOpenAIServer, ScriptedReply, ScriptedToolCall
+from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer, ScriptedReply, ScriptedToolCall
 
 from .telemetry import TOOLS
 

@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 from opentelemetry.util.genai.handler import TelemetryHandler
 
 from otel_shapecheck._model import LLMCall, ToolCall, ToolExecution, ToolResult
-from otel_shapecheck._read import (
+from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
+from otel_shapecheck.readers._read import (
     SpanKind,
     join_tool_executions,
     read_tool_execution,
 )
-from otel_shapecheck._scripted_openai import ScriptedOpenAIServer
 
 from .telemetry import (
     CALL_ID,

@@ -1,7 +1,7 @@
 """Fuzzing what the other suites do not: the OTLP/JSON loader, and the span processor end to end.
 
 The readers (``tests/readers/test_hostile_input.py``), the figures extractor and basis fold
-(``tests/figures/test_properties.py``), the tool index and the conformance check already have their own
+(``tests/checks/figures/test_properties.py``), the tool index and the conformance check already have their own
 hypothesis tests. Here:
 
 - the loader gets arbitrary bytes, arbitrary JSON and mutated valid exports, and must either read spans
@@ -34,7 +34,7 @@ from otel_shapecheck import (
     ShapecheckSpanProcessor,
     ToolChoiceCheck,
 )
-from otel_shapecheck._otlp_json import UnreadableTraceFile, parse_spans, spans_to_otlp_json
+from otel_shapecheck.otlp._json import UnreadableTraceFile, parse_spans, spans_to_otlp_json
 
 from .telemetry import IdRecorder, agent_turn
 

@@ -1,0 +1,132 @@
+"""The figures check: a verdict on the numbers of each final answer, for the processor and ``check``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Final
+
+from otel_shapecheck._attributes import (
+    EVALUATION_FIGURES,
+    FIGURES_CARRIED,
+    FIGURES_CHECKED,
+    FIGURES_COMPUTED,
+    FIGURES_DERIVATIONS,
+    FIGURES_TRUNCATED,
+    FIGURES_UNSUPPORTED,
+    FLAG_FIGURES_UNSUPPORTED,
+)
+from otel_shapecheck._model import LLMCall, ToolResult
+from otel_shapecheck._settings import positive_int
+from otel_shapecheck.checks._base import AttributeValue, Subject, Verdict
+from otel_shapecheck.checks.figures._findings import FiguresFinding, check_figures
+from otel_shapecheck.checks.figures._text import DEFAULT_MIN_DIGITS
+
+logger = logging.getLogger(__name__)
+
+OTEL_SHAPECHECK_FIGURES_MIN_DIGITS: Final = "OTEL_SHAPECHECK_FIGURES_MIN_DIGITS"
+"""Digits a bare number (one without a unit) needs to be checked; default 4."""
+
+LABEL_GROUNDED: Final = "grounded"
+LABEL_UNSUPPORTED: Final = "unsupported"
+
+
+class FiguresCheck:
+    """Checks that every figure of a final answer is carried by a tool result or derived from one.
+
+    A subject is a final answer when its LLM call produced answer text and requested no tool calls.
+    The check applies when the answer could have seen at least one tool result (in the call's input or
+    from earlier tool executions of the trace) or the call offered tools; a plain chat with neither gets
+    no verdict. An answer with no candidate figures gets a ``grounded`` verdict with ``checked = 0``, so
+    a trace shows which answers were checked.
+
+    Configuration: ``min_digits``, else :envvar:`OTEL_SHAPECHECK_FIGURES_MIN_DIGITS`, else 4.
+    """
+
+    name: str = EVALUATION_FIGURES
+
+    def __init__(self, min_digits: int | None = None) -> None:
+        self._min_digits = positive_int(
+            "min_digits", min_digits, OTEL_SHAPECHECK_FIGURES_MIN_DIGITS, DEFAULT_MIN_DIGITS
+        )
+
+    @property
+    def min_digits(self) -> int:
+        """Digits a bare number needs to be checked."""
+        return self._min_digits
+
+    def evaluate(self, subjects: Sequence[Subject]) -> list[Verdict | None]:
+        """One verdict per final answer among ``subjects``, ``None`` for every other subject."""
+        return [self.verdict_for(subject) for subject in subjects]
+
+    def verdict_for(self, subject: Subject) -> Verdict | None:
+        """The verdict on one subject's answer, or ``None`` when it carries no checkable final answer."""
+        call = subject.llm_call
+        if call is None or not _is_final_answer(call):
+            return None
+        tool_results = _distinct(call.tool_results + subject.trace_tool_results)
+        if not tool_results and not call.offered_tools:
+            return None
+        user_texts = call.user_texts or ((call.user_text,) if call.user_text else ())
+        finding = check_figures(call.answer_text or "", tool_results, user_texts, min_digits=self._min_digits)
+        return _verdict(finding, call.response_id)
+
+
+def _distinct(results: tuple[ToolResult, ...]) -> tuple[ToolResult, ...]:
+    """The results with repeated text content dropped.
+
+    The same result is often captured twice, as an input message of the call and as the output of its
+    ``execute_tool`` span. Reading it twice would add nothing and would spend the derived-value bound.
+    """
+    seen: set[str] = set()
+    distinct: list[ToolResult] = []
+    for result in results:
+        if isinstance(result.content, str):
+            if result.content in seen:
+                continue
+            seen.add(result.content)
+        distinct.append(result)
+    return tuple(distinct)
+
+
+def _is_final_answer(call: LLMCall) -> bool:
+    return bool(call.answer_text and call.answer_text.strip()) and not call.tool_calls
+
+
+def _verdict(finding: FiguresFinding, response_id: str | None) -> Verdict:
+    attributes: dict[str, AttributeValue] = {
+        FIGURES_CHECKED: finding.checked,
+        FIGURES_CARRIED: len(finding.carried),
+        FIGURES_COMPUTED: len(finding.computed),
+        FIGURES_UNSUPPORTED: finding.unsupported,
+        FIGURES_DERIVATIONS: tuple(figure.describe() for figure in finding.computed),
+        FIGURES_TRUNCATED: finding.truncated,
+    }
+    flagged = bool(finding.unsupported)
+    return Verdict(
+        evaluation=EVALUATION_FIGURES,
+        attributes=attributes,
+        label=LABEL_UNSUPPORTED if flagged else LABEL_GROUNDED,
+        explanation=_explanation(finding),
+        score=finding.supported_share,
+        flags=(FLAG_FIGURES_UNSUPPORTED,) if flagged else (),
+        response_id=response_id,
+    )
+
+
+def _explanation(finding: FiguresFinding) -> str:
+    """One sentence with counts only: the figures themselves stay in the span attributes."""
+    if not finding.checked:
+        return "The answer states no figures to check."
+    supported = len(finding.carried) + len(finding.computed)
+    sentence = (
+        f"{supported} of {finding.checked} figures in the answer "
+        f"{'is' if supported == 1 else 'are'} carried by a tool result "
+        f"({len(finding.carried)}) or derived from one ({len(finding.computed)})"
+    )
+    if finding.unsupported:
+        unsupported = len(finding.unsupported)
+        sentence += f"; {unsupported} {'is' if unsupported == 1 else 'are'} neither"
+    if finding.truncated:
+        sentence += ", and the tool results were too large to read in full"
+    return sentence + "."

@@ -1,0 +1,468 @@
+"""Folding tool results into the numbers they carry and the column derivations over their lists.
+
+Content is walked iteratively (nesting cannot exhaust the stack) within bounds on nodes, depth, rows,
+fields and recorded numbers; every bound that cuts the fold sets ``truncated``, which can only flag
+more figures, never fewer. The result is kept as parallel columns, read by :class:`FigureBasis`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator
+from itertools import islice, repeat
+from typing import Final, cast
+
+import numpy as np
+
+from otel_shapecheck._model import JSONValue
+from otel_shapecheck.checks.figures._text import (
+    may_state_a_number,
+    normalize_token,
+    numbers_in_text,
+    plain_number,
+)
+
+MAX_BASIS_NUMBERS: Final = 50_000
+"""Carried numbers kept per basis."""
+
+MAX_DERIVED: Final = 50_000
+"""Column-derived values (sums, ratios, differences, complements) kept per basis."""
+
+MAX_ROWS: Final = 5_000
+"""Rows of one list folded into columns."""
+
+MAX_NUMERIC_FIELDS: Final = 64
+"""Numeric fields of one list folded into columns."""
+
+MAX_GROUP_FIELDS: Final = 8
+"""Text fields of one list whose values group the rows for per-group sums."""
+
+MIN_GROUP_VALUES: Final = 2
+MAX_GROUP_VALUES: Final = 50
+"""A text field groups the rows when it has this many distinct values (and fewer than rows)."""
+
+MAX_DEPTH: Final = 64
+"""Deepest nesting of a tool result that is walked; deeper parts are skipped (and ``truncated`` set)."""
+
+MAX_NODES: Final = 500_000
+"""JSON nodes walked per basis, so one huge result costs bounded time."""
+
+_PERCENT_KEY_RE: Final = re.compile(r"(pct|percent|percentage)$", re.IGNORECASE)
+_UNIT_SUFFIX_RE: Final = re.compile(r"[_-]([A-Za-z]+)$")
+_JSON_OPENERS: Final = frozenset("[{")
+_DIGIT_RE: Final = re.compile(r"[0-9]")
+_NUMBER_KINDS: Final = frozenset({int, float, type(None)})
+
+CarriedPath = str | tuple[str, str]
+"""A carried number's path: the text itself, or (row path, field name) joined only when asked for."""
+
+
+def path_text(path: CarriedPath) -> str:
+    """A carried number's path as text (``rows[0].used_pct``)."""
+    return path if isinstance(path, str) else f"{path[0]}.{path[1]}"
+
+
+class _ChildPaths:
+    """Paths and field names of a container's children, built only for the children that need one."""
+
+    def __init__(self, at: str, keyed: bool) -> None:
+        self._at = at
+        self._prefix = f"{at}." if at else ""
+        self._keyed = keyed
+
+    def path(self, name: str | int) -> str:
+        return f"{self._prefix}{name}" if self._keyed else f"{self._at}[{name}]"
+
+    def key(self, name: str | int) -> str | None:
+        return str(name) if self._keyed else None
+
+
+class BasisBuilder:
+    """Folds tool-result content into parallel columns: carried numbers, their paths and fields, derivations.
+
+    The walk is iterative (no recursion, so nesting cannot exhaust the stack).
+    """
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+        self.paths: list[CarriedPath] = []
+        self.keys: list[str | None] = []
+        self.derived = DerivedValues()
+        self.named: set[float] = set()
+        """Numbers written as field names (``{"2024": …}``): carried as-is, never derived from."""
+        self.truncated = False
+        self._nodes = 0
+        self._stack: list[tuple[JSONValue, str, str | None, int]] = []
+
+    def add(self, content: JSONValue) -> None:
+        """Fold one tool result's content (JSON, JSON followed by text, or text) within the node budget."""
+        self._stack.append((content, "", None, 0))
+        while self._stack:
+            node, at, key, depth = self._stack.pop()
+            self._nodes += 1
+            if self._nodes > MAX_NODES:
+                self.truncated = True
+                self._stack.clear()
+                return
+            self._visit(node, at, key, depth)
+
+    def _visit(self, node: JSONValue, at: str, key: str | None, depth: int) -> None:
+        if isinstance(node, dict | list):
+            self._visit_container(node, at, depth)
+        else:
+            self._visit_scalar(node, at, key, depth)
+
+    def _visit_scalar(self, node: JSONValue, at: str, key: str | None, depth: int) -> None:
+        if node is None or isinstance(node, bool):
+            return
+        if isinstance(node, int | float):
+            self._carry(node, at, key)
+        elif isinstance(node, str):
+            self._read_string(node, at, key, depth)
+
+    def _visit_container(self, node: dict[str, JSONValue] | list[JSONValue], at: str, depth: int) -> None:
+        """Read a container's children within the node budget; a list of rows is also folded into columns."""
+        if depth >= MAX_DEPTH:
+            self.truncated = True
+            return
+        room = max(MAX_NODES - self._nodes, 0)
+        if len(node) > room:
+            self.truncated = True
+        self._nodes += min(len(node), room)
+        children: Iterator[tuple[str | int, JSONValue]]
+        if isinstance(node, dict):
+            is_rows = len(node) >= 2 and all(isinstance(value, dict) for value in node.values())
+            self._note_names(islice(node, room))
+            children = islice(node.items(), room)
+        else:
+            is_rows = bool(node) and all(isinstance(value, dict) for value in node)
+            children = enumerate(islice(node, room))
+        child = _ChildPaths(at, isinstance(node, dict))
+        if is_rows and depth + 1 < MAX_DEPTH:
+            if len(node) > MAX_ROWS:
+                self.truncated = True
+            rows = [(child.path(name), child.key(name), row) for name, row in islice(children, MAX_ROWS)]
+            self._read_rows(rows, at or "result", depth + 1)
+        self._read_children(children, child, depth + 1)
+
+    def _note_names(self, names: Iterable[str]) -> None:
+        for name in names:
+            if type(name) is str and _DIGIT_RE.search(name) and len(self.named) < MAX_BASIS_NUMBERS:
+                self.named.update(numbers_in_text(name))
+
+    def _read_children(
+        self, children: Iterator[tuple[str | int, JSONValue]], child: _ChildPaths, depth: int
+    ) -> None:
+        """Read scalar children now and queue containers, so nesting never recurses."""
+        containers: list[tuple[JSONValue, str, str | None, int]] = []
+        for name, value in children:
+            kind = type(value)
+            if value is None or kind is bool:
+                continue
+            if kind is float or kind is int:
+                if len(self.values) >= MAX_BASIS_NUMBERS:
+                    self.truncated = True
+                    continue
+                self._carry(value, child.path(name), child.key(name))  # type: ignore[arg-type]
+            elif kind is str:
+                self._read_string(value, child.path(name), child.key(name), depth)  # type: ignore[arg-type]
+            elif isinstance(value, dict | list):
+                containers.append((value, child.path(name), child.key(name), depth))
+            else:
+                self._visit_scalar(value, child.path(name), child.key(name), depth)
+        self._stack.extend(reversed(containers))
+
+    def _read_rows(self, rows: list[tuple[str, str | None, JSONValue]], label: str, depth: int) -> None:
+        """Read the rows column by column, collecting numeric and text columns for the fold."""
+        if depth >= MAX_DEPTH:
+            self.truncated = True
+            return
+        table = [(path, row) for path, _, row in rows if isinstance(row, dict)]
+        cells_total = 0
+        for index, (_, row) in enumerate(table):
+            if self._nodes + cells_total + len(row) > MAX_NODES:
+                self.truncated = True
+                table = table[:index]
+                break
+            cells_total += len(row)
+        self._nodes += cells_total
+        numeric: dict[str, list[float]] = {}
+        texts: dict[str, list[str | None]] = {}
+        containers: list[tuple[JSONValue, str, str | None, int]] = []
+        names = _field_names([row for _, row in table])
+        self._note_names(names)
+        for name in names:
+            cells = [row.get(name) for _, row in table]
+            kinds = set(map(type, cells))
+            if kinds <= _NUMBER_KINDS and kinds & _NUMBER_KINDS - {type(None)}:
+                column = self._carry_column(name, cells, table)  # type: ignore[arg-type]
+                self._add_column(numeric, name, column)
+            elif kinds <= {str, type(None)}:
+                strings = cast("list[str | None]", cells)
+                texts[name] = [text or None for text in strings]
+                may_carry = {text: _may_carry(text) for text in set(strings) if text}
+                for (path, _), text in zip(table, strings, strict=True):
+                    if text and may_carry[text]:
+                        self._read_string(text, f"{path}.{name}", name, depth + 1)
+            else:
+                mixed = self._read_mixed_column(name, cells, table, depth + 1, containers)
+                if mixed is not None:
+                    self._add_column(numeric, name, mixed)
+        self._stack.extend(reversed(containers))
+        self._fold(_RowTable(numeric, texts, len(table)), label)
+
+    def _add_column(self, numeric: dict[str, list[float]], name: str, column: list[float]) -> None:
+        if len(numeric) >= MAX_NUMERIC_FIELDS:
+            self.truncated = True
+        else:
+            numeric[name] = column
+
+    def _carry_column(
+        self, name: str, cells: list[float | None], table: list[tuple[str, dict[str, JSONValue]]]
+    ) -> list[float]:
+        """Carry a column of JSON numbers (nulls and gaps allowed); returns it with NaN for the gaps."""
+        try:
+            column = [math.nan if cell is None else float(cell) for cell in cells]
+        except OverflowError:
+            column = [math.nan if cell is None else _finite_or_nan(cell) for cell in cells]
+        present = [index for index, number in enumerate(column) if number - number == 0.0]
+        if len(present) < len(column):
+            column = [number if number - number == 0.0 else math.nan for number in column]
+        room = MAX_BASIS_NUMBERS - len(self.values)
+        if len(present) > room:
+            self.truncated = True
+            present = present[: max(room, 0)]
+        if len(present) == len(column):
+            self.values.extend(column)
+            self.paths.extend(zip([path for path, _ in table], repeat(name)))
+        else:
+            self.values.extend([column[index] for index in present])
+            self.paths.extend([(table[index][0], name) for index in present])
+        self.keys.extend([name] * len(present))
+        return column
+
+    def _read_mixed_column(
+        self,
+        name: str,
+        cells: list[JSONValue],
+        table: list[tuple[str, dict[str, JSONValue]]],
+        depth: int,
+        containers: list[tuple[JSONValue, str, str | None, int]],
+    ) -> list[float] | None:
+        """Read a column of mixed values cell by cell; its numbers still form a column."""
+        column = [math.nan] * len(cells)
+        has_numbers = False
+        for index, ((path, _), cell) in enumerate(zip(table, cells, strict=True)):
+            if isinstance(cell, int | float) and not isinstance(cell, bool):
+                column[index] = _finite_or_nan(cell)
+                has_numbers = True
+                self._carry(cell, (path, name), name)
+            elif isinstance(cell, dict | list):
+                containers.append((cell, f"{path}.{name}", name, depth))
+            else:
+                self._visit_scalar(cell, f"{path}.{name}", name, depth)
+        return column if has_numbers else None
+
+    def _carry(self, value: float, at: CarriedPath, key: str | None) -> None:
+        if len(self.values) >= MAX_BASIS_NUMBERS:
+            self.truncated = True
+            return
+        number = _finite_or_nan(value)
+        if number == number:  # not NaN
+            self.values.append(number)
+            self.paths.append(at or "result")
+            self.keys.append(key)
+
+    def _read_string(self, text: str, at: str, key: str | None, depth: int) -> None:
+        if _DIGIT_RE.search(text) is None:
+            return
+        stripped = text.lstrip()
+        if stripped[:1] in _JSON_OPENERS and depth < MAX_DEPTH:
+            parsed, rest = _json_prefix(stripped)
+            if parsed is not None:
+                self._stack.append((rest, at, None, depth))
+                self._stack.append((parsed, at, key, depth + 1))
+                return
+        if not may_state_a_number(text):
+            return
+        number = plain_number(normalize_token(text)) if len(text) <= 64 else None
+        if number is not None:
+            self._carry(number, at, key)
+            return
+        for value in numbers_in_text(text):
+            if len(self.values) >= MAX_BASIS_NUMBERS:
+                self.truncated = True
+                return
+            self._carry(value, at, None)
+
+    def _fold(self, table: _RowTable, label: str) -> None:
+        """Record the column derivations over all rows, then over each group of a grouping text field."""
+        complete = self._derive(table, table.totals(), table.row_count, f"{label}[]")
+        for name, group, group_totals, group_rows in table.groupings():
+            for value, totals, rows in zip(group, group_totals, group_rows, strict=True):
+                complete = complete and self._derive(table, totals, rows, f"{label}[{name}={value}]")
+            if not complete:
+                break
+        self.truncated |= table.truncated
+
+    def _derive(self, table: _RowTable, totals: dict[str, float], rows: int, label: str) -> bool:
+        """Record the sums, ratios, differences and complements of some rows' column totals."""
+        derived: list[tuple[float, tuple[str, str, str, str]]] = []
+        if rows > 1:
+            derived.extend((total, ("column-sum", label, name, "")) for name, total in totals.items())
+        for a, b in table.like_unit_pairs:
+            if a not in totals or b not in totals:
+                continue
+            sum_a, sum_b = totals[a], totals[b]
+            if sum_b != 0:
+                ratio = 100 * sum_a / sum_b
+                derived.append((ratio, ("column-ratio", label, a, b)))
+                if 0 <= ratio <= 100:
+                    derived.append((100 - ratio, ("complement", label, a, b)))
+            if sum_b - sum_a > 0:
+                derived.append((sum_b - sum_a, ("column-difference", label, a, b)))
+        for value, how in derived:
+            if value - value != 0.0:  # not finite
+                continue
+            if len(self.derived.values) >= MAX_DERIVED:
+                self.truncated = True
+                return False
+            self.derived.values.append(value)
+            self.derived.how.append(how)
+        return True
+
+
+class DerivedValues:
+    """Derived values and how each was derived, kept as columns; the words are formatted when read."""
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+        self.how: list[tuple[str, str, str, str]] = []
+        """(derivation, rows label, field a, field b) per value."""
+
+    def explain(self, position: int) -> tuple[str, str]:
+        """The derivation and its words (``100 × rows[].used_tb ÷ rows[].total_tb``) at ``position``."""
+        derivation, label, a, b = self.how[position]
+        if derivation == "column-sum":
+            return derivation, f"sum of {label}.{a}"
+        if derivation == "column-difference":
+            return derivation, f"{label}.{b} − {label}.{a}"
+        ratio = f"100 × {label}.{a} ÷ {label}.{b}"
+        return derivation, ratio if derivation == "column-ratio" else f"100 − {ratio}"
+
+
+class _RowTable:
+    """The numeric columns and grouping text fields of one list of rows, and their totals."""
+
+    def __init__(
+        self, numeric: dict[str, list[float]], texts: dict[str, list[str | None]], rows: int
+    ) -> None:
+        self.truncated = False
+        self.row_count = rows
+        self._columns = {name: np.asarray(column, dtype=np.float64) for name, column in numeric.items()}
+        self._texts = texts
+        self.like_unit_pairs = _like_unit_pairs(list(numeric))
+
+    def totals(self) -> dict[str, float]:
+        """The sum of each numeric field over the rows that carry it (finite sums only)."""
+        totals: dict[str, float] = {}
+        for name, column in self._columns.items():
+            present = column[~np.isnan(column)]
+            if present.size:
+                total = math.fsum(present.tolist())
+                if math.isfinite(total):
+                    totals[name] = total
+        return totals
+
+    def groupings(self) -> Iterator[tuple[str, list[str], list[dict[str, float]], list[int]]]:
+        """Each grouping text field: its name, its distinct values, and each value's totals and row count."""
+        used = 0
+        for name, values in self._texts.items():
+            distinct = list(dict.fromkeys(value for value in values if value is not None))
+            if not MIN_GROUP_VALUES <= len(distinct) <= MAX_GROUP_VALUES or len(distinct) >= self.row_count:
+                continue
+            if used == MAX_GROUP_FIELDS:
+                self.truncated = True
+                return
+            used += 1
+            code_of = {value: code for code, value in enumerate(distinct)}
+            codes = np.array([-1 if value is None else code_of[value] for value in values], dtype=np.int64)
+            yield (
+                name,
+                distinct,
+                self._group_totals(codes, len(distinct)),
+                self._group_rows(codes, len(distinct)),
+            )
+
+    def _group_totals(self, codes: np.ndarray, groups: int) -> list[dict[str, float]]:
+        totals: list[dict[str, float]] = [{} for _ in range(groups)]
+        grouped = codes >= 0
+        with np.errstate(all="ignore"):
+            for name, column in self._columns.items():
+                present = grouped & ~np.isnan(column)
+                counts = np.bincount(codes[present], minlength=groups)
+                sums = np.bincount(codes[present], weights=column[present], minlength=groups)
+                for code in np.flatnonzero(counts).tolist():
+                    total = float(sums[code])
+                    if math.isfinite(total):
+                        totals[code][name] = total
+        return totals
+
+    @staticmethod
+    def _group_rows(codes: np.ndarray, groups: int) -> list[int]:
+        return [int(count) for count in np.bincount(codes[codes >= 0], minlength=groups)]
+
+
+def _field_names(rows: list[dict[str, JSONValue]]) -> list[str]:
+    """Every field of the rows in first-seen order (one look when all rows share the first row's fields)."""
+    if not rows:
+        return []
+    first = rows[0].keys()
+    if all(row.keys() == first for row in rows):
+        return list(first)
+    return list(dict.fromkeys(name for row in rows for name in row))
+
+
+def _may_carry(text: str) -> bool:
+    """Whether a string can carry a number: JSON to parse, or a token that can start a number."""
+    if _DIGIT_RE.search(text) is None:
+        return False
+    return text.lstrip()[:1] in _JSON_OPENERS or may_state_a_number(text)
+
+
+def _finite_or_nan(value: float) -> float:
+    try:
+        number = float(value)
+    except OverflowError:
+        return math.nan
+    return number if math.isfinite(number) else math.nan
+
+
+def is_percent_key(key: str) -> bool:
+    """Whether a field's name says it holds a percentage (``used_pct``, ``percent``)."""
+    return _PERCENT_KEY_RE.search(key) is not None
+
+
+def _like_unit_pairs(fields: list[str]) -> list[tuple[str, str]]:
+    """Ordered pairs of different fields wearing the same unit suffix, percentages left out."""
+    units: dict[str, str] = {}
+    for name in fields:
+        match = _UNIT_SUFFIX_RE.search(name)
+        if match and not is_percent_key(name):
+            units[name] = match.group(1).lower()
+    return [(a, b) for a in units for b in units if a != b and units[a] == units[b]]
+
+
+def _json_prefix(text: str) -> tuple[JSONValue, str]:
+    """The JSON value ``text`` starts with and the text after it; ``(None, text)`` when there is none."""
+    try:
+        return json.loads(text), ""
+    except (ValueError, RecursionError):
+        pass
+    try:
+        value, end = json.JSONDecoder().raw_decode(text)
+    except (ValueError, RecursionError):
+        return None, text
+    return value, text[end:]

@@ -1,0 +1,4 @@
+"""Tool choice: choice-context margins over embedded tool texts, the embedders, their cache and the tool index.
+
+Nothing here is API: import from ``otel_shapecheck``.
+"""

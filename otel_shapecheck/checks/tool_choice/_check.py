@@ -1,0 +1,396 @@
+"""The tool-choice check: how clearly the choice context favours the tools the model chose over the rest.
+
+Ported from agentfootprint's tool-choice recorder; the margin itself is :func:`score_margin`. For every
+LLM call that offered tools, the *choice context* (the turn's user message, plus the latest assistant
+text of the turn) and each offered tool's :func:`confusability_text` are embedded;
+``margin = best chosen − best other`` cosine. A margin under the threshold is ``narrow`` (negative
+margins included) and a top-scored tool the model did not choose is a ``proxy_disagreement``. The
+margin is an embedding-geometry proxy for the model's selection, never an account of why the model chose.
+
+Nothing is embedded where calls are recorded: the processor's worker calls :meth:`ToolChoiceCheck.evaluate`
+in batches (one embed call per batch), and :meth:`ToolChoiceCheck.record` only keeps strings that the
+first read of :meth:`~ToolChoiceCheck.calls`, :meth:`~ToolChoiceCheck.flagged` or
+:meth:`~ToolChoiceCheck.summary` scores and memoises.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Final
+
+from otel_shapecheck import _settings
+from otel_shapecheck._attributes import (
+    EVALUATION_TOOL_CHOICE,
+    FLAG_TOOL_CHOICE_NARROW,
+    FLAG_TOOL_CHOICE_PROXY_DISAGREEMENT,
+    TOOL_CHOICE_CHOSEN,
+    TOOL_CHOICE_EMBEDDER,
+    TOOL_CHOICE_MARGIN,
+    TOOL_CHOICE_NARROW,
+    TOOL_CHOICE_OFFERED_COUNT,
+    TOOL_CHOICE_PROXY_DISAGREEMENT,
+    TOOL_CHOICE_SKIPPED,
+    TOOL_CHOICE_TOP,
+)
+from otel_shapecheck._model import LLMCall, OfferedTool
+from otel_shapecheck.checks._base import AttributeValue, Subject, Verdict
+from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache, cached
+from otel_shapecheck.checks.tool_choice._embedders import Embedder, MiniLMEmbedder
+from otel_shapecheck.checks.tool_choice._index import ToolIndex, confusability_text
+from otel_shapecheck.checks.tool_choice._margin import (
+    DEFAULT_MARGIN_THRESHOLD,
+    DEFAULT_MAX_SLOT_CHARS,
+    MarginResult,
+    choice_context,
+    score_margin,
+)
+from otel_shapecheck.readers._content import stopped_for_tools
+
+logger = logging.getLogger(__name__)
+
+OTEL_SHAPECHECK_MARGIN_THRESHOLD = "OTEL_SHAPECHECK_MARGIN_THRESHOLD"
+"""Margins below this are ``narrow`` (default 0.05)."""
+OTEL_SHAPECHECK_MAX_SLOT_CHARS = "OTEL_SHAPECHECK_MAX_SLOT_CHARS"
+"""Characters kept from each slot of the choice context (default 2000)."""
+
+_DEFAULT_MAX_RECORDED_CALLS = 1024
+_DEFAULT_MAX_MENU_TOOLS = 1024
+
+# Values of ``shapecheck.tool_choice.skipped``.
+SKIP_NOTHING_CHOSEN: Final = "nothing-chosen"
+SKIP_CHOSEN_NOT_OFFERED: Final = "chosen-not-offered"
+SKIP_NO_MENU: Final = "no-menu"
+SKIP_NO_CONTEXT: Final = "no-context"
+SKIP_INCOMPLETE: Final = "incomplete"
+SKIP_MENU_TOO_LARGE: Final = "menu-too-large"
+
+# Values of ``gen_ai.evaluation.score.label`` for tool choice.
+LABEL_CLEAR: Final = "clear"
+"""The chosen tool led the best other offered tool by at least the threshold."""
+LABEL_NARROW: Final = "narrow"
+"""The chosen tool was top-scored, but by less than the threshold."""
+LABEL_DISAGREEMENT: Final = "disagreement"
+"""A tool the model did not choose scored highest (such a margin is also narrow)."""
+LABEL_ALL_CHOSEN: Final = "all-chosen"
+"""Every offered tool was chosen: no margin to measure."""
+LABEL_SKIPPED: Final = "skipped"
+"""Not scored; ``shapecheck.tool_choice.skipped`` says why."""
+
+
+@dataclass(frozen=True)
+class ToolChoiceCall:
+    """One LLM call that offered tools (or invoked tools with no menu captured), as the query API sees it."""
+
+    span_id: str
+    trace_id: str
+    offered: tuple[OfferedTool, ...]
+    """The menu as the model saw it, duplicates removed (first wins); empty when none was captured."""
+    chosen: tuple[str, ...]
+    """Unique invoked tool names, first-call order."""
+    tool_call_ids: tuple[str, ...]
+    context_text: str
+    """The choice context that is (or will be) embedded."""
+    result: MarginResult | None = None
+    """The ranking, once scored; stays ``None`` when ``skipped`` says why it never will be."""
+    skipped: str | None = None
+    response_id: str | None = None
+
+    @property
+    def flagged(self) -> bool:
+        """Scored, and narrow or in disagreement."""
+        return self.result is not None and self.result.flagged
+
+
+@dataclass(frozen=True)
+class ToolChoiceSummary:
+    """Counts over the recorded calls."""
+
+    llm_calls_with_tools: int
+    """Calls that offered tools, or invoked tools with no menu captured."""
+    choices: int
+    """Calls where the model invoked at least one tool."""
+    scored: int
+    """Calls with a ranking."""
+    flagged: int
+    """Scored calls that are narrow or in disagreement."""
+    narrow: int
+    proxy_disagreement: int
+    skipped: int
+    """Calls that will never be scored."""
+
+
+def _skip_reason(call: LLMCall, incomplete: bool) -> str | None:
+    offered = {tool.name for tool in call.offered_tools or ()}
+    if call.tool_calls is None:
+        stopped = incomplete or stopped_for_tools(call.finish_reasons)
+        return SKIP_INCOMPLETE if stopped else SKIP_NOTHING_CHOSEN
+    if not call.chosen:
+        return SKIP_NOTHING_CHOSEN
+    if any(name not in offered for name in call.chosen):
+        return SKIP_CHOSEN_NOT_OFFERED
+    if not (call.user_text or "").strip():
+        return SKIP_NO_CONTEXT
+    return None
+
+
+def _explanation(call: ToolChoiceCall, threshold: float) -> tuple[str, str]:
+    result = call.result
+    if result is None:
+        return LABEL_SKIPPED, _SKIP_EXPLANATIONS.get(call.skipped or "", "The tool choice was not scored.")
+    if result.margin is None:
+        return LABEL_ALL_CHOSEN, "Every offered tool was chosen, so there is no margin to measure."
+    if result.proxy_disagreement:
+        return (
+            LABEL_DISAGREEMENT,
+            f"An offered tool the model did not choose scored highest; the best chosen tool trails it "
+            f"by {-result.margin:.3f}.",
+        )
+    if result.narrow:
+        return (
+            LABEL_NARROW,
+            f"The chosen tool led the best other offered tool by only {result.margin:.3f}, "
+            f"under the {threshold:g} threshold.",
+        )
+    return (
+        LABEL_CLEAR,
+        f"The chosen tool led the best other offered tool by {result.margin:.3f} "
+        f"(narrow below {threshold:g}).",
+    )
+
+
+_SKIP_EXPLANATIONS: Final = {
+    SKIP_NOTHING_CHOSEN: "The call answered without invoking a tool, so there is no choice to score.",
+    SKIP_CHOSEN_NOT_OFFERED: "A chosen tool is not on the captured menu; reported as-is, not scored.",
+    SKIP_NO_MENU: "Tools were invoked but no tool menu was captured, so the choice cannot be ranked.",
+    SKIP_NO_CONTEXT: "No user message was captured for the turn, so there is no context to rank against.",
+    SKIP_INCOMPLETE: "The call's output was not seen before the span was released, so the choice is unknown.",
+    SKIP_MENU_TOO_LARGE: "The menu has more tools than the check ranks per call, so it was not scored.",
+}
+
+
+_default_index_lock = threading.Lock()
+_default_index: ToolIndex | None = None
+
+
+def _shared_minilm_index() -> ToolIndex:
+    """One cached MiniLM embedder and tool index per process, for every check built without an embedder."""
+    global _default_index
+    with _default_index_lock:
+        if _default_index is None:
+            _default_index = ToolIndex(EmbeddingCache(MiniLMEmbedder()))
+        return _default_index
+
+
+class ToolChoiceCheck:
+    """The tool-choice check: a :class:`~otel_shapecheck.Check` and an in-process query API.
+
+    ``evaluate`` scores a batch and keeps the results for :meth:`calls`; :meth:`record` keeps a call for
+    lazy scoring on the next read. The embedder is wrapped in an :class:`EmbeddingCache` (unless it is
+    one) and fills a :class:`ToolIndex`; without an embedder, a process-wide MiniLM index is shared and
+    the model loads on the first call that needs a vector.
+
+    Env vars:
+        :envvar:`OTEL_SHAPECHECK_MARGIN_THRESHOLD` (default 0.05),
+        :envvar:`OTEL_SHAPECHECK_MAX_SLOT_CHARS` (default 2000).
+    """
+
+    name = EVALUATION_TOOL_CHOICE
+
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        *,
+        margin_threshold: float | None = None,
+        max_slot_chars: int | None = None,
+        max_recorded_calls: int | None = None,
+        max_menu_tools: int | None = None,
+        tool_index: ToolIndex | None = None,
+    ) -> None:
+        self._threshold = _settings.non_negative_float(
+            "margin_threshold", margin_threshold, OTEL_SHAPECHECK_MARGIN_THRESHOLD, DEFAULT_MARGIN_THRESHOLD
+        )
+        self._max_slot_chars = _settings.positive_int(
+            "max_slot_chars", max_slot_chars, OTEL_SHAPECHECK_MAX_SLOT_CHARS, DEFAULT_MAX_SLOT_CHARS
+        )
+        max_recorded = _settings.positive_int(
+            "max_recorded_calls", max_recorded_calls, None, _DEFAULT_MAX_RECORDED_CALLS
+        )
+        self._max_menu_tools = _settings.positive_int(
+            "max_menu_tools", max_menu_tools, None, _DEFAULT_MAX_MENU_TOOLS
+        )
+        if tool_index is not None:
+            self._index = tool_index
+        elif embedder is None:
+            self._index = _shared_minilm_index()
+        else:
+            self._index = ToolIndex(cached(embedder))
+        self._lock = threading.Lock()
+        self._pending: deque[ToolChoiceCall] = deque(maxlen=max_recorded)
+        self._history: deque[ToolChoiceCall] = deque(maxlen=max_recorded)
+
+    @property
+    def embedder(self) -> Embedder:
+        """The (cached) embedder that produces the scores."""
+        return self._index.embedder
+
+    @property
+    def tool_index(self) -> ToolIndex:
+        """The tool index (shareable with :func:`~otel_shapecheck.lint_catalog`)."""
+        return self._index
+
+    @property
+    def margin_threshold(self) -> float:
+        """Margins below this are narrow."""
+        return self._threshold
+
+    def evaluate(self, subjects: Sequence[Subject]) -> list[Verdict | None]:
+        """One verdict per subject whose LLM call offered or invoked tools, else ``None``; one embed call."""
+        calls = [self._call_of(subject) for subject in subjects]
+        scored = self._scored([call for call in calls if call is not None])
+        in_order = iter(scored)
+        verdicts = [self._verdict(next(in_order)) if call is not None else None for call in calls]
+        with self._lock:
+            self._history.extend(scored)
+        return verdicts
+
+    def record(self, subjects: Subject | Sequence[Subject]) -> None:
+        """Keep the calls of ``subjects`` for scoring on the next read; copies strings, embeds nothing."""
+        batch = [subjects] if isinstance(subjects, Subject) else subjects
+        calls = [call for call in map(self._call_of, batch) if call is not None]
+        with self._lock:
+            self._pending.extend(calls)
+
+    def calls(self) -> tuple[ToolChoiceCall, ...]:
+        """Every retained call, oldest first, scoring pending ones first (memoised)."""
+        with self._lock:
+            pending = list(self._pending)
+            self._pending.clear()
+        if pending:
+            try:
+                scored = self._scored(pending)
+            except Exception:
+                with self._lock:
+                    self._pending.extendleft(reversed(pending))
+                raise
+            with self._lock:
+                self._history.extend(scored)
+        with self._lock:
+            return tuple(self._history)
+
+    def flagged(self) -> tuple[ToolChoiceCall, ...]:
+        """Scored calls that are narrow or in disagreement."""
+        return tuple(call for call in self.calls() if call.flagged)
+
+    def summary(self) -> ToolChoiceSummary:
+        """The seven counts over :meth:`calls`."""
+        calls = self.calls()
+        results = [call.result for call in calls if call.result is not None]
+        return ToolChoiceSummary(
+            llm_calls_with_tools=len(calls),
+            choices=sum(1 for call in calls if call.chosen),
+            scored=len(results),
+            flagged=sum(1 for result in results if result.flagged),
+            narrow=sum(1 for result in results if result.narrow),
+            proxy_disagreement=sum(1 for result in results if result.proxy_disagreement),
+            skipped=sum(1 for call in calls if call.skipped is not None),
+        )
+
+    def clear(self) -> None:
+        """Forget every recorded and scored call."""
+        with self._lock:
+            self._pending.clear()
+            self._history.clear()
+
+    def _call_of(self, subject: Subject) -> ToolChoiceCall | None:
+        call = subject.llm_call
+        if call is None:
+            return None
+        unique: dict[str, OfferedTool] = {}
+        for tool in call.offered_tools or ():
+            unique.setdefault(tool.name, tool)
+        offered = tuple(unique.values())
+        if not offered:
+            if call.chosen and not call.offered_tools:
+                return self._unscored(call, (), SKIP_NO_MENU)
+            return None
+        incomplete = subject.incomplete and call.tool_calls is None
+        skipped = _skip_reason(call, incomplete)
+        if skipped is None and len(offered) > self._max_menu_tools:
+            skipped = SKIP_MENU_TOO_LARGE
+        return self._unscored(call, offered, skipped)
+
+    def _unscored(
+        self, call: LLMCall, offered: tuple[OfferedTool, ...], skipped: str | None
+    ) -> ToolChoiceCall:
+        context = ""
+        if (call.user_text or "").strip():
+            context = choice_context(
+                call.user_text or "", call.assistant_text, max_slot_chars=self._max_slot_chars
+            )
+        return ToolChoiceCall(
+            span_id=call.span_id,
+            trace_id=call.trace_id,
+            offered=offered,
+            chosen=call.chosen,
+            tool_call_ids=call.tool_call_ids,
+            context_text=context,
+            skipped=skipped,
+            response_id=call.response_id,
+        )
+
+    def _scored(self, calls: Sequence[ToolChoiceCall]) -> list[ToolChoiceCall]:
+        """``calls`` with rankings filled in, from one embed call over the distinct new texts."""
+        to_score = [call for call in calls if call.skipped is None and call.result is None]
+        if not to_score:
+            return list(calls)
+        menus = {
+            id(call): [confusability_text(t.name, t.description) for t in call.offered] for call in to_score
+        }
+        missing = self._index.missing(text for texts in menus.values() for text in texts)
+        batch = list(dict.fromkeys([call.context_text for call in to_score] + missing))
+        vectors = dict(zip(batch, self._index.embedder.embed(batch), strict=True))
+        fresh = {text: vectors[text] for text in missing}
+        results: dict[int, MarginResult] = {}
+        for call in to_score:
+            results[id(call)] = score_margin(
+                vectors[call.context_text],
+                [tool.name for tool in call.offered],
+                self._index.vectors(menus[id(call)], fresh),
+                call.chosen,
+                threshold=self._threshold,
+            )
+        return [replace(call, result=results[id(call)]) if id(call) in results else call for call in calls]
+
+    def _verdict(self, call: ToolChoiceCall) -> Verdict:
+        attributes: dict[str, AttributeValue] = {TOOL_CHOICE_CHOSEN: call.chosen}
+        if call.offered:
+            attributes[TOOL_CHOICE_OFFERED_COUNT] = len(call.offered)
+        flags: list[str] = []
+        result = call.result
+        if call.skipped is not None:
+            attributes[TOOL_CHOICE_SKIPPED] = call.skipped
+        if result is not None:
+            attributes[TOOL_CHOICE_TOP] = result.top
+            attributes[TOOL_CHOICE_NARROW] = result.narrow
+            attributes[TOOL_CHOICE_PROXY_DISAGREEMENT] = result.proxy_disagreement
+            attributes[TOOL_CHOICE_EMBEDDER] = self._index.embedder.id
+            if result.margin is not None:
+                attributes[TOOL_CHOICE_MARGIN] = result.margin
+            if result.narrow:
+                flags.append(FLAG_TOOL_CHOICE_NARROW)
+            if result.proxy_disagreement:
+                flags.append(FLAG_TOOL_CHOICE_PROXY_DISAGREEMENT)
+        label, explanation = _explanation(call, self._threshold)
+        return Verdict(
+            evaluation=EVALUATION_TOOL_CHOICE,
+            attributes=attributes,
+            label=label,
+            explanation=explanation,
+            score=result.margin if result is not None else None,
+            flags=tuple(flags),
+            response_id=call.response_id,
+        )

@@ -1,0 +1,82 @@
+"""Enriched copies: a new ``ReadableSpan`` carrying the verdicts, since an ended span cannot be changed.
+
+The SDK freezes a span's attributes before any processor sees it (opentelemetry-python#5614), and the
+same span object is shared by every processor. So the verdicts go on a copy that keeps everything
+else: the same resource object (the OTLP encoder groups spans by it), scope, context, parent, links,
+kind, status, times and the original's dropped counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from opentelemetry.attributes import BoundedAttributes
+from opentelemetry.sdk.trace import Event, ReadableSpan
+
+from otel_shapecheck._attributes import EVALUATION_EVENT
+from otel_shapecheck.checks._base import Verdict, enrichment_attributes
+
+
+class EnrichedSpan(ReadableSpan):
+    """A copy of an ended span with extra attributes and events, reporting the original's dropped counts."""
+
+    def __init__(
+        self, original: ReadableSpan, attributes: BoundedAttributes, events: Sequence[Event]
+    ) -> None:
+        super().__init__(
+            name=original.name,
+            context=original.context,
+            parent=original.parent,
+            resource=original.resource,
+            attributes=attributes,
+            events=tuple(events),
+            links=tuple(original.links),
+            kind=original.kind,
+            status=original.status,
+            start_time=original.start_time,
+            end_time=original.end_time,
+            instrumentation_scope=original.instrumentation_scope,
+        )
+        self._original_dropped = (
+            original.dropped_attributes,
+            original.dropped_events,
+            original.dropped_links,
+        )
+
+    @property
+    def dropped_attributes(self) -> int:
+        """Attributes the original span dropped (the copy drops none of its own)."""
+        return self._original_dropped[0]
+
+    @property
+    def dropped_events(self) -> int:
+        """Events the original span dropped."""
+        return self._original_dropped[1]
+
+    @property
+    def dropped_links(self) -> int:
+        """Links the original span dropped."""
+        return self._original_dropped[2]
+
+
+def enriched_copy(span: ReadableSpan, verdicts: Sequence[Verdict]) -> EnrichedSpan:
+    """``span`` plus the verdicts' attributes and one ``gen_ai.evaluation.result`` span event per verdict.
+
+    The events are stamped with the span's end time, so they fall inside the span in every viewer.
+    """
+    attributes = BoundedAttributes(
+        attributes={**(span.attributes or {}), **enrichment_attributes(verdicts)},
+        immutable=True,
+        max_value_len=None,
+    )
+    timestamp = span.end_time
+    events = list(span.events)
+    events.extend(
+        Event(
+            EVALUATION_EVENT,
+            BoundedAttributes(attributes=verdict.event_attributes(), immutable=True),
+            timestamp,
+        )
+        for verdict in verdicts
+    )
+    return EnrichedSpan(span, attributes, events)

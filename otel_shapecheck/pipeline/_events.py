@@ -1,0 +1,431 @@
+"""The evaluation-event side of the processor: ``gen_ai.evaluation.result`` log records over any log exporter.
+
+Each verdict becomes one log record with ``event_name`` set, parented to the evaluated span (its trace id
+and span id), so a logs backend can join it to the trace. Records go through the SDK's own
+``BatchLogRecordProcessor`` (bounded queue, batching, the exporter's retry), with an admission bound in
+front of it so that every record the queue could not hold is counted instead of silently replacing an
+older one.
+
+Usage::
+
+    from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+
+    events = FlaggedEventExporter(OTLPLogExporter(endpoint="collector:4317", insecure=True))
+    processor = ShapecheckSpanProcessor(BatchSpanProcessor(span_exporter), events=events)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from opentelemetry import trace
+from opentelemetry._logs import Logger, SeverityNumber
+from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter, LogRecordExportResult
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.trace import SpanContext
+
+from otel_shapecheck import _attributes as attrs
+from otel_shapecheck._settings import choice, positive_int
+from otel_shapecheck._version import __version__
+from otel_shapecheck.checks._base import AttributeValue, Verdict
+
+logger = logging.getLogger(__name__)
+
+OTEL_SHAPECHECK_EVENTS_FORWARD = "OTEL_SHAPECHECK_EVENTS_FORWARD"
+OTEL_SHAPECHECK_EVENTS_INCLUDE_CONTENT = "OTEL_SHAPECHECK_EVENTS_INCLUDE_CONTENT"
+OTEL_SHAPECHECK_EVENTS_MAX_QUEUE_SIZE = "OTEL_SHAPECHECK_EVENTS_MAX_QUEUE_SIZE"
+OTEL_SHAPECHECK_EVENTS_MAX_EXPORT_BATCH_SIZE = "OTEL_SHAPECHECK_EVENTS_MAX_EXPORT_BATCH_SIZE"
+OTEL_SHAPECHECK_EVENTS_SCHEDULE_DELAY_MILLIS = "OTEL_SHAPECHECK_EVENTS_SCHEDULE_DELAY_MILLIS"
+OTEL_SHAPECHECK_EVENTS_FLUSH_TIMEOUT_MILLIS = "OTEL_SHAPECHECK_EVENTS_FLUSH_TIMEOUT_MILLIS"
+
+_DEFAULT_MAX_QUEUE_SIZE = 2048
+_DEFAULT_MAX_EXPORT_BATCH_SIZE = 512
+_DEFAULT_SCHEDULE_DELAY_MILLIS = 1000
+_DEFAULT_FLUSH_TIMEOUT_MILLIS = 10000
+
+_FORWARD_CHOICES = ("flagged", "all")
+
+CONTENT_ATTRIBUTES: frozenset[str] = frozenset({attrs.FIGURES_UNSUPPORTED, attrs.FIGURES_DERIVATIONS})
+"""Verdict attributes that quote the answer or tool results: left out of log records unless content is on.
+
+``shapecheck.figures.unsupported`` holds numbers exactly as the answer wrote them, and
+``shapecheck.figures.derivations`` holds numbers from the answer and from tool results; either can be
+business data. Tool names, counts, scores, labels and flags describe the decision, not the content.
+"""
+
+EVENT_LOGGER_NAME = "otel_shapecheck"
+
+
+@dataclass(frozen=True)
+class FlaggedEventStats:
+    """Counts since construction; ``dropped`` is every record that was due to leave and did not."""
+
+    received: int
+    """Verdicts handed to :meth:`FlaggedEventExporter.emit`."""
+    skipped: int
+    """Verdicts not forwarded because they raised no flag and ``forward="flagged"``."""
+    emitted: int
+    """Log records handed to the log pipeline."""
+    exported: int
+    """Records the exporter reported delivered (only known when the exporter owns its pipeline)."""
+    export_failed: int
+    """Records in batches the exporter reported failed, after its own retries."""
+    dropped_queue_full: int
+    """Records refused because the export queue was full."""
+    dropped_after_shutdown: int
+    """Records refused because the exporter was shut down."""
+    errors: int
+    """Unexpected errors caught inside ``emit`` (each also logged once)."""
+
+    @property
+    def dropped(self) -> int:
+        """Every record that was due to leave the process and did not."""
+        return self.export_failed + self.dropped_queue_full + self.dropped_after_shutdown
+
+
+def evaluation_record_attributes(verdict: Verdict, *, include_content: bool) -> dict[str, AttributeValue]:
+    """The attributes of one verdict's log record: its own ``shapecheck.*`` values and the event's.
+
+    Content attributes (:data:`CONTENT_ATTRIBUTES`) are kept only when ``include_content`` is true.
+    """
+    attributes: dict[str, AttributeValue] = {
+        key: value
+        for key, value in verdict.attributes.items()
+        if include_content or key not in CONTENT_ATTRIBUTES
+    }
+    attributes[attrs.FLAGGED] = verdict.flagged
+    attributes[attrs.FLAGS] = tuple(verdict.flags)
+    attributes.update(verdict.event_attributes())
+    return attributes
+
+
+class _CountingLogExporter(LogRecordExporter):
+    """Wraps the user's exporter to learn when records leave the queue and how their export ended."""
+
+    def __init__(self, exporter: LogRecordExporter, on_taken: Callable[[int], None]) -> None:
+        self._exporter = exporter
+        self._on_taken = on_taken
+        self._lock = threading.Lock()
+        self.exported = 0
+        self.failed = 0
+        self._raised = False
+
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        self._on_taken(len(batch))
+        try:
+            result = self._exporter.export(batch)
+        except Exception:  # the batch processor would swallow it too; we count it, and log the first one
+            if not self._raised:
+                self._raised = True
+                logger.exception("Evaluation event export raised; %d records lost (logged once)", len(batch))
+            result = LogRecordExportResult.FAILURE
+        with self._lock:
+            if result is LogRecordExportResult.SUCCESS:
+                self.exported += len(batch)
+            else:
+                self.failed += len(batch)
+        return result
+
+    def shutdown(self) -> None:
+        self._exporter.shutdown()  # type: ignore[no-untyped-call]
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._exporter.force_flush(timeout_millis)
+
+
+class _BoundedCall:
+    """Runs a possibly slow call (a flush into a hung endpoint) on a daemon thread, waiting at most a bound.
+
+    A call still running from an earlier attempt is waited on again instead of being started twice.
+    """
+
+    def __init__(self, name: str, call: Callable[[], object]) -> None:
+        self._name = name
+        self._call = call
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._succeeded = False
+
+    def run(self, timeout_millis: float) -> bool:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._succeeded = False
+                self._thread = threading.Thread(target=self._target, name=self._name, daemon=True)
+                self._thread.start()
+            thread = self._thread
+        thread.join(max(timeout_millis, 0) / 1000)
+        return not thread.is_alive() and self._succeeded
+
+    def _target(self) -> None:
+        try:
+            self._succeeded = self._call() is not False
+        except Exception:
+            logger.exception("%s failed", self._name)
+
+
+class FlaggedEventExporter:
+    """A verdict sink that emits ``gen_ai.evaluation.result`` log records for the evaluated spans.
+
+    Give either a ``LogRecordExporter`` (OTLP gRPC or HTTP, or any other; the exporter then owns a
+    ``LoggerProvider`` with a ``BatchLogRecordProcessor`` around it and counts what is delivered,
+    failed or dropped) or an existing ``LoggerProvider`` (records go through whatever processors it
+    has; delivery is then that provider's business, and only what this class refuses is counted).
+
+    ``emit`` never blocks: a full queue refuses the record and counts it. ``force_flush`` and
+    ``shutdown`` wait at most ``flush_timeout_millis`` even when the endpoint hangs.
+
+    Settings (argument, else environment variable, else default):
+    ``forward`` (``OTEL_SHAPECHECK_EVENTS_FORWARD``: ``flagged``, the default, or ``all``),
+    ``include_content`` (``OTEL_SHAPECHECK_EVENTS_INCLUDE_CONTENT``: ``false`` or ``true``),
+    ``max_queue_size`` (``OTEL_SHAPECHECK_EVENTS_MAX_QUEUE_SIZE``, 2048),
+    ``max_export_batch_size`` (``OTEL_SHAPECHECK_EVENTS_MAX_EXPORT_BATCH_SIZE``, 512),
+    ``schedule_delay_millis`` (``OTEL_SHAPECHECK_EVENTS_SCHEDULE_DELAY_MILLIS``, 1000),
+    ``flush_timeout_millis`` (``OTEL_SHAPECHECK_EVENTS_FLUSH_TIMEOUT_MILLIS``, 10000).
+    """
+
+    def __init__(
+        self,
+        log_exporter: LogRecordExporter | None = None,
+        *,
+        logger_provider: LoggerProvider | None = None,
+        resource: Resource | None = None,
+        forward: str | None = None,
+        include_content: bool | None = None,
+        max_queue_size: int | None = None,
+        max_export_batch_size: int | None = None,
+        schedule_delay_millis: int | None = None,
+        flush_timeout_millis: int | None = None,
+    ) -> None:
+        if (log_exporter is None) == (logger_provider is None):
+            raise ValueError("FlaggedEventExporter needs exactly one of log_exporter or logger_provider")
+        self._forward_all = (
+            choice("forward", forward, OTEL_SHAPECHECK_EVENTS_FORWARD, "flagged", _FORWARD_CHOICES) == "all"
+        )
+        self._include_content = _resolve_include_content(include_content)
+        self._flush_timeout_millis = positive_int(
+            "flush_timeout_millis",
+            flush_timeout_millis,
+            OTEL_SHAPECHECK_EVENTS_FLUSH_TIMEOUT_MILLIS,
+            _DEFAULT_FLUSH_TIMEOUT_MILLIS,
+        )
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys(
+            ("received", "skipped", "emitted", "dropped_queue_full", "dropped_after_shutdown", "errors"), 0
+        )
+        self._in_queue = 0
+        self._is_shutdown = False
+        self._warned: set[str] = set()
+        self._counting: _CountingLogExporter | None = None
+        self._owns_provider = log_exporter is not None
+        if log_exporter is not None:
+            logger_provider = self._build_provider(
+                log_exporter, resource, max_queue_size, max_export_batch_size, schedule_delay_millis
+            )
+        else:
+            self._max_queue_size = 0
+        assert logger_provider is not None
+        self._provider = logger_provider
+        self._logger: Logger = logger_provider.get_logger(EVENT_LOGGER_NAME, __version__)
+        self._flush_call = _BoundedCall("shapecheck-events-flush", self._flush_provider)
+        self._shutdown_call = _BoundedCall("shapecheck-events-shutdown", self._shutdown_provider)
+        if hasattr(os, "register_at_fork"):
+            reinit = weakref.WeakMethod(self._at_fork_reinit)
+            os.register_at_fork(after_in_child=lambda: _call_if_alive(reinit))
+
+    def _at_fork_reinit(self) -> None:
+        """A forked child's batch processor starts with an empty queue; so does the admission count."""
+        self._lock = threading.Lock()
+        if self._counting is not None:
+            self._counting._lock = threading.Lock()
+        self._in_queue = 0
+        self._flush_call = _BoundedCall("shapecheck-events-flush", self._flush_provider)
+        self._shutdown_call = _BoundedCall("shapecheck-events-shutdown", self._shutdown_provider)
+
+    def _build_provider(
+        self,
+        log_exporter: LogRecordExporter,
+        resource: Resource | None,
+        max_queue_size: int | None,
+        max_export_batch_size: int | None,
+        schedule_delay_millis: int | None,
+    ) -> LoggerProvider:
+        self._max_queue_size = positive_int(
+            "max_queue_size", max_queue_size, OTEL_SHAPECHECK_EVENTS_MAX_QUEUE_SIZE, _DEFAULT_MAX_QUEUE_SIZE
+        )
+        batch_size = positive_int(
+            "max_export_batch_size",
+            max_export_batch_size,
+            OTEL_SHAPECHECK_EVENTS_MAX_EXPORT_BATCH_SIZE,
+            _DEFAULT_MAX_EXPORT_BATCH_SIZE,
+        )
+        if batch_size > self._max_queue_size:
+            raise ValueError(
+                f"max_export_batch_size={batch_size} is not a valid value: "
+                f"it must not exceed max_queue_size={self._max_queue_size}"
+            )
+        delay = positive_int(
+            "schedule_delay_millis",
+            schedule_delay_millis,
+            OTEL_SHAPECHECK_EVENTS_SCHEDULE_DELAY_MILLIS,
+            _DEFAULT_SCHEDULE_DELAY_MILLIS,
+        )
+        self._counting = _CountingLogExporter(log_exporter, self._taken_from_queue)
+        provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
+        provider.add_log_record_processor(
+            BatchLogRecordProcessor(
+                self._counting,
+                schedule_delay_millis=delay,
+                max_export_batch_size=batch_size,
+                max_queue_size=self._max_queue_size,
+            )
+        )
+        return provider
+
+    @property
+    def forward(self) -> str:
+        """``"flagged"`` or ``"all"``: which verdicts become log records."""
+        return "all" if self._forward_all else "flagged"
+
+    @property
+    def include_content(self) -> bool:
+        """Whether content attributes (see :data:`CONTENT_ATTRIBUTES`) leave the process."""
+        return self._include_content
+
+    @property
+    def logger_provider(self) -> LoggerProvider:
+        """The provider the records go through (built here when a log exporter was given)."""
+        return self._provider
+
+    def emit(self, span_context: SpanContext, verdicts: Sequence[Verdict]) -> None:
+        """Emit one log record per verdict due to leave, parented to the evaluated span; never raises."""
+        try:
+            self._emit(span_context, verdicts)
+        except Exception:
+            self._count("errors")
+            self._warn_once("emit", "Failed to emit evaluation events; counted and skipped", exc_info=True)
+
+    def _emit(self, span_context: SpanContext, verdicts: Sequence[Verdict]) -> None:
+        self._count("received", len(verdicts))
+        due = [verdict for verdict in verdicts if self._forward_all or verdict.flagged]
+        self._count("skipped", len(verdicts) - len(due))
+        if not due:
+            return
+        context = trace.set_span_in_context(trace.NonRecordingSpan(span_context))
+        for verdict in due:
+            if not self._admit():
+                continue
+            self._logger.emit(
+                timestamp=time.time_ns(),
+                context=context,
+                severity_number=SeverityNumber.WARN if verdict.flagged else SeverityNumber.INFO,
+                severity_text="WARN" if verdict.flagged else "INFO",
+                event_name=attrs.EVALUATION_EVENT,
+                attributes=_as_log_attributes(
+                    evaluation_record_attributes(verdict, include_content=self._include_content)
+                ),
+            )
+            self._count("emitted")
+
+    def _admit(self) -> bool:
+        with self._lock:
+            if self._is_shutdown:
+                self._counts["dropped_after_shutdown"] += 1
+                return False
+            if self._counting is not None:
+                if self._in_queue >= self._max_queue_size:
+                    self._counts["dropped_queue_full"] += 1
+                    full = True
+                else:
+                    self._in_queue += 1
+                    full = False
+            else:
+                full = False
+        if full:
+            self._warn_once("queue", "Evaluation event queue is full; dropping events (counted in stats())")
+        return not full
+
+    def _taken_from_queue(self, count: int) -> None:
+        with self._lock:
+            self._in_queue = max(0, self._in_queue - count)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Export what was emitted so far; waits at most ``min(timeout_millis, flush_timeout_millis)``."""
+        if self._is_shutdown:
+            return False
+        return self._flush_call.run(min(timeout_millis, self._flush_timeout_millis))
+
+    def shutdown(self) -> None:
+        """Flush and stop; later verdicts are counted as dropped. Waits at most ``flush_timeout_millis``.
+
+        A provider that was given is flushed but not shut down: it belongs to the application.
+        """
+        with self._lock:
+            if self._is_shutdown:
+                return
+            self._is_shutdown = True
+        if not self._shutdown_call.run(self._flush_timeout_millis):
+            logger.warning(
+                "Evaluation event exporter did not shut down within %d ms", self._flush_timeout_millis
+            )
+
+    def stats(self) -> FlaggedEventStats:
+        """A snapshot of the counters."""
+        with self._lock:
+            counts = dict(self._counts)
+        counting = self._counting
+        return FlaggedEventStats(
+            exported=counting.exported if counting else 0,
+            export_failed=counting.failed if counting else 0,
+            **counts,
+        )
+
+    def _flush_provider(self) -> bool:
+        return self._provider.force_flush(self._flush_timeout_millis)
+
+    def _shutdown_provider(self) -> bool:
+        if self._owns_provider:
+            self._provider.shutdown()
+            return True
+        return self._provider.force_flush(self._flush_timeout_millis)
+
+    def _count(self, name: str, amount: int = 1) -> None:
+        with self._lock:
+            self._counts[name] += amount
+
+    def _warn_once(self, key: str, message: str, *, exc_info: bool = False) -> None:
+        with self._lock:
+            if key in self._warned:
+                return
+            self._warned.add(key)
+        logger.warning(message, exc_info=exc_info)
+
+
+def _call_if_alive(method: weakref.WeakMethod[Callable[[], None]]) -> None:
+    bound = method()
+    if bound is not None:
+        bound()
+
+
+def _resolve_include_content(explicit: bool | None) -> bool:
+    if explicit is not None:
+        if not isinstance(explicit, bool):
+            raise ValueError(
+                f"include_content={explicit!r} is not a valid value: include_content must be a bool"
+            )
+        return explicit
+    value = choice(
+        "include_content", None, OTEL_SHAPECHECK_EVENTS_INCLUDE_CONTENT, "false", ("true", "false")
+    )
+    return value == "true"
+
+
+def _as_log_attributes(attributes: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
+    """Sequences as tuples, which every log record processor and encoder accepts."""
+    return {key: tuple(value) if isinstance(value, list) else value for key, value in attributes.items()}

@@ -1,0 +1,163 @@
+"""Run the checks over exported spans, through the same span processor the live pipeline uses.
+
+Spans read from an export are replayed into :class:`ShapecheckSpanProcessor` in the order they ended
+(as a live ``TracerProvider`` would have handed them over), with a collecting downstream; a flush then
+evaluates everything, and the downstream holds every span, enriched where a check applied. Verdicts
+already present from an earlier run are removed first, so checking an enriched export again gives the
+same verdicts instead of doubled events.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+from opentelemetry.attributes import BoundedAttributes
+from opentelemetry.context import Context
+from opentelemetry.sdk._logs import ReadWriteLogRecord
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from otel_shapecheck.checks._base import Check
+from otel_shapecheck.checks.conformance._check import ConformanceCheck
+from otel_shapecheck.checks.figures._check import FiguresCheck
+from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
+from otel_shapecheck.checks.tool_choice._embedders import HashingEmbedder
+from otel_shapecheck.cli._report import is_verdict_attribute, is_verdict_event
+from otel_shapecheck.pipeline._log_processor import ShapecheckLogRecordProcessor
+from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor, builtin_checks
+
+_NO_DEADLINE_MILLIS = 24 * 3600 * 1000
+
+EMBEDDERS = ("minilm", "hashing")
+"""Embedder names the command line accepts: the default MiniLM model, or the dependency-light hashing one."""
+
+
+def build_checks(embedder: str) -> list[Check]:
+    """The built-in checks, with tool choice scored by the named embedder (one of :data:`EMBEDDERS`).
+
+    ``minilm`` gives exactly the span processor's default checks; ``hashing`` swaps the embedder only.
+    """
+    if embedder not in EMBEDDERS:
+        raise ValueError(
+            f"embedder={embedder!r} is not a valid value: embedder must be one of {', '.join(EMBEDDERS)}"
+        )
+    if embedder == "minilm":
+        return builtin_checks()
+    return [ToolChoiceCheck(embedder=HashingEmbedder()), ConformanceCheck(), FiguresCheck()]
+
+
+class CollectingSpanProcessor(SpanProcessor):
+    """Keeps every span handed to ``on_end``, in arrival order: the downstream of an offline run.
+
+    Unlike ``SimpleSpanProcessor`` it keeps unsampled spans too, since an export holds only spans that
+    were recorded. ``on_collect`` is called once per span (from whichever thread forwards it).
+    """
+
+    def __init__(self, on_collect: Callable[[ReadableSpan], None] | None = None) -> None:
+        self._spans: list[ReadableSpan] = []
+        self._lock = threading.Lock()
+        self._on_collect = on_collect
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        """Nothing to do: an offline run has no live spans."""
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Keep the span."""
+        with self._lock:
+            self._spans.append(span)
+        if self._on_collect is not None:
+            self._on_collect(span)
+
+    @property
+    def spans(self) -> list[ReadableSpan]:
+        """The spans collected so far (a copy)."""
+        with self._lock:
+            return list(self._spans)
+
+
+def check_spans(
+    spans: Sequence[ReadableSpan],
+    checks: Sequence[Check],
+    *,
+    log_records: Sequence[ReadWriteLogRecord] = (),
+    on_span_done: Callable[[ReadableSpan], None] | None = None,
+) -> list[ReadableSpan]:
+    """Evaluate ``spans`` with ``checks`` and return every span, enriched where a check applied.
+
+    ``log_records`` are exported log records: GenAI content events among them reach the checks through
+    the log-record companion processor, as they do live. The result holds every input span once (a span
+    read twice, from overlapping exports, is checked once), re-ordered by end time; ``on_span_done`` is
+    called as each one comes out of the processor, e.g. to drive a progress bar.
+    """
+    collector = CollectingSpanProcessor(on_span_done)
+    ordered = sorted((_without_verdicts(span) for span in _distinct(spans)), key=_end_order)
+    # Every input span is known up front: size the processor's bounds to the input so none of them is
+    # released early or forwarded un-evaluated for want of room, which live traffic has to risk.
+    room = len(ordered) + 1
+    processor = ShapecheckSpanProcessor(
+        collector,
+        checks=list(checks),
+        max_wait_millis=_NO_DEADLINE_MILLIS,
+        max_pending_spans=room,
+        max_queue_size=room,
+        max_traces=len({span.context.trace_id for span in ordered if span.context}) + 1,
+        shutdown_timeout_millis=_NO_DEADLINE_MILLIS,
+    )
+    content = ShapecheckLogRecordProcessor(processor.ledger, processor.counters)
+    try:
+        # Content events are emitted before the span they describe ends; replay them first, in order.
+        for record in sorted(log_records, key=_emit_order):
+            content.on_emit(record)
+        for span in ordered:
+            processor.on_end(span)
+        processor.force_flush(_NO_DEADLINE_MILLIS)
+    finally:
+        processor.shutdown()
+    return collector.spans
+
+
+def _distinct(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
+    """The spans with repeats of the same (trace id, span id) left out, first occurrence kept."""
+    seen: set[tuple[int, int]] = set()
+    distinct = []
+    for span in spans:
+        key = (span.context.trace_id, span.context.span_id) if span.context else (0, id(span))
+        if key not in seen:
+            seen.add(key)
+            distinct.append(span)
+    return distinct
+
+
+def _emit_order(record: ReadWriteLogRecord) -> int:
+    return record.log_record.timestamp or record.log_record.observed_timestamp or 0
+
+
+def _end_order(span: ReadableSpan) -> int:
+    return span.end_time or span.start_time or 0
+
+
+def _without_verdicts(span: ReadableSpan) -> ReadableSpan:
+    """The span as the application emitted it: without the verdict attributes and events of an earlier run."""
+    attributes = span.attributes or {}
+    stale_attributes = any(is_verdict_attribute(key) for key in attributes)
+    stale_events = any(is_verdict_event(event.name, event.attributes) for event in span.events)
+    if not stale_attributes and not stale_events:
+        return span
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=BoundedAttributes(
+            attributes={key: value for key, value in attributes.items() if not is_verdict_attribute(key)},
+            immutable=True,
+            max_value_len=None,
+        ),
+        events=tuple(event for event in span.events if not is_verdict_event(event.name, event.attributes)),
+        links=span.links,
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )

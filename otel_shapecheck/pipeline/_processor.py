@@ -1,0 +1,412 @@
+"""The span processor users register: it wraps their own processor and forwards every span to it.
+
+Usage::
+
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from otel_shapecheck import ShapecheckSpanProcessor
+
+    provider.add_span_processor(ShapecheckSpanProcessor(BatchSpanProcessor(OTLPSpanExporter())))
+
+Register the wrapper only, not the downstream as well. A span with nothing to evaluate goes to the
+downstream at once, untouched, from ``on_end``; a GenAI span is held in the ledger until it is final,
+evaluated on the worker thread and forwarded as an enriched copy. Every span handed to ``on_end``
+reaches ``downstream.on_end`` exactly once.
+
+The application's thread spends in ``on_end`` only a classification (a few key lookups) and the
+ledger's short lock; it never waits for checks, embeddings or the downstream's handling of held spans.
+Untouched spans are handed to the downstream on the caller's thread, as if it were registered itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+
+from opentelemetry.attributes import BoundedAttributes
+from opentelemetry.context import Context
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from otel_shapecheck._settings import positive_int
+from otel_shapecheck.checks._base import Check
+from otel_shapecheck.checks.conformance._check import ConformanceCheck
+from otel_shapecheck.checks.figures._check import FiguresCheck
+from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
+from otel_shapecheck.pipeline._ledger import Ledger
+from otel_shapecheck.pipeline._metrics import ProcessorCounters, ProcessorCounts
+from otel_shapecheck.pipeline._sinks import VerdictSink
+from otel_shapecheck.pipeline._worker import EvaluationWorker
+from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
+from otel_shapecheck.readers._read import (
+    CLASSIFYING_KEYS,
+    SpanKind,
+    classify_span,
+    names_own_tool_calls,
+)
+
+logger = logging.getLogger(__name__)
+
+OTEL_SHAPECHECK_MAX_WAIT_MILLIS = "OTEL_SHAPECHECK_MAX_WAIT_MILLIS"
+OTEL_SHAPECHECK_MAX_PENDING_SPANS = "OTEL_SHAPECHECK_MAX_PENDING_SPANS"
+OTEL_SHAPECHECK_MAX_QUEUE_SIZE = "OTEL_SHAPECHECK_MAX_QUEUE_SIZE"
+OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE = "OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE"
+OTEL_SHAPECHECK_SCHEDULE_DELAY_MILLIS = "OTEL_SHAPECHECK_SCHEDULE_DELAY_MILLIS"
+OTEL_SHAPECHECK_MAX_TRACES = "OTEL_SHAPECHECK_MAX_TRACES"
+OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE = "OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE"
+OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS = "OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS"
+
+_DEFAULT_MAX_WAIT_MILLIS = 30_000
+_DEFAULT_MAX_PENDING_SPANS = 10_000
+_DEFAULT_MAX_QUEUE_SIZE = 2048
+_DEFAULT_MAX_EVALUATION_BATCH_SIZE = 64
+_DEFAULT_SCHEDULE_DELAY_MILLIS = 200
+_DEFAULT_MAX_TRACES = 1000
+_DEFAULT_MAX_FACTS_PER_TRACE = 512
+_DEFAULT_SHUTDOWN_TIMEOUT_MILLIS = 30_000
+
+
+def builtin_checks() -> list[Check]:
+    """One instance of every built-in check, each with its defaults."""
+    return [ToolChoiceCheck(), ConformanceCheck(), FiguresCheck()]
+
+
+def _attribute_mapping(span: ReadableSpan) -> Mapping[str, object]:
+    """The span's attributes, read without the per-call cost of ``ReadableSpan.attributes``.
+
+    The public property wraps the SDK's ``BoundedAttributes`` in a new read-only view on every call,
+    and iterating that view runs Python-level code per key; an ended span's ``BoundedAttributes`` is
+    frozen, so reading its plain dict directly is safe and about twice as fast. Anything else (a
+    span built from a plain mapping, or a future SDK that stores attributes differently) takes the
+    public property.
+    """
+    stored = span._attributes
+    if type(stored) is BoundedAttributes:
+        return stored._dict
+    return span.attributes or {}
+
+
+def may_classify(name: str, attributes: Mapping[str, object] | None) -> bool:
+    """False when :func:`classify_span` would surely answer OTHER: none of its keys, no tool-span name."""
+    return not CLASSIFYING_KEYS.isdisjoint(attributes or ()) or name.startswith(EXECUTE_TOOL_SPAN_PREFIX)
+
+
+class ShapecheckSpanProcessor(SpanProcessor):
+    """Evaluates GenAI spans with the checks and forwards every span, enriched where a check applied.
+
+    Args:
+        downstream: the processor spans go to (typically ``BatchSpanProcessor(OTLPSpanExporter())``).
+        events: where verdicts go besides the span (e.g. a ``FlaggedEventExporter``); ``None`` for none.
+        checks: the checks to run; ``None`` runs every built-in check with its defaults.
+        max_wait_millis: longest a span waits for facts (its parent's end) before it is evaluated as
+            incomplete (``OTEL_SHAPECHECK_MAX_WAIT_MILLIS``, 30000).
+        max_pending_spans: spans waiting for facts at once; past it the oldest is evaluated as
+            incomplete (``OTEL_SHAPECHECK_MAX_PENDING_SPANS``, 10000).
+        max_queue_size: spans waiting for the worker; past it new spans are forwarded un-evaluated
+            (``OTEL_SHAPECHECK_MAX_QUEUE_SIZE``, 2048).
+        max_evaluation_batch_size: spans per check call (``OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE``, 64).
+        schedule_delay_millis: longest wait before a partial batch is evaluated
+            (``OTEL_SHAPECHECK_SCHEDULE_DELAY_MILLIS``, 200).
+        max_traces: traces whose facts (tool executions, attempts, content records) are kept, least
+            recently active dropped first (``OTEL_SHAPECHECK_MAX_TRACES``, 1000).
+        max_facts_per_trace: facts kept per trace (``OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE``, 512).
+        shutdown_timeout_millis: longest ``shutdown`` waits for the worker before it forwards what is
+            left un-evaluated (``OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS``, 30000).
+        meter_provider: where the counters are exported as observable counters (default: the global one).
+
+    Time bounds: ``on_end`` holds only the ledger's lock (a few dictionary operations) for GenAI spans
+    and calls ``downstream.on_end`` itself only for untouched spans, as the downstream would be called
+    without the wrapper. ``force_flush`` returns within ``timeout_millis`` even when the downstream or
+    the event sink hangs (their flushes run on a helper thread). ``shutdown`` waits at most
+    ``shutdown_timeout_millis`` for the worker, then forwards what is left un-evaluated, then calls the
+    downstream's and the sink's own ``shutdown``.
+
+    Raises:
+        ValueError: a setting (argument or variable) is not a whole number ≥ 1.
+    """
+
+    def __init__(
+        self,
+        downstream: SpanProcessor,
+        *,
+        events: VerdictSink | None = None,
+        checks: Sequence[Check] | None = None,
+        max_wait_millis: int | None = None,
+        max_pending_spans: int | None = None,
+        max_queue_size: int | None = None,
+        max_evaluation_batch_size: int | None = None,
+        schedule_delay_millis: int | None = None,
+        max_traces: int | None = None,
+        max_facts_per_trace: int | None = None,
+        shutdown_timeout_millis: int | None = None,
+        meter_provider: MeterProvider | None = None,
+    ) -> None:
+        if not isinstance(downstream, SpanProcessor):
+            raise ValueError(f"downstream={downstream!r} is not a valid value: it must be a SpanProcessor")
+        wait = positive_int(
+            "max_wait_millis", max_wait_millis, OTEL_SHAPECHECK_MAX_WAIT_MILLIS, _DEFAULT_MAX_WAIT_MILLIS
+        )
+        pending = positive_int(
+            "max_pending_spans",
+            max_pending_spans,
+            OTEL_SHAPECHECK_MAX_PENDING_SPANS,
+            _DEFAULT_MAX_PENDING_SPANS,
+        )
+        queue = positive_int(
+            "max_queue_size", max_queue_size, OTEL_SHAPECHECK_MAX_QUEUE_SIZE, _DEFAULT_MAX_QUEUE_SIZE
+        )
+        batch = positive_int(
+            "max_evaluation_batch_size",
+            max_evaluation_batch_size,
+            OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE,
+            _DEFAULT_MAX_EVALUATION_BATCH_SIZE,
+        )
+        delay = positive_int(
+            "schedule_delay_millis",
+            schedule_delay_millis,
+            OTEL_SHAPECHECK_SCHEDULE_DELAY_MILLIS,
+            _DEFAULT_SCHEDULE_DELAY_MILLIS,
+        )
+        traces = positive_int("max_traces", max_traces, OTEL_SHAPECHECK_MAX_TRACES, _DEFAULT_MAX_TRACES)
+        facts = positive_int(
+            "max_facts_per_trace",
+            max_facts_per_trace,
+            OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE,
+            _DEFAULT_MAX_FACTS_PER_TRACE,
+        )
+        self._shutdown_timeout = (
+            positive_int(
+                "shutdown_timeout_millis",
+                shutdown_timeout_millis,
+                OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS,
+                _DEFAULT_SHUTDOWN_TIMEOUT_MILLIS,
+            )
+            / 1000
+        )
+        if checks is not None and not all(isinstance(check, Check) for check in checks):
+            raise ValueError(
+                f"checks={checks!r} is not a valid value: every check needs a name and evaluate()"
+            )
+        self._downstream = downstream
+        self._events = events
+        self._counters = ProcessorCounters()
+        self._ledger = Ledger(
+            self._counters,
+            max_wait_seconds=wait / 1000,
+            max_pending_spans=pending,
+            max_queue_size=queue,
+            max_traces=traces,
+            max_facts_per_trace=facts,
+            wake_at=batch,
+        )
+        self._worker = EvaluationWorker(
+            self._ledger,
+            builtin_checks() if checks is None else list(checks),
+            downstream,
+            events,
+            self._counters,
+            batch_size=batch,
+            schedule_delay_seconds=delay / 1000,
+        )
+        self._shutdown_lock = threading.Lock()
+        self._is_shutdown = False
+        self._counters.observe_with(meter_provider)
+        self._worker.start()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_weak_call(weakref.WeakMethod(self._at_fork_reinit)))
+
+    @property
+    def ledger(self) -> Ledger:
+        """The ledger this processor records into (shared with its log-record processor)."""
+        return self._ledger
+
+    @property
+    def counters(self) -> ProcessorCounters:
+        """The live counters (shared with its log-record processor)."""
+        return self._counters
+
+    def counts(self) -> ProcessorCounts:
+        """What the processor did so far: spans seen, forwarded, held, evaluated, released, errors."""
+        return self._counters.snapshot()
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        """Hand the starting span to the downstream."""
+        try:
+            self._downstream.on_start(span, parent_context=parent_context)
+        except Exception:
+            self._counters.error("downstream", "The downstream span processor failed in on_start")
+
+    def _on_ending(self, span: Span) -> None:
+        """Pass the SDK's ending hook on, so a downstream implementing it works behind the wrapper."""
+        try:
+            self._downstream._on_ending(span)
+        except Exception:
+            self._counters.error("downstream", "The downstream span processor failed in _on_ending")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Forward the span at once, or hold it for evaluation when it is an LLM call or analyst span."""
+        held = False
+        try:
+            attributes = _attribute_mapping(span)
+            name = span.name
+            # may_classify(), inlined: this line is the whole cost an ordinary span pays.
+            if not CLASSIFYING_KEYS.isdisjoint(attributes) or name.startswith(EXECUTE_TOOL_SPAN_PREFIX):
+                held = self._record(span, classify_span(name, attributes), attributes)
+            elif (context := span.context) is not None and self._ledger.concerns(context.span_id):
+                held = self._record(span, SpanKind.OTHER, attributes)
+            else:
+                counters = self._counters
+                counters.seen += 1
+                counters.forwarded_untouched += 1
+        except Exception:
+            self._counters.error("on_end", "Recording an ended span failed; forwarding it as it is")
+        if not held:
+            try:
+                self._downstream.on_end(span)
+            except Exception:
+                self._counters.error("downstream", "The downstream span processor failed in on_end")
+
+    def _record(self, span: ReadableSpan, kind: SpanKind, attributes: Mapping[str, object]) -> bool:
+        llm_call = kind is SpanKind.LLM_CALL
+        held, wake, overflow = self._ledger.span_ended(
+            span,
+            llm_call=llm_call,
+            tool_execution=kind is SpanKind.TOOL_EXECUTION,
+            analyst_attempt=kind is SpanKind.ANALYST_ATTEMPT,
+            names_own_tool_calls=llm_call and names_own_tool_calls(attributes),
+        )
+        counters = self._counters
+        counters.seen += 1
+        if not held:
+            counters.forwarded_untouched += 1
+        if wake:
+            self._worker.wake()
+        if overflow:
+            for released in overflow:
+                self._forward(released)
+        return held
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Evaluate and forward every ready span, then flush the downstream and the event sink, in time."""
+        deadline = time.monotonic() + max(timeout_millis, 0) / 1000
+        flushed = self._worker.flush(_remaining(deadline)) or self._drain_here()
+        if not flushed:
+            self._counters.error(
+                "flush_timeout",
+                "force_flush timed out after %d ms with spans still being evaluated or forwarded",
+                timeout_millis,
+                exc_info=False,
+            )
+        downstream = self._downstream
+        flushed = (
+            _call_within(
+                deadline, lambda: downstream.force_flush(_millis(deadline)), self._counters, "downstream"
+            )
+            and flushed
+        )
+        if self._events is not None:
+            events = self._events
+            flushed = (
+                _call_within(
+                    deadline, lambda: events.force_flush(_millis(deadline)), self._counters, "events"
+                )
+                and flushed
+            )
+        return flushed
+
+    def shutdown(self) -> None:
+        """Evaluate every held span (incomplete where facts are missing), forward it, then shut down."""
+        with self._shutdown_lock:
+            if self._is_shutdown:
+                return
+            self._is_shutdown = True
+        self._ledger.close()
+        if not self._worker.stop(self._shutdown_timeout):
+            self._counters.error(
+                "shutdown_timeout",
+                "The evaluation worker did not finish within %.1f s; forwarding what is left un-evaluated",
+                self._shutdown_timeout,
+                exc_info=False,
+            )
+            self._forward_leftovers()
+        for name, close in (("downstream", self._downstream.shutdown), ("events", self._shutdown_events)):
+            try:
+                close()
+            except Exception:
+                self._counters.error(name, "Shutting down the %s failed", name)
+
+    def _shutdown_events(self) -> None:
+        if self._events is not None:
+            self._events.shutdown()
+
+    def _drain_here(self) -> bool:
+        """Evaluate on the calling thread when the worker is gone (shut down, or not yet restarted)."""
+        if self._worker.is_alive():
+            return False
+        try:
+            self._worker.drain()
+        except Exception:
+            self._counters.error("worker", "Evaluating on the flushing thread failed")
+            return False
+        return True
+
+    def _forward_leftovers(self) -> None:
+        while releases := self._ledger.take_ready(self._worker.batch_size):
+            for release in releases:
+                for held in release.spans:
+                    self._counters.forwarded_unevaluated += 1
+                    self._forward(held.span)
+
+    def _forward(self, span: ReadableSpan) -> None:
+        try:
+            self._downstream.on_end(span)
+        except Exception:
+            self._counters.error("downstream", "The downstream span processor failed in on_end")
+
+    def _at_fork_reinit(self) -> None:
+        self._shutdown_lock = threading.Lock()
+        self._counters.reset()
+        self._ledger.reset_after_fork()
+        if not self._is_shutdown:
+            self._worker.restart_after_fork()
+
+
+def _weak_call(method: weakref.WeakMethod[Callable[[], None]]) -> Callable[[], None]:
+    """A callable that runs ``method`` while its object lives (fork hooks cannot be unregistered)."""
+
+    def call() -> None:
+        bound = method()
+        if bound is not None:
+            bound()
+
+    return call
+
+
+def _remaining(deadline: float) -> float:
+    return max(deadline - time.monotonic(), 0.0)
+
+
+def _millis(deadline: float) -> int:
+    return int(_remaining(deadline) * 1000)
+
+
+def _call_within(
+    deadline: float, flush: Callable[[], bool | None], counters: ProcessorCounters, kind: str
+) -> bool:
+    """Run a flush on a helper thread and wait for it until ``deadline``: a hung downstream cannot hold us."""
+    outcome: list[bool] = []
+
+    def run() -> None:
+        try:
+            outcome.append(flush() is not False)
+        except Exception:
+            counters.error(kind, "Flushing the %s failed", kind)
+            outcome.append(False)
+
+    thread = threading.Thread(target=run, name="ShapecheckFlush", daemon=True)
+    thread.start()
+    thread.join(_remaining(deadline))
+    return bool(outcome) and outcome[0]

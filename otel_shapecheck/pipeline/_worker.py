@@ -1,0 +1,200 @@
+"""The evaluation worker: one daemon thread that turns released spans into verdicts and enriched copies.
+
+It drains the ledger's ready spans in batches, builds subjects, runs every check once per batch,
+forwards each span downstream (an enriched copy when a check had a verdict, else the span as it came)
+and hands the verdicts to the event sink. Every failure is counted and logged once per kind; a span
+always reaches the downstream exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+
+from otel_shapecheck.checks._base import Check, Subject, Verdict
+from otel_shapecheck.pipeline._enrich import enriched_copy
+from otel_shapecheck.pipeline._ledger import HeldSpan, Ledger, Release
+from otel_shapecheck.pipeline._metrics import ProcessorCounters
+from otel_shapecheck.pipeline._sinks import VerdictSink
+from otel_shapecheck.pipeline._subjects import build_subjects
+
+logger = logging.getLogger(__name__)
+
+THREAD_NAME = "ShapecheckEvaluationWorker"
+
+
+class EvaluationWorker:
+    """Runs the checks off the application's threads and forwards what it evaluated."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        checks: Sequence[Check],
+        downstream: SpanProcessor,
+        events: VerdictSink | None,
+        counters: ProcessorCounters,
+        *,
+        batch_size: int,
+        schedule_delay_seconds: float,
+    ) -> None:
+        self._ledger = ledger
+        self._checks = tuple(checks)
+        self._downstream = downstream
+        self._events = events
+        self._counters = counters
+        self._batch_size = batch_size
+        self._delay = schedule_delay_seconds
+        self._init_thread_state()
+
+    def _init_thread_state(self) -> None:
+        self._wake = threading.Event()
+        self._requests_lock = threading.Lock()
+        self._flush_requests: list[threading.Event] = []
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
+
+    @property
+    def batch_size(self) -> int:
+        """Spans evaluated per batch at most."""
+        return self._batch_size
+
+    def start(self) -> None:
+        """Start the thread."""
+        self._thread.start()
+
+    def restart_after_fork(self) -> None:
+        """A forked child has no worker thread: make a fresh one (the ledger was emptied)."""
+        self._init_thread_state()
+        self._thread.start()
+
+    def is_alive(self) -> bool:
+        """Whether the thread runs."""
+        return self._thread.is_alive()
+
+    def wake(self) -> None:
+        """Have the thread look at the ledger now rather than after the schedule delay."""
+        if not self._wake.is_set():  # setting takes the event's lock; the hot path calls this often
+            self._wake.set()
+
+    def flush(self, timeout_seconds: float) -> bool:
+        """Wait until every span ready now is forwarded; False on timeout or a stopped worker."""
+        if not self._thread.is_alive():
+            return False
+        done = threading.Event()
+        with self._requests_lock:
+            self._flush_requests.append(done)
+        self._wake.set()
+        return done.wait(timeout_seconds)
+
+    def stop(self, timeout_seconds: float) -> bool:
+        """Drain everything ready, then end the thread; whether it ended within the timeout."""
+        self._stopping = True
+        self._wake.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout_seconds)
+        return not self._thread.is_alive()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(self._delay)
+            self._wake.clear()
+            with self._requests_lock:
+                requests, self._flush_requests = self._flush_requests, []
+            try:
+                for span in self._ledger.release_expired(time.monotonic()):
+                    self._forward(span)
+                self.drain()
+            except Exception:  # a bug here must not end the thread that forwards held spans
+                self._counters.error("worker", "Evaluation worker failed; continuing")
+            for request in requests:
+                request.set()
+            if self._stopping and not self._ledger.ready_count():
+                with self._requests_lock:
+                    for request in self._flush_requests:
+                        request.set()
+                return
+
+    def drain(self) -> None:
+        """Evaluate and forward ready spans, batch by batch, until none is ready."""
+        while releases := self._ledger.take_ready(self._batch_size):
+            self.evaluate(releases)
+
+    def evaluate(self, releases: Sequence[Release]) -> None:
+        """Evaluate one batch and forward every span in it, exactly once whatever fails."""
+        unforwarded = {id(held): held for release in releases for held in release.spans}
+        try:
+            if self._checks:
+                self._evaluate(releases, unforwarded)
+        except Exception:  # a bug here must cost the batch its verdicts, never its spans
+            self._counters.error("worker", "Evaluating a batch failed; forwarding its spans as they are")
+        for held in unforwarded.values():
+            self._forward(held.span)
+
+    def _evaluate(self, releases: Sequence[Release], unforwarded: dict[int, HeldSpan]) -> None:
+        held_spans: list[HeldSpan] = []
+        subjects: list[Subject] = []
+        for release in releases:
+            try:
+                built = build_subjects(release)
+            except Exception:
+                self._counters.error(
+                    "read", "Reading spans for evaluation failed; forwarding them as they are"
+                )
+                continue
+            held_spans.extend(release.spans)
+            subjects.extend(built)
+        if not subjects:
+            return
+        verdicts = self._run_checks(subjects)
+        self._counters.evaluated += len(subjects)
+        for held, span_verdicts in zip(held_spans, verdicts, strict=True):
+            del unforwarded[id(held)]
+            self._finish(held.span, span_verdicts)
+
+    def _run_checks(self, subjects: Sequence[Subject]) -> list[list[Verdict]]:
+        verdicts: list[list[Verdict]] = [[] for _ in subjects]
+        for check in self._checks:
+            name = getattr(check, "name", type(check).__name__)
+            try:
+                results = list(check.evaluate(subjects))
+                if len(results) != len(subjects):
+                    raise ValueError(f"returned {len(results)} results for {len(subjects)} subjects")
+            except Exception:
+                self._counters.error(
+                    f"check:{name}", "Check %s failed; its verdicts are left out of this batch", name
+                )
+                continue
+            for slot, result in zip(verdicts, results, strict=True):
+                if isinstance(result, Verdict):
+                    slot.append(result)
+        return verdicts
+
+    def _finish(self, span: ReadableSpan, verdicts: Sequence[Verdict]) -> None:
+        if not verdicts:
+            self._forward(span)
+            return
+        try:
+            copy = enriched_copy(span, verdicts)
+        except Exception:
+            self._counters.error("enrich", "Building an enriched copy failed; forwarding the span as it is")
+            self._forward(span)
+            return
+        self._counters.enriched += 1
+        if any(verdict.flagged for verdict in verdicts):
+            self._counters.flagged += 1
+        self._forward(copy)
+        if self._events is not None and span.context is not None:
+            try:
+                self._events.emit(span.context, verdicts)
+            except Exception:
+                self._counters.error("events", "The event sink failed to take verdicts")
+
+    def _forward(self, span: ReadableSpan) -> None:
+        try:
+            self._downstream.on_end(span)
+        except Exception:
+            self._counters.error("downstream", "The downstream span processor failed in on_end")

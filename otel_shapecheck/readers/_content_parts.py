@@ -1,0 +1,91 @@
+"""Message content as provider SDKs send it, recorded verbatim by the older conventions.
+
+A message ``content`` is a string or a list of typed blocks: OpenAI ``text`` parts, Anthropic ``text``,
+``tool_use`` and ``tool_result`` blocks, and others (images, documents) that carry nothing the checks
+read. OpenLLMetry's legacy attributes and the deprecated per-message events keep that shape, so a
+tool result can sit inside a ``user`` message and a tool call inside an ``assistant`` message's content.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from otel_shapecheck._model import JSONValue, ToolCall, ToolResult
+from otel_shapecheck.readers._lenient_json import parse_json_or_text, to_json_value
+
+
+@dataclass(frozen=True)
+class ContentBlocks:
+    """What a message's content holds: text, tool calls and tool results, in order."""
+
+    texts: tuple[str, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_results: tuple[ToolResult, ...] = ()
+
+
+def content_blocks(content: JSONValue) -> ContentBlocks:
+    """The text, tool calls and tool results of a message ``content`` (a string or a list of blocks)."""
+    if isinstance(content, str):
+        return ContentBlocks(texts=(content,) if content else ())
+    if not isinstance(content, list):
+        return ContentBlocks()
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    results: list[ToolResult] = []
+    for block in content:
+        if isinstance(block, str) and block:
+            texts.append(block)
+        elif isinstance(block, dict):
+            _read_block(block, texts, calls, results)
+    return ContentBlocks(tuple(texts), tuple(calls), tuple(results))
+
+
+def recorded_content_blocks(value: object) -> ContentBlocks:
+    """Blocks of a content attribute that holds a string, a JSON-dumped block list, or structured blocks.
+
+    A string is read as a block list only when it is a JSON array of typed blocks; any other string,
+    JSON-looking or not, is the message's text.
+    """
+    if not isinstance(value, str):
+        return content_blocks(to_json_value(value))
+    parsed = parse_json_or_text(value)
+    if isinstance(parsed, list) and parsed and all(isinstance(b, dict) and "type" in b for b in parsed):
+        return content_blocks(parsed)
+    return content_blocks(value)
+
+
+def openai_tool_calls(value: JSONValue) -> tuple[ToolCall, ...]:
+    """OpenAI-style ``[{id, type, function: {name, arguments}}]`` tool calls."""
+    if not isinstance(value, list):
+        return ()
+    calls: list[ToolCall] = []
+    for item in value:
+        if not isinstance(item, dict):
+            continue
+        function = item.get("function")
+        definition = function if isinstance(function, dict) else item
+        name = _string(definition.get("name"))
+        if name:
+            arguments = parse_json_or_text(definition.get("arguments"))
+            calls.append(ToolCall(name=name, call_id=_string(item.get("id")), arguments=arguments))
+    return tuple(calls)
+
+
+def _read_block(
+    block: dict[str, JSONValue], texts: list[str], calls: list[ToolCall], results: list[ToolResult]
+) -> None:
+    kind = block.get("type", "text")
+    if kind == "text":
+        text = block.get("text", block.get("content"))
+        if isinstance(text, str) and text:
+            texts.append(text)
+    elif kind == "tool_use":
+        name = _string(block.get("name"))
+        if name:
+            calls.append(ToolCall(name=name, call_id=_string(block.get("id")), arguments=block.get("input")))
+    elif kind == "tool_result":
+        results.append(ToolResult(content=block.get("content"), call_id=_string(block.get("tool_use_id"))))
+
+
+def _string(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None

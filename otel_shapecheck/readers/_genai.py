@@ -1,0 +1,162 @@
+"""Reader for the OpenTelemetry GenAI semantic conventions (v1.37 and later).
+
+Content lives in ``gen_ai.input.messages``, ``gen_ai.output.messages`` and ``gen_ai.tool.definitions``:
+JSON strings on spans, structured values (lists as tuples) on the
+``gen_ai.client.inference.operation.details`` event. Tool executions are ``execute_tool`` spans
+(and MCP ``tools/call`` spans) named by ``gen_ai.tool.name``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from otel_shapecheck._model import JSONValue, OfferedTool, ToolCall, ToolExecution, ToolResult
+from otel_shapecheck.readers._content import CallContent, Message, SpanRef, optional_string
+from otel_shapecheck.readers._lenient_json import parse_json_list, parse_json_or_text, to_json_value
+
+INPUT_MESSAGES = "gen_ai.input.messages"
+OUTPUT_MESSAGES = "gen_ai.output.messages"
+TOOL_DEFINITIONS = "gen_ai.tool.definitions"
+FINISH_REASONS = "gen_ai.response.finish_reasons"
+RESPONSE_ID = "gen_ai.response.id"
+TOOL_NAME = "gen_ai.tool.name"
+TOOL_CALL_ID = "gen_ai.tool.call.id"
+TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
+TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+
+EXECUTE_TOOL_SPAN_PREFIX = "execute_tool "
+MCP_TOOLS_CALL_SPAN_PREFIX = "tools/call "
+
+
+def read_genai_content(attributes: Mapping[str, object]) -> CallContent:
+    """The call content in a span's or event's GenAI attributes (JSON strings or structured values)."""
+    return CallContent(
+        input_messages=read_messages(attributes.get(INPUT_MESSAGES)),
+        output_messages=read_messages(attributes.get(OUTPUT_MESSAGES)),
+        offered_tools=read_tool_definitions(attributes.get(TOOL_DEFINITIONS)),
+        finish_reasons=read_string_list(attributes.get(FINISH_REASONS)),
+        response_id=optional_string(attributes.get(RESPONSE_ID)),
+    )
+
+
+def read_genai_tool_execution(
+    span_name: str, attributes: Mapping[str, object], ref: SpanRef
+) -> ToolExecution:
+    """An ``execute_tool`` (or MCP ``tools/call``) span as a tool execution."""
+    name = optional_string(attributes.get(TOOL_NAME)) or _tool_name_from_span_name(span_name)
+    return ToolExecution(
+        span_id=ref.span_id,
+        trace_id=ref.trace_id,
+        parent_id=ref.parent_id,
+        end_time_ns=ref.end_time_ns,
+        name=name,
+        call_id=optional_string(attributes.get(TOOL_CALL_ID)),
+        arguments=parse_json_or_text(attributes.get(TOOL_CALL_ARGUMENTS)),
+        result=to_json_value(attributes.get(TOOL_CALL_RESULT)),
+    )
+
+
+def read_messages(value: object) -> tuple[Message, ...] | None:
+    """Chat messages from a ``gen_ai.*.messages`` value; ``None`` when absent or unreadable."""
+    items = parse_json_list(value)
+    if items is None:
+        return None
+    return tuple(message_from_json(item) for item in items if isinstance(item, dict))
+
+
+def message_from_json(item: Mapping[str, JSONValue]) -> Message:
+    """One ChatMessage/OutputMessage object; unknown part types are ignored."""
+    parts = item.get("parts")
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    results: list[ToolResult] = []
+    if isinstance(parts, list):
+        for part in parts:
+            if isinstance(part, dict):
+                _read_part(part, texts, calls, results)
+    content = item.get("content")
+    if not texts and isinstance(content, str) and content:
+        texts.append(content)
+    return Message(
+        role=optional_string(item.get("role")),
+        texts=tuple(texts),
+        tool_calls=tuple(calls),
+        tool_results=tuple(results),
+        finish_reason=optional_string(item.get("finish_reason")),
+    )
+
+
+def read_tool_definitions(value: object) -> tuple[OfferedTool, ...] | None:
+    """Offered tools from ``gen_ai.tool.definitions``: flat and OpenAI-nested (``{"function": {...}}``)."""
+    items = parse_json_list(value)
+    if items is None:
+        return None
+    tools = (offered_tool_from_json(item) for item in items if isinstance(item, dict))
+    return tuple(tool for tool in tools if tool is not None)
+
+
+def offered_tool_from_json(item: Mapping[str, JSONValue]) -> OfferedTool | None:
+    """One tool definition, flat or nested under ``function``; ``None`` when it has no name."""
+    function = item.get("function")
+    definition = function if isinstance(function, dict) else item
+    name = optional_string(definition.get("name"))
+    if not name:
+        return None
+    return OfferedTool(name=name, description=optional_string(definition.get("description")))
+
+
+def read_string_list(value: object) -> tuple[str, ...]:
+    """A list of strings from a sequence attribute or a JSON array string; non-strings are skipped."""
+    if isinstance(value, str):
+        parsed = parse_json_list(value)
+        items: object = parsed if parsed is not None else [value]
+    else:
+        items = value
+    if not isinstance(items, list | tuple):
+        return ()
+    return tuple(item for item in items if isinstance(item, str))
+
+
+def _read_part(
+    part: Mapping[str, JSONValue], texts: list[str], calls: list[ToolCall], results: list[ToolResult]
+) -> None:
+    """One message part: text, a tool call or its response (client- or provider-executed); others ignored."""
+    kind = part.get("type")
+    if kind == "text":
+        text = part.get("content", part.get("text"))
+        if isinstance(text, str):
+            texts.append(text)
+    elif kind == "tool_call":
+        name = optional_string(part.get("name"))
+        if name:
+            arguments = parse_json_or_text(part.get("arguments"))
+            calls.append(ToolCall(name=name, call_id=_call_id(part.get("id")), arguments=arguments))
+    elif kind == "tool_call_response":
+        response = part["response"] if "response" in part else part.get("result")
+        results.append(ToolResult(content=response, call_id=_call_id(part.get("id"))))
+    elif kind == "server_tool_call":
+        # A provider-executed tool (web search, code interpreter): still a tool the model chose.
+        name = optional_string(part.get("name"))
+        if name:
+            details = part.get("server_tool_call")
+            calls.append(ToolCall(name=name, call_id=_call_id(part.get("id")), arguments=details))
+    elif kind == "server_tool_call_response":
+        response = part.get("server_tool_call_response")
+        results.append(ToolResult(content=response, call_id=_call_id(part.get("id"))))
+
+
+def _call_id(value: object) -> str | None:
+    """A tool call id; some published examples carry a stray leading space."""
+    if not isinstance(value, str):
+        return None
+    return value.strip() or None
+
+
+def _tool_name_from_span_name(span_name: str) -> str:
+    """``execute_tool {name}`` / ``tools/call {name}`` give the name; a bare operation name gives none."""
+    for prefix in (EXECUTE_TOOL_SPAN_PREFIX, MCP_TOOLS_CALL_SPAN_PREFIX):
+        if span_name.startswith(prefix):
+            return span_name[len(prefix) :].strip()
+        if span_name == prefix.strip():
+            return ""
+    return span_name

@@ -1,0 +1,109 @@
+"""Reader for OpenInference's flattened attributes (Arize Phoenix and the openinference-* packages).
+
+Messages are ``llm.input_messages.<i>.message.*`` and ``llm.output_messages.<i>.message.*`` with tool
+calls under ``message.tool_calls.<j>.tool_call.*``; offered tools are whole OpenAI-style definitions in
+``llm.tools.<i>.tool.json_schema``; TOOL spans carry ``tool.name``, ``input.value`` and ``output.value``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from otel_shapecheck._model import OfferedTool, ToolCall, ToolExecution, ToolResult
+from otel_shapecheck.readers._content import TOOL_RESULT_ROLES, CallContent, Message, SpanRef, optional_string
+from otel_shapecheck.readers._flattened import read_indexed
+from otel_shapecheck.readers._genai import offered_tool_from_json
+from otel_shapecheck.readers._lenient_json import parse_json_object, parse_json_or_text, to_json_value
+
+OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
+INPUT_MESSAGES_PREFIX = "llm.input_messages."
+OUTPUT_MESSAGES_PREFIX = "llm.output_messages."
+TOOLS_PREFIX = "llm.tools."
+TOOL_JSON_SCHEMA = "tool.json_schema"
+TOOL_NAME = "tool.name"
+TOOL_ID = "tool.id"
+TOOL_CALL_ID = "tool_call.id"
+INPUT_VALUE = "input.value"
+OUTPUT_VALUE = "output.value"
+
+FINISH_REASON = "llm.finish_reason"
+OUTPUT_MESSAGE_MARKERS = (
+    "llm.output_messages.0.message.role",
+    "llm.output_messages.0.message.content",
+    "llm.output_messages.0.message.tool_calls.0.tool_call.function.name",
+)
+"""Keys of which at least one is present when a span carries its own output."""
+OUTPUT_TOOL_CALL_MARKER = "llm.output_messages.0.message.tool_calls.0.tool_call.function.name"
+
+_MESSAGE = "message."
+_CONTENTS = "contents."
+_TOOL_CALLS = "tool_calls."
+
+
+def read_openinference_content(attributes: Mapping[str, object]) -> CallContent:
+    """Call content from OpenInference's flattened message and tool attributes."""
+    return CallContent(
+        input_messages=read_indexed(attributes, INPUT_MESSAGES_PREFIX, _message),
+        output_messages=read_indexed(attributes, OUTPUT_MESSAGES_PREFIX, _message),
+        offered_tools=read_indexed(attributes, TOOLS_PREFIX, _offered_tool),
+        finish_reasons=_finish_reasons(attributes.get(FINISH_REASON)),
+    )
+
+
+def read_openinference_tool_execution(
+    span_name: str, attributes: Mapping[str, object], ref: SpanRef
+) -> ToolExecution:
+    """An OpenInference TOOL span as a tool execution."""
+    return ToolExecution(
+        span_id=ref.span_id,
+        trace_id=ref.trace_id,
+        parent_id=ref.parent_id,
+        end_time_ns=ref.end_time_ns,
+        name=optional_string(attributes.get(TOOL_NAME)) or span_name,
+        call_id=optional_string(attributes.get(TOOL_ID)) or optional_string(attributes.get(TOOL_CALL_ID)),
+        arguments=parse_json_or_text(attributes.get(INPUT_VALUE)),
+        result=to_json_value(attributes.get(OUTPUT_VALUE)),
+    )
+
+
+def _message(fields: Mapping[str, object]) -> Message:
+    message = {key[len(_MESSAGE) :]: value for key, value in fields.items() if key.startswith(_MESSAGE)}
+    role = optional_string(message.get("role"))
+    texts = _texts(message)
+    if role in TOOL_RESULT_ROLES:
+        content = to_json_value(message.get("content")) if "content" in message else "\n".join(texts)
+        call_id = optional_string(message.get("tool_call_id"))
+        result = ToolResult(content=content, call_id=call_id, name=optional_string(message.get("name")))
+        return Message(role=role, tool_results=(result,))
+    return Message(role=role, texts=texts, tool_calls=read_indexed(message, _TOOL_CALLS, _tool_call) or ())
+
+
+def _texts(message: Mapping[str, object]) -> tuple[str, ...]:
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        return (content,)
+    return read_indexed(message, _CONTENTS, _text_part) or ()
+
+
+def _text_part(part: Mapping[str, object]) -> str | None:
+    text = part.get("message_content.text")
+    if part.get("message_content.type") != "text" or not isinstance(text, str):
+        return None
+    return text or None
+
+
+def _tool_call(fields: Mapping[str, object]) -> ToolCall | None:
+    name = optional_string(fields.get("tool_call.function.name"))
+    if not name:
+        return None
+    arguments = parse_json_or_text(fields.get("tool_call.function.arguments"))
+    return ToolCall(name=name, call_id=optional_string(fields.get("tool_call.id")), arguments=arguments)
+
+
+def _finish_reasons(value: object) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) and value else ()
+
+
+def _offered_tool(fields: Mapping[str, object]) -> OfferedTool | None:
+    definition = parse_json_object(fields.get(TOOL_JSON_SCHEMA))
+    return None if definition is None else offered_tool_from_json(definition)

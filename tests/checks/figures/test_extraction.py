@@ -1,0 +1,98 @@
+"""Which numbers of an answer are figures, and how they are normalised."""
+
+from __future__ import annotations
+
+import pytest
+
+from otel_shapecheck.checks.figures._text import figures_in
+
+
+class TestFiguresWearingUnits:
+    @pytest.mark.parametrize(
+        ("text", "value"),
+        [
+            ("latency 7ms", "7"),
+            ("latency 7 MS", "7"),
+            ("3 us per call", "3"),
+            ("a 10 Gbps link", "10"),
+            ("40mbps", "40"),
+            ("5 percent", "5"),
+            ("8 KiB", "8"),
+            ("1.5 PiB", "1.5"),
+            ("9 PB", "9"),
+            ("12 TiB/s", "12"),
+            ("-3.5%", "-3.5"),
+            ("+2%", "2"),
+            ("1,234,567.25 IOPS", "1234567.25"),
+        ],
+    )
+    def test_unit_makes_a_figure(self, text: str, value: str) -> None:
+        """Any listed unit, in any case, makes the number before it a figure."""
+        assert [figure.value for figure in figures_in(text)] == [value]
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "7 users",  # 'us' followed by a letter
+            "4 msgs",  # 'ms' followed by a letter
+            "2 tbsp",  # 'tb' followed by a letter
+            "3  TB",  # two spaces apart
+            "v2.5%",  # preceded by a word character
+            "1.2.5 ms",  # preceded by a dot
+        ],
+    )
+    def test_unit_lookalikes_are_not_figures(self, text: str) -> None:
+        """A unit must end the word and sit glued or one whitespace away; the number must start a word."""
+        assert figures_in(text) == ()
+
+    def test_written_form_is_kept(self) -> None:
+        """A figure keeps its written form (for the flag) apart from its normalised value."""
+        (figure,) = figures_in("usable: 1,526.3 TB.")
+        assert (figure.written, figure.value) == ("1,526.3 TB", "1526.3")
+
+
+class TestBareNumbers:
+    def test_long_bare_numbers_are_candidates(self) -> None:
+        """A bare number with at least four digits is a candidate; shorter ones are prose."""
+        figures = figures_in("There are 12345 files and 5402.9 units in 3 folders; revenue was $12,500.")
+        assert [(figure.value, figure.shape) for figure in figures] == [
+            ("12345", "number"),
+            ("5402.9", "number"),
+            ("12500", "number"),
+        ]
+
+    def test_min_digits_is_configurable(self) -> None:
+        """With min_digits=2, a two-digit count is a candidate."""
+        assert [figure.value for figure in figures_in("3 issues and 42 alerts", min_digits=2)] == ["42"]
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "host CLUSTER-A01",
+            "ticket ID-12345",
+            "on 2024-05-01 at 12:30",
+            "available 24/7",
+            "a 1024-port fabric",
+            "release 1.2.3456",
+            "issue #12345",
+            "about 1200x faster",
+        ],
+    )
+    def test_identifiers_and_compounds_are_not_candidates(self, text: str) -> None:
+        """Numbers inside identifiers, dates, times, compounds, versions and issue refs are not figures."""
+        assert figures_in(text) == ()
+
+    def test_each_value_is_checked_once(self) -> None:
+        """A value written twice is one candidate, kept in its first written form."""
+        figures = figures_in("61% now, 61% before, 61 ms")
+        assert [(figure.written, figure.value) for figure in figures] == [("61%", "61")]
+
+    def test_figure_and_bare_number_do_not_double_count(self) -> None:
+        """A long number wearing a unit is a figure, not also a bare number."""
+        assert [(f.value, f.shape) for f in figures_in("41,200 IOPS")] == [("41200", "figure")]
+
+    @pytest.mark.parametrize("min_digits", [0, -1, True])
+    def test_bad_min_digits(self, min_digits: int) -> None:
+        """min_digits below one is a ValueError naming the setting."""
+        with pytest.raises(ValueError, match="min_digits"):
+            figures_in("12345", min_digits=min_digits)
