@@ -21,10 +21,11 @@ from typing import Any
 
 from rich.console import Console
 
+from otel_shapecheck.checks._builtin import build_checks
 from otel_shapecheck.cli._report import summary
 from otel_shapecheck.cli.demo._demo import TRACES_FILE, demo_output, run_demo
 from otel_shapecheck.otlp._json import parse_spans
-from otel_shapecheck.pipeline._offline import build_checks, check_spans
+from otel_shapecheck.pipeline._offline import check_spans
 
 _SCENARIOS_PER_COPY = 4
 _TARGET_TRACES_PER_MINUTE = 2000

@@ -48,6 +48,7 @@ from otel_shapecheck import (
     ShapecheckSpanProcessor,
     ToolChoiceCheck,
 )
+from otel_shapecheck.pipeline._options import ProcessorOptions
 
 TURNS = 2_000
 SPANS_PER_TURN = 6
@@ -266,7 +267,11 @@ def measure(embedder: Embedder, spans: Sequence[ReadableSpan], rounds: int = _RO
             bare.append(rate)
             rate, processor = _spans_per_second(
                 receiver,
-                lambda: ShapecheckSpanProcessor(_batch(receiver, queue), checks=checks, max_queue_size=queue),
+                lambda: ShapecheckSpanProcessor(
+                    _batch(receiver, queue),
+                    checks=checks,
+                    options=ProcessorOptions(max_queue_size=queue),
+                ),
                 spans,
             )
             wrapped.append(rate)

@@ -16,7 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from otel_shapecheck import ToolResult, check_figures
+from otel_shapecheck._model import ToolResult
+from otel_shapecheck.checks.figures._findings import check_figures
 
 FIELDS = ("total_tb", "used_tb", "free_tb", "read_iops", "write_iops", "read_ms", "write_ms", "cpu_pct")
 _GROUPS = ("CLUSTER-A01", "CLUSTER-A02", "CLUSTER-B01", "CLUSTER-B02", "CLUSTER-C01")

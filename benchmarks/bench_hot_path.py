@@ -32,6 +32,7 @@ from opentelemetry.util.genai.types import (
     ToolCallRequestPart,
 )
 
+from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
 
 _SPANS = 20_000
@@ -135,7 +136,11 @@ def _bare() -> SpanProcessor:
 
 
 def _wrapped() -> SpanProcessor:
-    return ShapecheckSpanProcessor(_bare(), checks=[], max_queue_size=_QUEUE)
+    return ShapecheckSpanProcessor(
+        _bare(),
+        checks=[],
+        options=ProcessorOptions(max_queue_size=_QUEUE),
+    )
 
 
 def _per_call_ns(make: Callable[[], SpanProcessor], spans: Sequence[ReadableSpan]) -> tuple[float, float]:

@@ -22,20 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from otel_shapecheck import (
-    CatalogTool,
-    Embedder,
-    EmbeddingCache,
-    HashingEmbedder,
-    LLMCall,
-    MiniLMEmbedder,
-    OfferedTool,
-    Subject,
-    ToolCall,
-    ToolChoiceCheck,
-    confusability_text,
-    lint_catalog,
-)
+from otel_shapecheck import Embedder, HashingEmbedder, MiniLMEmbedder, Subject, ToolChoiceCheck, lint_catalog
+from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall
+from otel_shapecheck.catalog._rules import CatalogTool
+from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache
+from otel_shapecheck.checks.tool_choice._index import confusability_text
 
 BFCL_FILES = ("bfcl_tool_choice.jsonl", "bfcl_live_tool_choice.jsonl")
 BATCH = 64

@@ -1,18 +1,46 @@
-"""Configuration values: an explicit argument, else an ``OTEL_SHAPECHECK_*`` variable, else the default.
+"""Resolving one setting: an explicit argument, else its ``OTEL_SHAPECHECK_*`` variable, else the default.
 
-A bad explicit argument raises ``ValueError`` at construction, naming the setting; a bad environment
-value also raises ``ValueError`` naming the variable, so a misconfigured deployment fails at start-up
-instead of silently running with a setting nobody asked for.
+The rule is the OpenTelemetry SDK's: a bad explicit argument is a programming error and raises
+``ValueError`` naming the argument, while a bad environment value logs a warning naming the variable and
+the value and the default applies (``BatchSpanProcessor`` does the same with ``OTEL_BSP_*``), so a typo in
+one variable cannot stop an application at start-up. Each bad (variable, value) pair is logged once.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import os
+import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-_T = TypeVar("_T", int, float)
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T", int, float, str, bool)
+
+_warned: set[tuple[str, str]] = set()
+_warned_lock = threading.Lock()
+
+_TRUE = ("true",)
+_BOOLEANS = ("true", "false")
+
+
+def _environment_value(env_var: str | None) -> str | None:
+    if env_var is None:
+        return None
+    raw = os.environ.get(env_var, "").strip()
+    return raw or None
+
+
+def _warn_bad_variable(env_var: str, raw: str, requirement: str, default: object) -> None:
+    with _warned_lock:
+        if (env_var, raw) in _warned:
+            return
+        _warned.add((env_var, raw))
+    logger.warning(
+        "Invalid value %r for %s: it must be %s; using the default %r", raw, env_var, requirement, default
+    )
 
 
 def _resolve(
@@ -25,46 +53,40 @@ def _resolve(
     requirement: str,
 ) -> _T:
     if explicit is not None:
-        value = explicit
-        source = name
-    elif env_var is not None and os.environ.get(env_var, "").strip():
-        raw = os.environ[env_var].strip()
-        source = env_var
-        try:
-            value = parse(raw)
-        except ValueError:
-            raise ValueError(
-                f"{env_var}={raw!r} is not a valid value: {name} must be {requirement}"
-            ) from None
-    else:
+        if not valid(explicit):
+            raise ValueError(f"{name}={explicit!r} is not a valid value: {name} must be {requirement}")
+        return explicit
+    raw = _environment_value(env_var)
+    if raw is None or env_var is None:
         return default
-    if isinstance(value, bool) or not valid(value):
-        raise ValueError(f"{source}={value!r} is not a valid value: {name} must be {requirement}")
+    try:
+        value = parse(raw)
+    except ValueError:
+        value = None
+    if value is None or not valid(value):
+        _warn_bad_variable(env_var, raw, requirement, default)
+        return default
     return value
 
 
+def _is_whole(value: object, minimum: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
 def positive_int(name: str, explicit: int | None, env_var: str | None, default: int) -> int:
-    """An integer setting that must be ≥ 1."""
-    return _resolve(
-        name,
-        explicit,
-        env_var,
-        default,
-        int,
-        lambda v: isinstance(v, int) and v >= 1,
-        "a whole number ≥ 1",
-    )
+    """A whole-number setting that must be ≥ 1."""
+    return _resolve(name, explicit, env_var, default, int, lambda v: _is_whole(v, 1), "a whole number ≥ 1")
 
 
 def non_negative_float(name: str, explicit: float | None, env_var: str | None, default: float) -> float:
-    """A finite float setting that must be ≥ 0."""
+    """A finite number setting that must be ≥ 0."""
     return _resolve(
         name,
         explicit,
         env_var,
         default,
         float,
-        lambda v: isinstance(v, (int, float)) and math.isfinite(v) and v >= 0,
+        lambda v: isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0,
         "a finite number ≥ 0",
     )
 
@@ -72,15 +94,30 @@ def non_negative_float(name: str, explicit: float | None, env_var: str | None, d
 def choice(
     name: str, explicit: str | None, env_var: str | None, default: str, allowed: tuple[str, ...]
 ) -> str:
-    """A string setting restricted to ``allowed`` (compared case-insensitively)."""
-    if explicit is not None:
-        value, source = explicit, name
-    elif env_var is not None and os.environ.get(env_var, "").strip():
-        value, source = os.environ[env_var].strip(), env_var
-    else:
-        return default
-    if value.lower() not in allowed:
+    """A string setting restricted to ``allowed`` (compared case-insensitively); returned in lower case."""
+    if explicit is not None and not isinstance(explicit, str):
         raise ValueError(
-            f"{source}={value!r} is not a valid value: {name} must be one of {', '.join(allowed)}"
+            f"{name}={explicit!r} is not a valid value: {name} must be one of {', '.join(allowed)}"
         )
-    return value.lower()
+    return _resolve(
+        name,
+        explicit.strip().lower() if explicit is not None else None,
+        env_var,
+        default,
+        lambda raw: raw.lower(),
+        lambda v: v in allowed,
+        f"one of {', '.join(allowed)}",
+    )
+
+
+def boolean(name: str, explicit: bool | None, env_var: str | None, default: bool) -> bool:
+    """A true/false setting; the variable reads ``true`` or ``false`` (any case)."""
+    if explicit is not None and not isinstance(explicit, bool):
+        raise ValueError(f"{name}={explicit!r} is not a valid value: {name} must be a bool")
+    raw = _environment_value(env_var) if explicit is None else None
+    if raw is None or env_var is None:
+        return default if explicit is None else explicit
+    if raw.lower() not in _BOOLEANS:
+        _warn_bad_variable(env_var, raw, "true or false", default)
+        return default
+    return raw.lower() in _TRUE

@@ -1,10 +1,5 @@
-"""The package version, read from its installed metadata."""
+"""The package version (``pyproject.toml`` reads it from here, so it is written once)."""
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("otel-shapecheck")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0"
+__version__ = "0.2.0"

@@ -20,7 +20,7 @@ from typing import Final
 
 from otel_shapecheck.catalog._rules import DEFAULT_RULES, CatalogTool, Rule, Severity, StructuralFinding
 from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache, cached
-from otel_shapecheck.checks.tool_choice._embedders import CharCountEmbedder, Embedder
+from otel_shapecheck.checks.tool_choice._embedders import Embedder
 from otel_shapecheck.checks.tool_choice._index import ToolIndex, confusability_text, tokenised_name
 
 logger = logging.getLogger(__name__)
@@ -29,8 +29,10 @@ DEFAULT_CONFUSABILITY_THRESHOLD: Final = 0.85
 """A starting point for real sentence embedders (unrelated tool descriptions land around 0.3–0.7)."""
 DEFAULT_WATCH_BAND: Final = 0.05
 MOCK_CONFUSABILITY_THRESHOLD: Final = 0.94
-"""Calibration for :class:`CharCountEmbedder`, which compresses unrelated prose into 0.85–0.97."""
+"""Calibration for the reference's char-count mock (ids ``char-count-*``), which compresses unrelated prose
+into 0.85–0.97."""
 MOCK_WATCH_BAND: Final = 0.02
+_MOCK_ID_PREFIX: Final = "char-count-"
 _HINT_STOPWORDS: Final = frozenset(
     [
         "a",
@@ -173,7 +175,7 @@ def coerce_catalog(document: object) -> list[CatalogTool]:
 
 def _calibration(embedder: Embedder | None) -> tuple[float, float]:
     inner = embedder.inner if isinstance(embedder, EmbeddingCache) else embedder
-    if isinstance(inner, CharCountEmbedder):
+    if inner is not None and inner.id.startswith(_MOCK_ID_PREFIX):
         return MOCK_CONFUSABILITY_THRESHOLD, MOCK_WATCH_BAND
     return DEFAULT_CONFUSABILITY_THRESHOLD, DEFAULT_WATCH_BAND
 

@@ -17,12 +17,8 @@ from pathlib import Path
 from typing import TextIO
 
 from otel_shapecheck.catalog._lint import CatalogLintReport, SimilarPair, coerce_catalog, lint_catalog
-from otel_shapecheck.checks.tool_choice._embedders import (
-    OTEL_SHAPECHECK_EMBEDDER_THREADS,
-    Embedder,
-    HashingEmbedder,
-    MiniLMEmbedder,
-)
+from otel_shapecheck.checks.tool_choice._embedders import Embedder, HashingEmbedder, MiniLMEmbedder
+from otel_shapecheck.environment_variables import OTEL_SHAPECHECK_EMBEDDER_THREADS
 
 EXIT_PASSED = 0
 EXIT_GATE_FAILED = 1

@@ -18,6 +18,7 @@ from pathlib import Path
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck._version import __version__
+from otel_shapecheck.checks._builtin import EMBEDDERS, build_checks
 from otel_shapecheck.cli import _lint as _lint_command
 from otel_shapecheck.cli import _serve as _serve_command
 from otel_shapecheck.cli._report import json_report, summary, verdict_rows
@@ -29,7 +30,7 @@ from otel_shapecheck.cli._terminal import (
     stdout_console,
 )
 from otel_shapecheck.otlp._json import STDIN, UnreadableTraceFile, load_telemetry, write_spans_jsonl
-from otel_shapecheck.pipeline._offline import EMBEDDERS, build_checks, check_spans
+from otel_shapecheck.pipeline._offline import check_spans
 
 EXIT_OK = 0
 EXIT_FLAGGED = 1

@@ -20,11 +20,11 @@ from types import FrameType
 
 from opentelemetry.sdk.resources import Resource
 
-from otel_shapecheck.gateway._gateway import Gateway
+from otel_shapecheck.checks._builtin import EMBEDDERS, build_checks
+from otel_shapecheck.gateway._gateway import Gateway, gateway_processor_options, gateway_queue_size
 from otel_shapecheck.gateway._service import GatewayService
 from otel_shapecheck.otlp._endpoints import log_exporter, span_exporter
-from otel_shapecheck.pipeline._events import FlaggedEventExporter
-from otel_shapecheck.pipeline._offline import EMBEDDERS, build_checks
+from otel_shapecheck.pipeline._events import EvaluationEventEmitter
 from otel_shapecheck.pipeline._sinks import VerdictSink
 
 EXIT_OK = 0
@@ -162,11 +162,12 @@ def _service(args: argparse.Namespace) -> GatewayService:
     if args.grpc_workers < 1:
         raise ValueError(f"--grpc-workers {args.grpc_workers}: must be a whole number ≥ 1")
     timeout = args.export_timeout_seconds
+    capacity = gateway_queue_size(args.max_queue_size)
     spans = span_exporter(args.forward, timeout_seconds=timeout)
     logs = log_exporter("--forward", args.forward, timeout_seconds=timeout)
     events: VerdictSink | None = None
     if not args.no_events and not args.no_checks:
-        events = FlaggedEventExporter(
+        events = EvaluationEventEmitter(
             log_exporter("--events", args.events or args.forward, timeout_seconds=timeout),
             resource=Resource.create({"service.name": GATEWAY_SERVICE_NAME}),
             forward=args.events_forward,
@@ -179,9 +180,9 @@ def _service(args: argparse.Namespace) -> GatewayService:
             events=events,
             checks=None if args.no_checks else build_checks(args.embedder),
             evaluate=not args.no_checks,
-            max_queue_size=args.max_queue_size,
+            max_queue_size=capacity,
             retry_after_seconds=args.retry_after_seconds,
-            max_wait_millis=args.max_wait_millis,
+            options=gateway_processor_options(capacity, max_wait_millis=args.max_wait_millis),
         )
     except ValueError:
         if events is not None:

@@ -22,7 +22,6 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from opentelemetry.sdk._logs import LogRecordProcessor
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
@@ -32,6 +31,11 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from otel_shapecheck._attributes import FLAGGED
 from otel_shapecheck._settings import non_negative_float, positive_int
 from otel_shapecheck.checks._base import Check
+from otel_shapecheck.environment_variables import (
+    OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE,
+    OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES,
+    OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS,
+)
 from otel_shapecheck.gateway._admission import (
     Admission,
     AdmissionBudget,
@@ -39,14 +43,12 @@ from otel_shapecheck.gateway._admission import (
     ReleasingSpanExporter,
 )
 from otel_shapecheck.gateway._decode import Decoded
+from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._shapecheck import Shapecheck
 from otel_shapecheck.pipeline._sinks import VerdictSink
 
 logger = logging.getLogger(__name__)
 
-OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE = "OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE"
-OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS = "OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS"
-OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES = "OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES"
 
 _DEFAULT_MAX_QUEUE_SIZE = 16384
 _DEFAULT_RETRY_AFTER_SECONDS = 1.0
@@ -60,6 +62,34 @@ def max_request_bytes(explicit: int | None = None) -> int:
     """The largest request body the transports accept, decompressed (argument, variable, 4 MiB)."""
     return positive_int(
         "max_request_bytes", explicit, OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES, _DEFAULT_MAX_REQUEST_BYTES
+    )
+
+
+def resolve_retry_after(explicit: float | None = None) -> float:
+    """The retry delay suggested to refused senders (argument, variable, 1 s)."""
+    return non_negative_float(
+        "retry_after_seconds",
+        explicit,
+        OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS,
+        _DEFAULT_RETRY_AFTER_SECONDS,
+    )
+
+
+def gateway_queue_size(explicit: int | None = None) -> int:
+    """Items accepted and not yet exported; past it senders get backpressure (argument, variable, 16384)."""
+    return positive_int(
+        "max_queue_size", explicit, OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE, _DEFAULT_MAX_QUEUE_SIZE
+    )
+
+
+def gateway_processor_options(capacity: int, *, max_wait_millis: int | None = None) -> ProcessorOptions:
+    """The span processor's bounds fitted to a gateway queue of ``capacity`` items.
+
+    Its worker queue holds the whole capacity (no admitted span is forwarded un-evaluated for want of
+    room) and at most half of it waits for facts (waiting spans cannot take the whole queue).
+    """
+    return ProcessorOptions(
+        max_queue_size=capacity, max_pending_spans=max(1, capacity // 2), max_wait_millis=max_wait_millis
     )
 
 
@@ -99,7 +129,7 @@ class Gateway:
     Args:
         span_exporter: where spans go (enriched where a check applied); wrapped in a ``BatchSpanProcessor``.
         log_exporter: where received log records go; ``None`` keeps them for the checks only.
-        events: where verdicts go as evaluation events (e.g. a ``FlaggedEventExporter``); ``None`` for none.
+        events: where verdicts go as evaluation events (e.g. a ``EvaluationEventEmitter``); ``None`` for none.
         checks: the checks to run (default: every built-in check).
         evaluate: ``False`` makes a pass-through gateway: spans go straight to the batch processor.
         max_queue_size: spans and log records accepted and not yet handed to an exporter; a request that
@@ -108,9 +138,7 @@ class Gateway:
             (``OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS``, 1).
         schedule_delay_millis: the batch processors' export delay (default: ``OTEL_BSP_SCHEDULE_DELAY`` and
             ``OTEL_BLRP_SCHEDULE_DELAY``, as for any SDK batch processor).
-        processor_options: passed on to :class:`Shapecheck`. Unless given, ``max_queue_size`` of the
-            processor is the gateway's (no admitted span is forwarded un-evaluated for want of room) and
-            ``max_pending_spans`` half of it (spans waiting for facts cannot take the whole queue).
+        options: the span processor's bounds (default: :func:`gateway_processor_options` of the capacity).
 
     Raises:
         ValueError: a setting (argument or variable) out of range.
@@ -127,17 +155,10 @@ class Gateway:
         max_queue_size: int | None = None,
         retry_after_seconds: float | None = None,
         schedule_delay_millis: int | None = None,
-        **processor_options: Any,
+        options: ProcessorOptions | None = None,
     ) -> None:
-        capacity = positive_int(
-            "max_queue_size", max_queue_size, OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE, _DEFAULT_MAX_QUEUE_SIZE
-        )
-        self._retry_after = non_negative_float(
-            "retry_after_seconds",
-            retry_after_seconds,
-            OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS,
-            _DEFAULT_RETRY_AFTER_SECONDS,
-        )
+        capacity = gateway_queue_size(max_queue_size)
+        self._retry_after = resolve_retry_after(retry_after_seconds)
         self._budget = AdmissionBudget(capacity)
         self._span_exporter = ReleasingSpanExporter(span_exporter, self._budget.release)
         # Sized to hold every admitted item: the batch processor never drops what was acknowledged.
@@ -161,11 +182,11 @@ class Gateway:
         self._shapecheck: Shapecheck | None = None
         self._spans: SpanProcessor = self._batch_spans
         if evaluate:
-            processor_options.setdefault("max_queue_size", capacity)
-            processor_options.setdefault("max_pending_spans", max(1, capacity // 2))
+            if options is None:
+                options = gateway_processor_options(capacity)
             try:
                 self._shapecheck = Shapecheck(
-                    self._batch_spans, events=events, checks=checks, **processor_options
+                    self._batch_spans, events=events, checks=checks, options=options
                 )
             except Exception:
                 self._release_exporters()

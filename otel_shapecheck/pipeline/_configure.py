@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import LogRecordExporter
@@ -22,7 +21,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from otel_shapecheck._settings import choice
 from otel_shapecheck.checks._base import Check
-from otel_shapecheck.pipeline._events import FlaggedEventExporter
+from otel_shapecheck.pipeline._events import EvaluationEventEmitter
+from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._shapecheck import Shapecheck
 from otel_shapecheck.pipeline._sinks import VerdictSink
 
@@ -52,7 +52,7 @@ def configure(
     include_content: bool | None = None,
     span_exporter: SpanExporter | None = None,
     log_exporter: LogRecordExporter | None = None,
-    **processor_options: Any,
+    options: ProcessorOptions | None = None,
 ) -> Shapecheck:
     """Build the span processor around an OTLP span exporter, with flagged events over OTLP, and register it.
 
@@ -69,12 +69,12 @@ def configure(
         headers: extra headers for both exporters (default: ``OTEL_EXPORTER_OTLP_HEADERS``).
         timeout_seconds: export timeout of both exporters (default: ``OTEL_EXPORTER_OTLP_TIMEOUT``, 10 s).
         checks: the checks to run (default: every built-in check).
-        events: ``True`` sends flagged ``gen_ai.evaluation.result`` log records over OTLP, ``False`` sends
-            none, and a sink (e.g. a :class:`FlaggedEventExporter` you keep, to read its ``stats()``) is used
-            as given.
-        forward, include_content: see :class:`FlaggedEventExporter`.
+        events: ``True`` sends flagged ``gen_ai.evaluation.result`` log records over OTLP, ``False``
+            sends none, and a sink (e.g. an :class:`EvaluationEventEmitter` you keep, to read its
+            ``stats()``) is used as given.
+        forward, include_content: see :class:`EvaluationEventEmitter`.
         span_exporter, log_exporter: use these instead of building OTLP exporters.
-        processor_options: passed on to :class:`Shapecheck` (``max_wait_millis``, ...).
+        options: the span processor's bounds (default: :class:`ProcessorOptions` from the environment).
 
     Returns:
         The :class:`Shapecheck` handle; its ``span_processor`` is registered and shuts down with the provider.
@@ -103,12 +103,12 @@ def configure(
             log_exporter = otlp_log_exporter(
                 endpoint, protocol=protocol, headers=headers, timeout=timeout_seconds
             )
-        event_sink = FlaggedEventExporter(
+        event_sink = EvaluationEventEmitter(
             log_exporter, resource=tracer_provider.resource, forward=forward, include_content=include_content
         )
     downstream = BatchSpanProcessor(span_exporter)
     try:
-        shapecheck = Shapecheck(downstream, events=event_sink, checks=checks, **processor_options)
+        shapecheck = Shapecheck(downstream, events=event_sink, checks=checks, options=options)
     except Exception:  # a bad processor setting: release the threads started above, then report it
         downstream.shutdown()  # type: ignore[no-untyped-call]
         if event_sink is not None and event_sink is not events:
@@ -121,12 +121,23 @@ def configure(
 
 
 def resolve_protocol(signal_variable: str, explicit: str | None) -> str:
-    """The OTLP protocol for one signal: argument, per-signal variable, general variable, ``grpc``."""
+    """The OTLP protocol for one signal: argument, per-signal variable, general variable, ``grpc``.
+
+    This is the SDK's own rule (``opentelemetry.sdk._configuration``), so our exports go where the
+    application's spans go; like the SDK, an unknown protocol is an error, not a warning.
+    """
     if explicit is not None:
         return choice("protocol", explicit, None, _DEFAULT_PROTOCOL, _PROTOCOLS)
-    if os.environ.get(signal_variable, "").strip():
-        return choice("protocol", None, signal_variable, _DEFAULT_PROTOCOL, _PROTOCOLS)
-    return choice("protocol", None, OTEL_EXPORTER_OTLP_PROTOCOL, _DEFAULT_PROTOCOL, _PROTOCOLS)
+    for variable in (signal_variable, OTEL_EXPORTER_OTLP_PROTOCOL):
+        raw = os.environ.get(variable, "").strip()
+        if raw:
+            if raw.lower() not in _PROTOCOLS:
+                raise ValueError(
+                    f"{variable}={raw!r} is not a valid value: "
+                    f"protocol must be one of {', '.join(_PROTOCOLS)}"
+                )
+            return raw.lower()
+    return _DEFAULT_PROTOCOL
 
 
 def otlp_span_exporter(

@@ -10,7 +10,7 @@ Usage::
 
     from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
 
-    events = FlaggedEventExporter(OTLPLogExporter(endpoint="collector:4317", insecure=True))
+    events = EvaluationEventEmitter(OTLPLogExporter(endpoint="collector:4317", insecure=True))
     processor = ShapecheckSpanProcessor(BatchSpanProcessor(span_exporter), events=events)
 """
 
@@ -32,18 +32,20 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import SpanContext
 
 from otel_shapecheck import _attributes as attrs
-from otel_shapecheck._settings import choice, positive_int
+from otel_shapecheck._settings import boolean, choice, positive_int
 from otel_shapecheck._version import __version__
 from otel_shapecheck.checks._base import AttributeValue, Verdict
+from otel_shapecheck.environment_variables import (
+    OTEL_SHAPECHECK_EVENTS_FLUSH_TIMEOUT_MILLIS,
+    OTEL_SHAPECHECK_EVENTS_FORWARD,
+    OTEL_SHAPECHECK_EVENTS_INCLUDE_CONTENT,
+    OTEL_SHAPECHECK_EVENTS_MAX_EXPORT_BATCH_SIZE,
+    OTEL_SHAPECHECK_EVENTS_MAX_QUEUE_SIZE,
+    OTEL_SHAPECHECK_EVENTS_SCHEDULE_DELAY_MILLIS,
+)
 
 logger = logging.getLogger(__name__)
 
-OTEL_SHAPECHECK_EVENTS_FORWARD = "OTEL_SHAPECHECK_EVENTS_FORWARD"
-OTEL_SHAPECHECK_EVENTS_INCLUDE_CONTENT = "OTEL_SHAPECHECK_EVENTS_INCLUDE_CONTENT"
-OTEL_SHAPECHECK_EVENTS_MAX_QUEUE_SIZE = "OTEL_SHAPECHECK_EVENTS_MAX_QUEUE_SIZE"
-OTEL_SHAPECHECK_EVENTS_MAX_EXPORT_BATCH_SIZE = "OTEL_SHAPECHECK_EVENTS_MAX_EXPORT_BATCH_SIZE"
-OTEL_SHAPECHECK_EVENTS_SCHEDULE_DELAY_MILLIS = "OTEL_SHAPECHECK_EVENTS_SCHEDULE_DELAY_MILLIS"
-OTEL_SHAPECHECK_EVENTS_FLUSH_TIMEOUT_MILLIS = "OTEL_SHAPECHECK_EVENTS_FLUSH_TIMEOUT_MILLIS"
 
 _DEFAULT_MAX_QUEUE_SIZE = 2048
 _DEFAULT_MAX_EXPORT_BATCH_SIZE = 512
@@ -64,11 +66,11 @@ EVENT_LOGGER_NAME = "otel_shapecheck"
 
 
 @dataclass(frozen=True)
-class FlaggedEventStats:
+class EvaluationEventStats:
     """Counts since construction; ``dropped`` is every record that was due to leave and did not."""
 
     received: int
-    """Verdicts handed to :meth:`FlaggedEventExporter.emit`."""
+    """Verdicts handed to :meth:`EvaluationEventEmitter.emit`."""
     skipped: int
     """Verdicts not forwarded because they raised no flag and ``forward="flagged"``."""
     emitted: int
@@ -170,7 +172,7 @@ class _BoundedCall:
             logger.exception("%s failed", self._name)
 
 
-class FlaggedEventExporter:
+class EvaluationEventEmitter:
     """A verdict sink that emits ``gen_ai.evaluation.result`` log records for the evaluated spans.
 
     Give either a ``LogRecordExporter`` (OTLP gRPC or HTTP, or any other; the exporter then owns a
@@ -204,11 +206,13 @@ class FlaggedEventExporter:
         flush_timeout_millis: int | None = None,
     ) -> None:
         if (log_exporter is None) == (logger_provider is None):
-            raise ValueError("FlaggedEventExporter needs exactly one of log_exporter or logger_provider")
+            raise ValueError("EvaluationEventEmitter needs exactly one of log_exporter or logger_provider")
         self._forward_all = (
             choice("forward", forward, OTEL_SHAPECHECK_EVENTS_FORWARD, "flagged", _FORWARD_CHOICES) == "all"
         )
-        self._include_content = _resolve_include_content(include_content)
+        self._include_content = boolean(
+            "include_content", include_content, OTEL_SHAPECHECK_EVENTS_INCLUDE_CONTENT, False
+        )
         self._flush_timeout_millis = positive_int(
             "flush_timeout_millis",
             flush_timeout_millis,
@@ -229,7 +233,7 @@ class FlaggedEventExporter:
                 log_exporter, resource, max_queue_size, max_export_batch_size, schedule_delay_millis
             )
         else:
-            self._max_queue_size = 0
+            self._max_queue_size = self._max_export_batch_size = self._schedule_delay_millis = 0
         assert logger_provider is not None
         self._provider = logger_provider
         self._logger: Logger = logger_provider.get_logger(EVENT_LOGGER_NAME, __version__)
@@ -266,16 +270,27 @@ class FlaggedEventExporter:
             _DEFAULT_MAX_EXPORT_BATCH_SIZE,
         )
         if batch_size > self._max_queue_size:
-            raise ValueError(
-                f"max_export_batch_size={batch_size} is not a valid value: "
-                f"it must not exceed max_queue_size={self._max_queue_size}"
+            if max_export_batch_size is not None:
+                raise ValueError(
+                    f"max_export_batch_size={batch_size} is not a valid value: "
+                    f"it must not exceed max_queue_size={self._max_queue_size}"
+                )
+            logger.warning(
+                "%s=%d exceeds the queue size %d; exporting batches of %d",
+                OTEL_SHAPECHECK_EVENTS_MAX_EXPORT_BATCH_SIZE,
+                batch_size,
+                self._max_queue_size,
+                self._max_queue_size,
             )
+            batch_size = self._max_queue_size
+        self._max_export_batch_size = batch_size
         delay = positive_int(
             "schedule_delay_millis",
             schedule_delay_millis,
             OTEL_SHAPECHECK_EVENTS_SCHEDULE_DELAY_MILLIS,
             _DEFAULT_SCHEDULE_DELAY_MILLIS,
         )
+        self._schedule_delay_millis = delay
         self._counting = _CountingLogExporter(log_exporter, self._taken_from_queue)
         provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
         provider.add_log_record_processor(
@@ -297,6 +312,26 @@ class FlaggedEventExporter:
     def include_content(self) -> bool:
         """Whether content attributes (see :data:`CONTENT_ATTRIBUTES`) leave the process."""
         return self._include_content
+
+    @property
+    def max_queue_size(self) -> int:
+        """Records that may wait for export (0 when records go through a given provider)."""
+        return self._max_queue_size
+
+    @property
+    def max_export_batch_size(self) -> int:
+        """Records per export call (0 when records go through a given provider)."""
+        return self._max_export_batch_size
+
+    @property
+    def schedule_delay_millis(self) -> int:
+        """Longest wait before a partial batch is exported (0 when records go through a given provider)."""
+        return self._schedule_delay_millis
+
+    @property
+    def flush_timeout_millis(self) -> int:
+        """The most ``force_flush`` and ``shutdown`` wait."""
+        return self._flush_timeout_millis
 
     @property
     def logger_provider(self) -> LoggerProvider:
@@ -375,12 +410,12 @@ class FlaggedEventExporter:
                 "Evaluation event exporter did not shut down within %d ms", self._flush_timeout_millis
             )
 
-    def stats(self) -> FlaggedEventStats:
+    def stats(self) -> EvaluationEventStats:
         """A snapshot of the counters."""
         with self._lock:
             counts = dict(self._counts)
         counting = self._counting
-        return FlaggedEventStats(
+        return EvaluationEventStats(
             exported=counting.exported if counting else 0,
             export_failed=counting.failed if counting else 0,
             **counts,
@@ -411,19 +446,6 @@ def _call_if_alive(method: weakref.WeakMethod[Callable[[], None]]) -> None:
     bound = method()
     if bound is not None:
         bound()
-
-
-def _resolve_include_content(explicit: bool | None) -> bool:
-    if explicit is not None:
-        if not isinstance(explicit, bool):
-            raise ValueError(
-                f"include_content={explicit!r} is not a valid value: include_content must be a bool"
-            )
-        return explicit
-    value = choice(
-        "include_content", None, OTEL_SHAPECHECK_EVENTS_INCLUDE_CONTENT, "false", ("true", "false")
-    )
-    return value == "true"
 
 
 def _as_log_attributes(attributes: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:

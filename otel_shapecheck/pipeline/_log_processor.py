@@ -10,21 +10,25 @@ from __future__ import annotations
 
 from opentelemetry.sdk._logs import LogRecordProcessor, ReadWriteLogRecord
 
-from otel_shapecheck.pipeline._ledger import Ledger
-from otel_shapecheck.pipeline._metrics import ProcessorCounters
+from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
 from otel_shapecheck.readers._read import is_genai_content_record, names_own_tool_calls
 
 
 class ShapecheckLogRecordProcessor(LogRecordProcessor):
     """Records GenAI content log records into a ledger; anything else is ignored at the cost of one lookup.
 
-    Build it through :class:`~otel_shapecheck.Shapecheck` (or from a span processor's ``ledger``), so
-    that both share one ledger.
+    It records into the ledger of ``span_processor``, which must be the processor registered on the
+    application's ``TracerProvider``; :class:`~otel_shapecheck.Shapecheck` builds both.
     """
 
-    def __init__(self, ledger: Ledger, counters: ProcessorCounters) -> None:
-        self._ledger = ledger
-        self._counters = counters
+    def __init__(self, span_processor: ShapecheckSpanProcessor) -> None:
+        if not isinstance(span_processor, ShapecheckSpanProcessor):
+            raise ValueError(
+                f"span_processor={span_processor!r} is not a valid value: "
+                "it must be a ShapecheckSpanProcessor"
+            )
+        self._ledger = span_processor.ledger
+        self._counters = span_processor.counters
 
     def on_emit(self, log_record: ReadWriteLogRecord) -> None:
         """Keep the record if it carries GenAI content of a span; never raises."""

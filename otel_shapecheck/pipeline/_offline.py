@@ -18,32 +18,12 @@ from opentelemetry.sdk._logs import ReadWriteLogRecord
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_shapecheck.checks._base import Check
-from otel_shapecheck.checks.conformance._check import ConformanceCheck
-from otel_shapecheck.checks.figures._check import FiguresCheck
-from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
-from otel_shapecheck.checks.tool_choice._embedders import HashingEmbedder
 from otel_shapecheck.cli._report import is_verdict_attribute, is_verdict_event
 from otel_shapecheck.pipeline._log_processor import ShapecheckLogRecordProcessor
-from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor, builtin_checks
+from otel_shapecheck.pipeline._options import ProcessorOptions
+from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
 
 _NO_DEADLINE_MILLIS = 24 * 3600 * 1000
-
-EMBEDDERS = ("minilm", "hashing")
-"""Embedder names the command line accepts: the default MiniLM model, or the dependency-light hashing one."""
-
-
-def build_checks(embedder: str) -> list[Check]:
-    """The built-in checks, with tool choice scored by the named embedder (one of :data:`EMBEDDERS`).
-
-    ``minilm`` gives exactly the span processor's default checks; ``hashing`` swaps the embedder only.
-    """
-    if embedder not in EMBEDDERS:
-        raise ValueError(
-            f"embedder={embedder!r} is not a valid value: embedder must be one of {', '.join(EMBEDDERS)}"
-        )
-    if embedder == "minilm":
-        return builtin_checks()
-    return [ToolChoiceCheck(embedder=HashingEmbedder()), ConformanceCheck(), FiguresCheck()]
 
 
 class CollectingSpanProcessor(SpanProcessor):
@@ -97,13 +77,15 @@ def check_spans(
     processor = ShapecheckSpanProcessor(
         collector,
         checks=list(checks),
-        max_wait_millis=_NO_DEADLINE_MILLIS,
-        max_pending_spans=room,
-        max_queue_size=room,
-        max_traces=len({span.context.trace_id for span in ordered if span.context}) + 1,
-        shutdown_timeout_millis=_NO_DEADLINE_MILLIS,
+        options=ProcessorOptions(
+            max_wait_millis=_NO_DEADLINE_MILLIS,
+            max_pending_spans=room,
+            max_queue_size=room,
+            max_traces=len({span.context.trace_id for span in ordered if span.context}) + 1,
+            shutdown_timeout_millis=_NO_DEADLINE_MILLIS,
+        ),
     )
-    content = ShapecheckLogRecordProcessor(processor.ledger, processor.counters)
+    content = ShapecheckLogRecordProcessor(processor)
     try:
         # Content events are emitted before the span they describe ends; replay them first, in order.
         for record in sorted(log_records, key=_emit_order):

@@ -31,13 +31,10 @@ from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from otel_shapecheck._settings import positive_int
 from otel_shapecheck.checks._base import Check
-from otel_shapecheck.checks.conformance._check import ConformanceCheck
-from otel_shapecheck.checks.figures._check import FiguresCheck
-from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
 from otel_shapecheck.pipeline._ledger import Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters, ProcessorCounts
+from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._sinks import VerdictSink
 from otel_shapecheck.pipeline._worker import EvaluationWorker
 from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
@@ -49,29 +46,6 @@ from otel_shapecheck.readers._read import (
 )
 
 logger = logging.getLogger(__name__)
-
-OTEL_SHAPECHECK_MAX_WAIT_MILLIS = "OTEL_SHAPECHECK_MAX_WAIT_MILLIS"
-OTEL_SHAPECHECK_MAX_PENDING_SPANS = "OTEL_SHAPECHECK_MAX_PENDING_SPANS"
-OTEL_SHAPECHECK_MAX_QUEUE_SIZE = "OTEL_SHAPECHECK_MAX_QUEUE_SIZE"
-OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE = "OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE"
-OTEL_SHAPECHECK_SCHEDULE_DELAY_MILLIS = "OTEL_SHAPECHECK_SCHEDULE_DELAY_MILLIS"
-OTEL_SHAPECHECK_MAX_TRACES = "OTEL_SHAPECHECK_MAX_TRACES"
-OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE = "OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE"
-OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS = "OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS"
-
-_DEFAULT_MAX_WAIT_MILLIS = 30_000
-_DEFAULT_MAX_PENDING_SPANS = 10_000
-_DEFAULT_MAX_QUEUE_SIZE = 2048
-_DEFAULT_MAX_EVALUATION_BATCH_SIZE = 64
-_DEFAULT_SCHEDULE_DELAY_MILLIS = 200
-_DEFAULT_MAX_TRACES = 1000
-_DEFAULT_MAX_FACTS_PER_TRACE = 512
-_DEFAULT_SHUTDOWN_TIMEOUT_MILLIS = 30_000
-
-
-def builtin_checks() -> list[Check]:
-    """One instance of every built-in check, each with its defaults."""
-    return [ToolChoiceCheck(), ConformanceCheck(), FiguresCheck()]
 
 
 def _attribute_mapping(span: ReadableSpan) -> Mapping[str, object]:
@@ -99,22 +73,9 @@ class ShapecheckSpanProcessor(SpanProcessor):
 
     Args:
         downstream: the processor spans go to (typically ``BatchSpanProcessor(OTLPSpanExporter())``).
-        events: where verdicts go besides the span (e.g. a ``FlaggedEventExporter``); ``None`` for none.
+        events: where verdicts go besides the span (e.g. a ``EvaluationEventEmitter``); ``None`` for none.
         checks: the checks to run; ``None`` runs every built-in check with its defaults.
-        max_wait_millis: longest a span waits for facts (its parent's end) before it is evaluated as
-            incomplete (``OTEL_SHAPECHECK_MAX_WAIT_MILLIS``, 30000).
-        max_pending_spans: spans waiting for facts at once; past it the oldest is evaluated as
-            incomplete (``OTEL_SHAPECHECK_MAX_PENDING_SPANS``, 10000).
-        max_queue_size: spans waiting for the worker; past it new spans are forwarded un-evaluated
-            (``OTEL_SHAPECHECK_MAX_QUEUE_SIZE``, 2048).
-        max_evaluation_batch_size: spans per check call (``OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE``, 64).
-        schedule_delay_millis: longest wait before a partial batch is evaluated
-            (``OTEL_SHAPECHECK_SCHEDULE_DELAY_MILLIS``, 200).
-        max_traces: traces whose facts (tool executions, attempts, content records) are kept, least
-            recently active dropped first (``OTEL_SHAPECHECK_MAX_TRACES``, 1000).
-        max_facts_per_trace: facts kept per trace (``OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE``, 512).
-        shutdown_timeout_millis: longest ``shutdown`` waits for the worker before it forwards what is
-            left un-evaluated (``OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS``, 30000).
+        options: the processor's bounds (default: :class:`ProcessorOptions` from the environment).
         meter_provider: where the counters are exported as observable counters (default: the global one).
 
     Time bounds: ``on_end`` holds only the ledger's lock (a few dictionary operations) for GenAI spans
@@ -125,7 +86,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
     downstream's and the sink's own ``shutdown``.
 
     Raises:
-        ValueError: a setting (argument or variable) is not a whole number ≥ 1.
+        ValueError: ``downstream`` is not a span processor, or a check lacks ``name``/``evaluate``.
     """
 
     def __init__(
@@ -134,58 +95,15 @@ class ShapecheckSpanProcessor(SpanProcessor):
         *,
         events: VerdictSink | None = None,
         checks: Sequence[Check] | None = None,
-        max_wait_millis: int | None = None,
-        max_pending_spans: int | None = None,
-        max_queue_size: int | None = None,
-        max_evaluation_batch_size: int | None = None,
-        schedule_delay_millis: int | None = None,
-        max_traces: int | None = None,
-        max_facts_per_trace: int | None = None,
-        shutdown_timeout_millis: int | None = None,
+        options: ProcessorOptions | None = None,
         meter_provider: MeterProvider | None = None,
     ) -> None:
         if not isinstance(downstream, SpanProcessor):
             raise ValueError(f"downstream={downstream!r} is not a valid value: it must be a SpanProcessor")
-        wait = positive_int(
-            "max_wait_millis", max_wait_millis, OTEL_SHAPECHECK_MAX_WAIT_MILLIS, _DEFAULT_MAX_WAIT_MILLIS
-        )
-        pending = positive_int(
-            "max_pending_spans",
-            max_pending_spans,
-            OTEL_SHAPECHECK_MAX_PENDING_SPANS,
-            _DEFAULT_MAX_PENDING_SPANS,
-        )
-        queue = positive_int(
-            "max_queue_size", max_queue_size, OTEL_SHAPECHECK_MAX_QUEUE_SIZE, _DEFAULT_MAX_QUEUE_SIZE
-        )
-        batch = positive_int(
-            "max_evaluation_batch_size",
-            max_evaluation_batch_size,
-            OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE,
-            _DEFAULT_MAX_EVALUATION_BATCH_SIZE,
-        )
-        delay = positive_int(
-            "schedule_delay_millis",
-            schedule_delay_millis,
-            OTEL_SHAPECHECK_SCHEDULE_DELAY_MILLIS,
-            _DEFAULT_SCHEDULE_DELAY_MILLIS,
-        )
-        traces = positive_int("max_traces", max_traces, OTEL_SHAPECHECK_MAX_TRACES, _DEFAULT_MAX_TRACES)
-        facts = positive_int(
-            "max_facts_per_trace",
-            max_facts_per_trace,
-            OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE,
-            _DEFAULT_MAX_FACTS_PER_TRACE,
-        )
-        self._shutdown_timeout = (
-            positive_int(
-                "shutdown_timeout_millis",
-                shutdown_timeout_millis,
-                OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS,
-                _DEFAULT_SHUTDOWN_TIMEOUT_MILLIS,
-            )
-            / 1000
-        )
+        options = options if options is not None else ProcessorOptions()
+        if not isinstance(options, ProcessorOptions):
+            raise ValueError(f"options={options!r} is not a valid value: it must be a ProcessorOptions")
+        self._options = options
         if checks is not None and not all(isinstance(check, Check) for check in checks):
             raise ValueError(
                 f"checks={checks!r} is not a valid value: every check needs a name and evaluate()"
@@ -195,21 +113,21 @@ class ShapecheckSpanProcessor(SpanProcessor):
         self._counters = ProcessorCounters()
         self._ledger = Ledger(
             self._counters,
-            max_wait_seconds=wait / 1000,
-            max_pending_spans=pending,
-            max_queue_size=queue,
-            max_traces=traces,
-            max_facts_per_trace=facts,
-            wake_at=batch,
+            max_wait_seconds=options.max_wait_seconds,
+            max_pending_spans=options.max_pending_spans,
+            max_queue_size=options.max_queue_size,
+            max_traces=options.max_traces,
+            max_facts_per_trace=options.max_facts_per_trace,
+            wake_at=options.max_evaluation_batch_size,
         )
         self._worker = EvaluationWorker(
             self._ledger,
-            builtin_checks() if checks is None else list(checks),
+            None if checks is None else list(checks),
             downstream,
             events,
             self._counters,
-            batch_size=batch,
-            schedule_delay_seconds=delay / 1000,
+            batch_size=options.max_evaluation_batch_size,
+            schedule_delay_seconds=options.schedule_delay_seconds,
         )
         self._shutdown_lock = threading.Lock()
         self._is_shutdown = False
@@ -217,6 +135,11 @@ class ShapecheckSpanProcessor(SpanProcessor):
         self._worker.start()
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_weak_call(weakref.WeakMethod(self._at_fork_reinit)))
+
+    @property
+    def options(self) -> ProcessorOptions:
+        """The bounds this processor runs with."""
+        return self._options
 
     @property
     def ledger(self) -> Ledger:
@@ -324,11 +247,11 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 return
             self._is_shutdown = True
         self._ledger.close()
-        if not self._worker.stop(self._shutdown_timeout):
+        if not self._worker.stop(self._options.shutdown_timeout_seconds):
             self._counters.error(
                 "shutdown_timeout",
                 "The evaluation worker did not finish within %.1f s; forwarding what is left un-evaluated",
-                self._shutdown_timeout,
+                self._options.shutdown_timeout_seconds,
                 exc_info=False,
             )
             self._forward_leftovers()

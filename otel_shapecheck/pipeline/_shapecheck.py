@@ -2,7 +2,7 @@
 
 Usage::
 
-    shapecheck = Shapecheck(BatchSpanProcessor(OTLPSpanExporter()), events=FlaggedEventExporter(...))
+    shapecheck = Shapecheck(BatchSpanProcessor(OTLPSpanExporter()), events=EvaluationEventEmitter(...))
     tracer_provider.add_span_processor(shapecheck.span_processor)
     logger_provider.add_log_record_processor(shapecheck.log_processor)
 """
@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace import SpanProcessor
 from otel_shapecheck.checks._base import Check
 from otel_shapecheck.pipeline._log_processor import ShapecheckLogRecordProcessor
 from otel_shapecheck.pipeline._metrics import ProcessorCounts
+from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
 from otel_shapecheck.pipeline._sinks import VerdictSink
 
@@ -33,34 +34,18 @@ class Shapecheck:
         *,
         events: VerdictSink | None = None,
         checks: Sequence[Check] | None = None,
-        max_wait_millis: int | None = None,
-        max_pending_spans: int | None = None,
-        max_queue_size: int | None = None,
-        max_evaluation_batch_size: int | None = None,
-        schedule_delay_millis: int | None = None,
-        max_traces: int | None = None,
-        max_facts_per_trace: int | None = None,
-        shutdown_timeout_millis: int | None = None,
+        options: ProcessorOptions | None = None,
         meter_provider: MeterProvider | None = None,
     ) -> None:
         self.span_processor = ShapecheckSpanProcessor(
             downstream,
             events=events,
             checks=checks,
-            max_wait_millis=max_wait_millis,
-            max_pending_spans=max_pending_spans,
-            max_queue_size=max_queue_size,
-            max_evaluation_batch_size=max_evaluation_batch_size,
-            schedule_delay_millis=schedule_delay_millis,
-            max_traces=max_traces,
-            max_facts_per_trace=max_facts_per_trace,
-            shutdown_timeout_millis=shutdown_timeout_millis,
+            options=options,
             meter_provider=meter_provider,
         )
         """Register on the ``TracerProvider`` (instead of ``downstream``)."""
-        self.log_processor = ShapecheckLogRecordProcessor(
-            self.span_processor.ledger, self.span_processor.counters
-        )
+        self.log_processor = ShapecheckLogRecordProcessor(self.span_processor)
         """Register on the ``LoggerProvider`` when instrumentations write content as log events."""
 
     def counts(self) -> ProcessorCounts:

@@ -33,7 +33,7 @@ class EvaluationWorker:
     def __init__(
         self,
         ledger: Ledger,
-        checks: Sequence[Check],
+        checks: Sequence[Check] | None,
         downstream: SpanProcessor,
         events: VerdictSink | None,
         counters: ProcessorCounters,
@@ -42,7 +42,7 @@ class EvaluationWorker:
         schedule_delay_seconds: float,
     ) -> None:
         self._ledger = ledger
-        self._checks = tuple(checks)
+        self._checks = tuple(checks) if checks is not None else None
         self._downstream = downstream
         self._events = events
         self._counters = counters
@@ -127,7 +127,7 @@ class EvaluationWorker:
         """Evaluate one batch and forward every span in it, exactly once whatever fails."""
         unforwarded = {id(held): held for release in releases for held in release.spans}
         try:
-            if self._checks:
+            if self._checks_to_run():
                 self._evaluate(releases, unforwarded)
         except Exception:  # a bug here must cost the batch its verdicts, never its spans
             self._counters.error("worker", "Evaluating a batch failed; forwarding its spans as they are")
@@ -155,9 +155,18 @@ class EvaluationWorker:
             del unforwarded[id(held)]
             self._finish(held.span, span_verdicts)
 
+    def _checks_to_run(self) -> tuple[Check, ...]:
+        """The checks; the built-in ones are built on first use, on this thread, so that numpy, FAISS and
+        the embedder load off the application's start-up path."""
+        if self._checks is None:
+            from otel_shapecheck.checks._builtin import builtin_checks
+
+            self._checks = tuple(builtin_checks())
+        return self._checks
+
     def _run_checks(self, subjects: Sequence[Subject]) -> list[list[Verdict]]:
         verdicts: list[list[Verdict]] = [[] for _ in subjects]
-        for check in self._checks:
+        for check in self._checks_to_run():
             name = getattr(check, "name", type(check).__name__)
             try:
                 results = list(check.evaluate(subjects))

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from otel_shapecheck import _attributes
-from otel_shapecheck.pipeline._processor import _DEFAULT_MAX_WAIT_MILLIS
+from otel_shapecheck.pipeline._options import _DEFAULT_MAX_WAIT_MILLIS
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "collector-config"
 CONFIG_FILES = sorted(CONFIG_DIR.glob("*.yaml")) + sorted(CONFIG_DIR.glob("*.yml"))

@@ -10,9 +10,9 @@ import uuid
 from typing import Any
 
 import pytest
-from pipeline.export.agent_turn import ANSWER, UNSUPPORTED, instrumented, run_capacity_turn
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
+from pipeline.export.agent_turn import ANSWER, UNSUPPORTED, instrumented, run_capacity_turn
 
 import otel_shapecheck
 from otel_shapecheck import _attributes as attrs

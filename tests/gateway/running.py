@@ -15,7 +15,7 @@ from otlp_receiver import OTLPReceiver
 from otel_shapecheck import ConformanceCheck, FiguresCheck, HashingEmbedder, ToolChoiceCheck
 from otel_shapecheck.gateway._gateway import Gateway
 from otel_shapecheck.gateway._service import GatewayService
-from otel_shapecheck.pipeline._events import FlaggedEventExporter
+from otel_shapecheck.pipeline._events import EvaluationEventEmitter
 
 FAST_MILLIS = 50
 
@@ -29,7 +29,7 @@ def build_gateway(receiver: OTLPReceiver, *, evaluate: bool = True, **options: A
     """A gateway forwarding spans over gRPC and log records and events over HTTP to ``receiver``."""
     events = None
     if evaluate:
-        events = FlaggedEventExporter(
+        events = EvaluationEventEmitter(
             HttpLogExporter(endpoint=receiver.logs_url, timeout=5), schedule_delay_millis=FAST_MILLIS
         )
     options.setdefault("schedule_delay_millis", FAST_MILLIS)

@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
-from pipeline.export.agent_turn import UNSUPPORTED, instrumented, run_capacity_turn
 from opentelemetry.exporter.otlp.proto.grpc.exporter import Compression as GrpcCompression
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
 from opentelemetry.exporter.otlp.proto.http import Compression
@@ -26,6 +25,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from otlp_receiver import OTLPReceiver, ReceivedSpan
+from pipeline.export.agent_turn import UNSUPPORTED, instrumented, run_capacity_turn
 
 from gateway.otlp_requests import post
 from gateway.running import (
@@ -42,7 +42,7 @@ from otel_shapecheck import _attributes as attrs
 from otel_shapecheck.gateway._gateway import Gateway
 from otel_shapecheck.gateway._service import GatewayService
 from otel_shapecheck.otlp._json import spans_to_otlp_json
-from otel_shapecheck.pipeline._events import FlaggedEventExporter
+from otel_shapecheck.pipeline._events import EvaluationEventEmitter
 
 AGENT_RESOURCE = {"service.name": "capacity-agent", "deployment.environment.name": "test"}
 
@@ -278,7 +278,7 @@ class TestChainedGateways:
             first = Gateway(
                 GrpcSpanExporter(endpoint=f"127.0.0.1:{second.grpc_port}", insecure=True, timeout=5),
                 HttpLogExporter(endpoint=logs_url(second), timeout=5),
-                events=FlaggedEventExporter(
+                events=EvaluationEventEmitter(
                     HttpLogExporter(endpoint=receiver.logs_url, timeout=5), schedule_delay_millis=FAST_MILLIS
                 ),
                 checks=hashing_checks(),

@@ -18,6 +18,7 @@ from gateway.running import build_gateway, eventually, running_gateway
 from otel_shapecheck import _attributes as attrs
 from otel_shapecheck.gateway._admission import Admission
 from otel_shapecheck.gateway._decode import decode_spans
+from otel_shapecheck.gateway._gateway import gateway_processor_options
 
 TOOLS = [
     {"type": "function", "name": "get_capacity", "description": "Get the storage capacity of a cluster"},
@@ -55,7 +56,9 @@ class TestGracefulStop:
     def test_stop_evaluates_held_spans_and_forwards_everything_accepted(self, receiver: OTLPReceiver) -> None:
         """A span still waiting for facts and every plain span reach the receiver by the time stop returns."""
         service_spans = [*plain_spans(20), _waiting_chat_span()]
-        with running_gateway(receiver, max_wait_millis=60_000) as service:
+        with running_gateway(
+            receiver, options=gateway_processor_options(16_384, max_wait_millis=60_000)
+        ) as service:
             answer = post(service.http_port, "/v1/traces", trace_request(service_spans).SerializeToString())
             assert answer.status == 200
             assert receiver.wait_for(lambda r: len(r.spans) == 20)

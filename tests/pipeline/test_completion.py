@@ -16,6 +16,7 @@ from opentelemetry.util.genai.handler import TelemetryHandler
 
 from otel_shapecheck import Shapecheck, ShapecheckSpanProcessor
 from otel_shapecheck._attributes import ANALYST_ATTEMPT, ANALYST_ID, ROWS_ACCEPTED, ROWS_EMITTED
+from otel_shapecheck.pipeline._options import ProcessorOptions
 
 from .agent import TOOL_RESULT, CountingProcessor, RecordingCheck, chat, execute_tool, tool_turn
 
@@ -32,7 +33,9 @@ def _make_processor(
     made: list[ShapecheckSpanProcessor] = []
 
     def make(**options: int) -> ShapecheckSpanProcessor:
-        processor = ShapecheckSpanProcessor(SimpleSpanProcessor(span_exporter), checks=[check], **options)
+        processor = ShapecheckSpanProcessor(
+            SimpleSpanProcessor(span_exporter), checks=[check], options=ProcessorOptions(**options)
+        )
         tracer_provider.add_span_processor(processor)
         made.append(processor)
         return processor

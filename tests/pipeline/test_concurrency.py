@@ -11,6 +11,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.util.genai.handler import TelemetryHandler
 
 from otel_shapecheck import ShapecheckSpanProcessor
+from otel_shapecheck.pipeline._options import ProcessorOptions
 
 from .agent import CountingProcessor, RecordingCheck, chat, execute_tool
 
@@ -48,7 +49,11 @@ def test_eight_threads_of_genai_spans_lose_nothing() -> None:
     """8 threads × 5 000 GenAI spans: each span reaches the downstream once, each chat is evaluated."""
     downstream, originals = CountingProcessor(), CountingProcessor()
     check = RecordingCheck()
-    processor = ShapecheckSpanProcessor(downstream, checks=[check], max_queue_size=100_000)
+    processor = ShapecheckSpanProcessor(
+        downstream,
+        checks=[check],
+        options=ProcessorOptions(max_queue_size=100_000),
+    )
     provider = TracerProvider(shutdown_on_exit=False)
     provider.add_span_processor(processor)
     provider.add_span_processor(originals)

@@ -9,8 +9,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.util.genai.handler import TelemetryHandler
 
-from otel_shapecheck import FlaggedEventExporter, Shapecheck, ShapecheckSpanProcessor
+from otel_shapecheck import EvaluationEventEmitter, Shapecheck, ShapecheckSpanProcessor
 from otel_shapecheck._attributes import EVALUATION_EVENT, EVALUATION_NAME
+from otel_shapecheck.pipeline._options import ProcessorOptions
 
 from .agent import CountingProcessor, RecordingCheck, chat, execute_tool, tool_turn
 
@@ -20,7 +21,7 @@ def test_verdicts_reach_the_event_exporter_parented_to_their_span(
 ) -> None:
     """Verdicts become log records with the trace and span id of their span, flushed by ``force_flush``."""
     log_exporter = InMemoryLogRecordExporter()
-    events = FlaggedEventExporter(log_exporter, forward="all", schedule_delay_millis=60_000)
+    events = EvaluationEventEmitter(log_exporter, forward="all", schedule_delay_millis=60_000)
     shapecheck = Shapecheck(SimpleSpanProcessor(span_exporter), events=events, checks=[RecordingCheck()])
     tracer_provider.add_span_processor(shapecheck.span_processor)
     try:
@@ -44,7 +45,11 @@ def test_per_trace_facts_are_bounded(tracer_provider: TracerProvider) -> None:
     """Past ``max_facts_per_trace`` executions are not kept (counted); the answer sees only the kept ones."""
     check = RecordingCheck()
     downstream = CountingProcessor()
-    processor = ShapecheckSpanProcessor(downstream, checks=[check], max_facts_per_trace=4)
+    processor = ShapecheckSpanProcessor(
+        downstream,
+        checks=[check],
+        options=ProcessorOptions(max_facts_per_trace=4),
+    )
     tracer_provider.add_span_processor(processor)
     handler = TelemetryHandler(tracer_provider=tracer_provider)
     try:
@@ -65,7 +70,11 @@ def test_traces_beyond_max_traces_are_forgotten_oldest_first(tracer_provider: Tr
     """With ``max_traces`` traces kept, the least recently active trace's facts go; its spans still pass."""
     check = RecordingCheck()
     downstream = CountingProcessor()
-    processor = ShapecheckSpanProcessor(downstream, checks=[check], max_traces=2)
+    processor = ShapecheckSpanProcessor(
+        downstream,
+        checks=[check],
+        options=ProcessorOptions(max_traces=2),
+    )
     tracer_provider.add_span_processor(processor)
     handler = TelemetryHandler(tracer_provider=tracer_provider)
     try:

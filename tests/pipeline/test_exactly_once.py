@@ -19,6 +19,7 @@ from opentelemetry.util.genai.types import OutputMessage, TextPart, ToolCallRequ
 
 from otel_shapecheck import ShapecheckSpanProcessor
 from otel_shapecheck._attributes import ANALYST_ATTEMPT, ANALYST_ID, ROWS_ACCEPTED, ROWS_EMITTED
+from otel_shapecheck.pipeline._options import ProcessorOptions
 
 from .agent import CountingProcessor, RecordingCheck
 
@@ -50,9 +51,9 @@ class SpanInterleavings(RuleBasedStateMachine):
         self.processor = ShapecheckSpanProcessor(
             self.downstream,
             checks=[RecordingCheck()],
-            max_pending_spans=pending,
-            max_queue_size=queue,
-            schedule_delay_millis=5,
+            options=ProcessorOptions(
+                max_pending_spans=pending, max_queue_size=queue, schedule_delay_millis=5
+            ),
         )
         self.provider = TracerProvider(shutdown_on_exit=False)
         self.provider.add_span_processor(self.processor)

@@ -16,6 +16,7 @@ from opentelemetry.util.genai.handler import TelemetryHandler
 
 from otel_shapecheck import ShapecheckSpanProcessor, Subject, Verdict
 from otel_shapecheck._attributes import EVALUATION_NAME, FLAGGED
+from otel_shapecheck.pipeline._options import ProcessorOptions
 
 from .agent import CountingProcessor, RaisingCheck, RecordingCheck, chat, tool_turn
 
@@ -107,7 +108,11 @@ def test_raising_downstream_never_reaches_the_application(tracer_provider: Trace
 def test_blocking_downstream_never_blocks_the_application(tracer_provider: TracerProvider) -> None:
     """While the downstream hangs on enriched copies, span ends stay fast and flushes keep their timeout."""
     downstream = _BlockingDownstream()
-    processor = ShapecheckSpanProcessor(downstream, checks=[RecordingCheck()], max_evaluation_batch_size=1)
+    processor = ShapecheckSpanProcessor(
+        downstream,
+        checks=[RecordingCheck()],
+        options=ProcessorOptions(max_evaluation_batch_size=1),
+    )
     tracer_provider.add_span_processor(processor)
     try:
         assert _timed_chats(tracer_provider, 20) < APPLICATION_BOUND_SECONDS
@@ -128,7 +133,9 @@ def test_full_worker_queue_forwards_new_spans_unevaluated(tracer_provider: Trace
     downstream = CountingProcessor()
     check = _BlockingCheck()
     processor = ShapecheckSpanProcessor(
-        downstream, checks=[check], max_queue_size=1, max_evaluation_batch_size=1
+        downstream,
+        checks=[check],
+        options=ProcessorOptions(max_queue_size=1, max_evaluation_batch_size=1),
     )
     tracer_provider.add_span_processor(processor)
     try:
@@ -159,15 +166,8 @@ def test_bad_settings_raise_naming_the_setting(options: dict[str, object], named
     """A bad constructor value raises ``ValueError`` naming the setting, before any thread starts."""
     threads = threading.active_count()
     with pytest.raises(ValueError, match=named):
-        ShapecheckSpanProcessor(CountingProcessor(), checks=[], **options)  # type: ignore[arg-type]
+        ShapecheckSpanProcessor(CountingProcessor(), checks=[], options=ProcessorOptions(**options))  # type: ignore[arg-type]
     assert threading.active_count() == threads
-
-
-def test_bad_environment_value_raises_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A bad ``OTEL_SHAPECHECK_*`` value raises ``ValueError`` naming the variable."""
-    monkeypatch.setenv("OTEL_SHAPECHECK_MAX_PENDING_SPANS", "many")
-    with pytest.raises(ValueError, match="OTEL_SHAPECHECK_MAX_PENDING_SPANS"):
-        ShapecheckSpanProcessor(CountingProcessor(), checks=[])
 
 
 def test_environment_values_apply(monkeypatch: pytest.MonkeyPatch, tracer_provider: TracerProvider) -> None:
@@ -247,7 +247,9 @@ def test_children_released_into_a_full_worker_queue_pass_through(tracer_provider
     downstream = CountingProcessor()
     check = _BlockingCheck()
     processor = ShapecheckSpanProcessor(
-        downstream, checks=[check], max_queue_size=1, max_evaluation_batch_size=1
+        downstream,
+        checks=[check],
+        options=ProcessorOptions(max_queue_size=1, max_evaluation_batch_size=1),
     )
     tracer_provider.add_span_processor(processor)
     handler = TelemetryHandler(tracer_provider=tracer_provider)

@@ -16,6 +16,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import TracerProvider
 
 from otel_shapecheck import ShapecheckSpanProcessor, Subject, Verdict
+from otel_shapecheck.pipeline._options import ProcessorOptions
 
 from .telemetry import IdRecorder, agent_turn, chat_attributes, tool_attributes
 
@@ -52,11 +53,13 @@ def blocked_processor(
     processor = ShapecheckSpanProcessor(
         downstream,
         checks=[check],
-        schedule_delay_millis=10,
-        max_queue_size=max_queue_size,
-        max_pending_spans=max_pending_spans,
-        max_traces=max_traces,
-        max_facts_per_trace=max_facts_per_trace,
+        options=ProcessorOptions(
+            schedule_delay_millis=10,
+            max_queue_size=max_queue_size,
+            max_pending_spans=max_pending_spans,
+            max_traces=max_traces,
+            max_facts_per_trace=max_facts_per_trace,
+        ),
     )
     provider = TracerProvider(shutdown_on_exit=False)
     provider.add_span_processor(processor)

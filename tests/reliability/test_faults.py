@@ -29,13 +29,14 @@ from otlp_receiver import OTLPReceiver, unused_endpoint
 from otel_shapecheck import (
     Check,
     ConformanceCheck,
+    EvaluationEventEmitter,
     FiguresCheck,
-    FlaggedEventExporter,
     HashingEmbedder,
     ShapecheckSpanProcessor,
     ToolChoiceCheck,
 )
 from otel_shapecheck._attributes import EVALUATION_FIGURES, EVALUATION_TOOL_CHOICE, FIGURES_CHECKED, FLAGGED
+from otel_shapecheck.pipeline._options import ProcessorOptions
 
 from .telemetry import SPANS_PER_TURN, IdRecorder, agent_turn, longest_turn
 
@@ -63,7 +64,7 @@ class Pipeline:
     processor: ShapecheckSpanProcessor
     forwarded: IdRecorder
     originals: IdRecorder
-    events: FlaggedEventExporter | None
+    events: EvaluationEventEmitter | None
 
     def run_turns(self, turns: int = TURNS) -> float:
         """Run agent turns on this thread; the longest took this many seconds."""
@@ -100,14 +101,13 @@ def pipeline(
     events = (
         None
         if log_exporter is None
-        else FlaggedEventExporter(log_exporter, schedule_delay_millis=50, flush_timeout_millis=300)
+        else EvaluationEventEmitter(log_exporter, schedule_delay_millis=50, flush_timeout_millis=300)
     )
     processor = ShapecheckSpanProcessor(
         forwarded,
         events=events,
         checks=_checks() if checks is None else checks,
-        schedule_delay_millis=20,
-        shutdown_timeout_millis=shutdown_timeout_millis,
+        options=ProcessorOptions(schedule_delay_millis=20, shutdown_timeout_millis=shutdown_timeout_millis),
     )
     originals = IdRecorder()
     provider = TracerProvider(shutdown_on_exit=False)
@@ -337,7 +337,11 @@ class _RaisingDownstream(IdRecorder):
 def test_raising_downstream_is_counted_and_never_raises_into_the_application() -> None:
     """A downstream raising in ``on_end``, flush and shutdown: each raise counted, spans handed over once."""
     downstream = _RaisingDownstream()
-    processor = ShapecheckSpanProcessor(downstream, checks=_checks(), schedule_delay_millis=20)
+    processor = ShapecheckSpanProcessor(
+        downstream,
+        checks=_checks(),
+        options=ProcessorOptions(schedule_delay_millis=20),
+    )
     originals = IdRecorder()
     provider = TracerProvider(shutdown_on_exit=False)
     provider.add_span_processor(processor)

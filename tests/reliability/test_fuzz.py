@@ -35,6 +35,7 @@ from otel_shapecheck import (
     ToolChoiceCheck,
 )
 from otel_shapecheck.otlp._json import UnreadableTraceFile, parse_spans, spans_to_otlp_json
+from otel_shapecheck.pipeline._options import ProcessorOptions
 
 from .telemetry import IdRecorder, agent_turn
 
@@ -314,8 +315,7 @@ def test_processor_forwards_every_fuzzed_span_once_without_a_failed_check() -> N
     processor = ShapecheckSpanProcessor(
         forwarded,
         checks=[ToolChoiceCheck(HashingEmbedder()), ConformanceCheck(), FiguresCheck()],
-        max_wait_millis=50,
-        schedule_delay_millis=10,
+        options=ProcessorOptions(max_wait_millis=50, schedule_delay_millis=10),
     )
     fed: list[int] = []
 

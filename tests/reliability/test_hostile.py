@@ -44,6 +44,7 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_SKIPPED,
 )
 from otel_shapecheck.checks.tool_choice._check import SKIP_MENU_TOO_LARGE
+from otel_shapecheck.pipeline._options import ProcessorOptions
 
 from .telemetry import ANSWER, IdRecorder, agent_turn, chat_attributes, messages, tool_attributes
 
@@ -135,7 +136,7 @@ def run_hostile(
     processor = ShapecheckSpanProcessor(
         forwarded,
         checks=[ToolChoiceCheck(HashingEmbedder()), ConformanceCheck(), FiguresCheck()],
-        schedule_delay_millis=20,
+        options=ProcessorOptions(schedule_delay_millis=20),
     )
     provider = TracerProvider(shutdown_on_exit=False)
     provider.add_span_processor(processor)
@@ -339,8 +340,7 @@ def test_looping_parent_ids_are_forwarded_once_and_never_hang(chain: list[tuple[
     processor = ShapecheckSpanProcessor(
         forwarded,
         checks=[ToolChoiceCheck(HashingEmbedder()), FiguresCheck()],
-        max_wait_millis=300,
-        schedule_delay_millis=20,
+        options=ProcessorOptions(max_wait_millis=300, schedule_delay_millis=20),
     )
     spans = [_chat_span(0x5EED, span_id, parent_id) for span_id, parent_id in chain]
     started = time.perf_counter()

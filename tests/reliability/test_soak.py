@@ -22,6 +22,7 @@ from otel_shapecheck import (
     ShapecheckSpanProcessor,
     ToolChoiceCheck,
 )
+from otel_shapecheck.pipeline._options import ProcessorOptions
 
 from .telemetry import GENAI_SPANS_PER_TURN, SPANS_PER_TURN, IdRecorder, agent_turn
 
@@ -85,10 +86,12 @@ def test_two_hundred_thousand_genai_spans_across_eight_threads() -> None:
     processor = ShapecheckSpanProcessor(
         downstream,
         checks=[ToolChoiceCheck(HashingEmbedder()), ConformanceCheck(), FiguresCheck()],
-        max_pending_spans=MAX_PENDING_SPANS,
-        max_queue_size=MAX_QUEUE_SIZE,
-        max_traces=MAX_TRACES,
-        max_wait_millis=30_000,
+        options=ProcessorOptions(
+            max_pending_spans=MAX_PENDING_SPANS,
+            max_queue_size=MAX_QUEUE_SIZE,
+            max_traces=MAX_TRACES,
+            max_wait_millis=30_000,
+        ),
     )
     provider = TracerProvider(shutdown_on_exit=False)
     provider.add_span_processor(processor)

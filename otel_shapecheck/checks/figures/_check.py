@@ -21,11 +21,12 @@ from otel_shapecheck._settings import positive_int
 from otel_shapecheck.checks._base import AttributeValue, Subject, Verdict
 from otel_shapecheck.checks.figures._findings import FiguresFinding, check_figures
 from otel_shapecheck.checks.figures._text import DEFAULT_MIN_DIGITS
+from otel_shapecheck.environment_variables import (
+    OTEL_SHAPECHECK_FIGURES_MIN_DIGITS,
+)
 
 logger = logging.getLogger(__name__)
 
-OTEL_SHAPECHECK_FIGURES_MIN_DIGITS: Final = "OTEL_SHAPECHECK_FIGURES_MIN_DIGITS"
-"""Digits a bare number (one without a unit) needs to be checked; default 4."""
 
 LABEL_GROUNDED: Final = "grounded"
 LABEL_UNSUPPORTED: Final = "unsupported"

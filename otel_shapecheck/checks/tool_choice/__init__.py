@@ -1,4 +1,4 @@
-"""Tool choice: choice-context margins over embedded tool texts, the embedders, their cache and the tool index.
+"""Tool choice: choice-context margins over embedded tool texts, the embedders, their cache, the tool index.
 
 Nothing here is API: import from ``otel_shapecheck``.
 """

@@ -21,11 +21,12 @@ import numpy.typing as npt
 
 from otel_shapecheck import _settings
 from otel_shapecheck.checks.tool_choice._embedders import Embedder, FloatMatrix
+from otel_shapecheck.environment_variables import (
+    OTEL_SHAPECHECK_EMBEDDING_CACHE_ENTRIES,
+)
 
 logger = logging.getLogger(__name__)
 
-OTEL_SHAPECHECK_EMBEDDING_CACHE_ENTRIES = "OTEL_SHAPECHECK_EMBEDDING_CACHE_ENTRIES"
-"""Vectors an embedding cache keeps (default 1024)."""
 
 _DEFAULT_MAX_ENTRIES = 1024
 _MASK32 = 0xFFFFFFFF

@@ -48,14 +48,14 @@ from otel_shapecheck.checks.tool_choice._margin import (
     choice_context,
     score_margin,
 )
+from otel_shapecheck.environment_variables import (
+    OTEL_SHAPECHECK_MARGIN_THRESHOLD,
+    OTEL_SHAPECHECK_MAX_SLOT_CHARS,
+)
 from otel_shapecheck.readers._content import stopped_for_tools
 
 logger = logging.getLogger(__name__)
 
-OTEL_SHAPECHECK_MARGIN_THRESHOLD = "OTEL_SHAPECHECK_MARGIN_THRESHOLD"
-"""Margins below this are ``narrow`` (default 0.05)."""
-OTEL_SHAPECHECK_MAX_SLOT_CHARS = "OTEL_SHAPECHECK_MAX_SLOT_CHARS"
-"""Characters kept from each slot of the choice context (default 2000)."""
 
 _DEFAULT_MAX_RECORDED_CALLS = 1024
 _DEFAULT_MAX_MENU_TOOLS = 1024
@@ -246,6 +246,11 @@ class ToolChoiceCheck:
     def margin_threshold(self) -> float:
         """Margins below this are narrow."""
         return self._threshold
+
+    @property
+    def max_slot_chars(self) -> int:
+        """Characters kept from each slot of the choice context."""
+        return self._max_slot_chars
 
     def evaluate(self, subjects: Sequence[Subject]) -> list[Verdict | None]:
         """One verdict per subject whose LLM call offered or invoked tools, else ``None``; one embed call."""

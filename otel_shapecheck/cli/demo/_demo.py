@@ -42,16 +42,17 @@ from rich.console import Console
 
 # The agent side uses the package's public API, as an application would.
 from otel_shapecheck import (
-    FlaggedEventExporter,
+    EvaluationEventEmitter,
     ShapecheckSpanProcessor,
     validate_rows,
     with_shape_collapse_retry,
 )
+from otel_shapecheck.checks._builtin import build_checks
 from otel_shapecheck.cli._report import summary, verdict_rows
 from otel_shapecheck.cli._terminal import print_summary, print_verdicts, stdout_console
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer, ScriptedReply, ScriptedToolCall
 from otel_shapecheck.otlp._json import OtlpJsonLinesLogExporter, OtlpJsonLinesSpanExporter
-from otel_shapecheck.pipeline._offline import CollectingSpanProcessor, build_checks
+from otel_shapecheck.pipeline._offline import CollectingSpanProcessor
 
 TRACES_FILE = "traces.jsonl"
 """The enriched spans, as OTLP/JSON Lines, under the demo's output directory."""
@@ -305,7 +306,7 @@ def run_demo(output: DemoOutput, *, embedder: str, console: Console | None = Non
     downstream.add_span_processor(BatchSpanProcessor(span_exporter))
     downstream.add_span_processor(collector)
     resource = Resource.create({"service.name": "shapecheck-demo"})
-    events = FlaggedEventExporter(log_exporter, resource=resource)
+    events = EvaluationEventEmitter(log_exporter, resource=resource)
     provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     provider.add_span_processor(
         ShapecheckSpanProcessor(downstream, events=events, checks=build_checks(embedder))

@@ -7,15 +7,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from otel_shapecheck import (
-    AnalystAttempt,
-    AnalystConformanceRecord,
-    AnalystRun,
-    Check,
-    ConformanceCheck,
-    LLMCall,
-    Subject,
-)
+from otel_shapecheck import AnalystConformanceRecord, Check, ConformanceCheck, Subject
 from otel_shapecheck._attributes import (
     CONFORMANCE_ACCEPTED,
     CONFORMANCE_ANALYST_ID,
@@ -35,6 +27,7 @@ from otel_shapecheck._attributes import (
     FLAGGED,
     FLAGS,
 )
+from otel_shapecheck._model import AnalystAttempt, AnalystRun, LLMCall
 from otel_shapecheck.checks._base import Verdict, enrichment_attributes
 from otel_shapecheck.checks.conformance._record import conformance_attributes
 

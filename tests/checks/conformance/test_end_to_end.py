@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from otel_shapecheck import (
     AnalystConformanceRecord,
     ConformanceCheck,
-    FlaggedEventExporter,
+    EvaluationEventEmitter,
     validate_rows,
     with_shape_collapse_retry,
 )
@@ -95,7 +95,7 @@ def _pipeline(event_log: InMemoryLogRecordExporter) -> Iterator[tuple[TracerProv
     provider = TracerProvider(shutdown_on_exit=False)
     processor = ShapecheckSpanProcessor(
         SimpleSpanProcessor(exporter),
-        events=FlaggedEventExporter(event_log, schedule_delay_millis=50),
+        events=EvaluationEventEmitter(event_log, schedule_delay_millis=50),
         checks=[ConformanceCheck()],
     )
     provider.add_span_processor(processor)

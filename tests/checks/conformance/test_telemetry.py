@@ -11,13 +11,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from otel_shapecheck import (
-    AnalystConformanceRecord,
-    AnalystRun,
-    ConformanceCheck,
-    Subject,
-    with_shape_collapse_retry,
-)
+from otel_shapecheck import AnalystConformanceRecord, ConformanceCheck, Subject, with_shape_collapse_retry
 from otel_shapecheck._attributes import (
     ANALYST_ATTEMPT,
     ANALYST_ID,
@@ -26,6 +20,7 @@ from otel_shapecheck._attributes import (
     ROWS_ACCEPTED,
     ROWS_EMITTED,
 )
+from otel_shapecheck._model import AnalystRun
 from otel_shapecheck.checks.conformance._record import conformance_attributes
 from otel_shapecheck.readers._read import SpanKind, classify_span, read_analyst_attempt
 

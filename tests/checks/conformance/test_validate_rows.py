@@ -10,7 +10,8 @@ import pytest
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from otel_shapecheck import RejectedRow, validate_rows, with_shape_collapse_retry
+from otel_shapecheck import validate_rows, with_shape_collapse_retry
+from otel_shapecheck.analyst._validate_rows import RejectedRow
 
 from .analysts import RecordingContext
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from otel_shapecheck import ToolResult
-from otel_shapecheck._model import JSONValue
+from otel_shapecheck._model import JSONValue, ToolResult
 
 CAPACITY_ROWS: dict[str, JSONValue] = {
     "rows": [

@@ -7,9 +7,9 @@ import tracemalloc
 
 import pytest
 
-from otel_shapecheck import ToolResult, check_figures, explain_figure, figure_basis
-from otel_shapecheck._model import JSONValue
-from otel_shapecheck.checks.figures._basis import CarriedNumber
+from otel_shapecheck._model import JSONValue, ToolResult
+from otel_shapecheck.checks.figures._basis import CarriedNumber, explain_figure, figure_basis
+from otel_shapecheck.checks.figures._findings import check_figures
 from otel_shapecheck.checks.figures._fold import (
     MAX_BASIS_NUMBERS,
     MAX_DEPTH,

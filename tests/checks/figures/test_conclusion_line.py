@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from otel_shapecheck import check_figures, figures_conclusion_line
+from otel_shapecheck.checks.figures._findings import check_figures, figures_conclusion_line
 
 from .fixtures import capacity_result
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from otel_shapecheck import ToolResult, check_figures, explain_figure, figure_basis
-from otel_shapecheck._model import JSONValue
+from otel_shapecheck._model import JSONValue, ToolResult
+from otel_shapecheck.checks.figures._basis import explain_figure, figure_basis
+from otel_shapecheck.checks.figures._findings import check_figures
 from otel_shapecheck.checks.figures._text import figures_in, normalize_token
 
 from .fixtures import capacity_result

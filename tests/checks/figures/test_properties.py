@@ -10,8 +10,9 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from otel_shapecheck import ToolResult, check_figures, figure_basis
-from otel_shapecheck._model import JSONValue
+from otel_shapecheck._model import JSONValue, ToolResult
+from otel_shapecheck.checks.figures._basis import figure_basis
+from otel_shapecheck.checks.figures._findings import check_figures
 from otel_shapecheck.checks.figures._fold import MAX_BASIS_NUMBERS, MAX_DERIVED
 from otel_shapecheck.checks.figures._text import figures_in, normalize_token, numbers_in_text
 

@@ -1,4 +1,4 @@
-"""Embedders for the tests: planted vectors (the reference's parity cases) and a call counter."""
+"""Embedders for the tests: the reference's char-count mock, planted vectors and a call counter."""
 
 from __future__ import annotations
 
@@ -9,6 +9,30 @@ import numpy as np
 
 from otel_shapecheck import Embedder
 from otel_shapecheck.checks.tool_choice._embedders import FloatMatrix, l2_normalised
+
+
+class CharCountEmbedder:
+    """The reference's mock: coordinate ``i`` counts the UTF-16 code units ``c`` with ``c % dims == i``.
+
+    It compresses unrelated prose into cosines of about 0.85–0.97, so only relative order means anything;
+    it exists so the parity vectors of the ported rules can be checked exactly.
+    """
+
+    def __init__(self, dims: int = 32) -> None:
+        self._dims = dims
+
+    @property
+    def id(self) -> str:
+        """``char-count-<dims>``."""
+        return f"char-count-{self._dims}"
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        """Character-code histograms, L2-normalised."""
+        counts = np.zeros((len(texts), self._dims), dtype=np.float32)
+        for row, text in enumerate(texts):
+            units = np.frombuffer(text.encode("utf-16-le", "surrogatepass"), dtype="<u2")
+            counts[row] = np.bincount(units % self._dims, minlength=self._dims)
+        return l2_normalised(counts)
 
 
 class PlantedEmbedder:

@@ -11,16 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from otel_shapecheck import (
-    CatalogTool,
-    CharCountEmbedder,
-    HashingEmbedder,
-    ToolChoiceCheck,
-    coerce_catalog,
-    confusability_text,
-    lint_catalog,
-)
-from otel_shapecheck.catalog._lint import differentiation_hint
+from checks.tool_choice.embedders import CharCountEmbedder
+from otel_shapecheck import HashingEmbedder, ToolChoiceCheck, lint_catalog
+from otel_shapecheck.catalog._lint import coerce_catalog, differentiation_hint
+from otel_shapecheck.catalog._rules import CatalogTool
+from otel_shapecheck.checks.tool_choice._index import confusability_text
 from otel_shapecheck.cli._lint import register, run
 
 from .embedders import CountingEmbedder

@@ -4,23 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from otel_shapecheck import (
-    CatalogTool,
-    CharCountEmbedder,
-    LLMCall,
-    OfferedTool,
-    Subject,
-    ToolCall,
-    ToolChoiceCheck,
-    ToolChoiceSummary,
-    ToolResult,
-    choice_context,
-    confusability_text,
-    content_hash,
-    lint_catalog,
-    score_margin,
-)
-from otel_shapecheck.checks.tool_choice._margin import MarginResult
+from checks.tool_choice.embedders import CharCountEmbedder
+from otel_shapecheck import Subject, ToolChoiceCheck, lint_catalog
+from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall, ToolResult
+from otel_shapecheck.catalog._rules import CatalogTool
+from otel_shapecheck.checks.tool_choice._cache import content_hash
+from otel_shapecheck.checks.tool_choice._check import ToolChoiceSummary
+from otel_shapecheck.checks.tool_choice._index import confusability_text
+from otel_shapecheck.checks.tool_choice._margin import MarginResult, choice_context, score_margin
 
 from .embedders import CountingEmbedder, PlantedEmbedder
 

@@ -4,18 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from otel_shapecheck import (
-    AnalystRun,
-    CharCountEmbedder,
-    Check,
-    EmbeddingCache,
-    HashingEmbedder,
-    LLMCall,
-    OfferedTool,
-    Subject,
-    ToolCall,
-    ToolChoiceCheck,
-)
+from checks.tool_choice.embedders import CharCountEmbedder
+from otel_shapecheck import Check, HashingEmbedder, Subject, ToolChoiceCheck
 from otel_shapecheck._attributes import (
     EVALUATION_NAME,
     EVALUATION_SCORE_LABEL,
@@ -35,7 +25,9 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_SKIPPED,
     TOOL_CHOICE_TOP,
 )
+from otel_shapecheck._model import AnalystRun, LLMCall, OfferedTool, ToolCall
 from otel_shapecheck.checks._base import Verdict, enrichment_attributes
+from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache
 
 from .embedders import CountingEmbedder
 

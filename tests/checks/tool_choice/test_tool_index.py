@@ -7,8 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_shapecheck import CharCountEmbedder, HashingEmbedder, ToolIndex
+from checks.tool_choice.embedders import CharCountEmbedder
+from otel_shapecheck import HashingEmbedder
 from otel_shapecheck.checks.tool_choice._embedders import l2_normalised
+from otel_shapecheck.checks.tool_choice._index import ToolIndex
 
 from .embedders import CountingEmbedder
 

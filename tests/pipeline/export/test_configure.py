@@ -11,11 +11,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from otlp_receiver import OTLPReceiver, unused_endpoint
 
 import otel_shapecheck
-from otel_shapecheck import FlaggedEventExporter
+from otel_shapecheck import EvaluationEventEmitter
 from otel_shapecheck import _attributes as attrs
 from otel_shapecheck.checks.figures._check import FiguresCheck
 from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
 from otel_shapecheck.checks.tool_choice._embedders import HashingEmbedder
+from otel_shapecheck.pipeline._options import ProcessorOptions
 
 from .agent_turn import ANSWER, UNSUPPORTED, instrumented, run_capacity_turn
 
@@ -152,7 +153,11 @@ def test_bad_processor_setting_raises_before_registering() -> None:
     """A bad processor option is a ValueError naming it, and nothing is left registered."""
     provider = _provider()
     with pytest.raises(ValueError, match="max_wait_millis"):
-        otel_shapecheck.configure(provider, endpoint="http://127.0.0.1:9", max_wait_millis=0)
+        otel_shapecheck.configure(
+            provider,
+            endpoint="http://127.0.0.1:9",
+            options=ProcessorOptions(max_wait_millis=0),
+        )
     with provider.get_tracer("tests").start_as_current_span("still fine"):
         pass
     provider.shutdown()
@@ -169,7 +174,7 @@ def test_unreachable_backend_never_holds_the_application(failure: str, receiver:
             receiver.behave(delay_seconds=30.0)
         else:
             receiver.behave(error_status=503)
-    events = FlaggedEventExporter(
+    events = EvaluationEventEmitter(
         GrpcLogExporter(endpoint=grpc_endpoint, insecure=True, timeout=0.5), flush_timeout_millis=300
     )
     provider = _provider()

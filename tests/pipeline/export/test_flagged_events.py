@@ -1,4 +1,4 @@
-"""FlaggedEventExporter over the SDK's in-memory log exporter: what becomes a record, and what it carries."""
+"""EvaluationEventEmitter over the in-memory log exporter: what becomes a record, and what it carries."""
 
 from __future__ import annotations
 
@@ -18,15 +18,15 @@ from opentelemetry.sdk._logs.export import (
 )
 from opentelemetry.trace import SpanContext
 
-from otel_shapecheck import FlaggedEventExporter
+from otel_shapecheck import EvaluationEventEmitter
 from otel_shapecheck import _attributes as attrs
 from otel_shapecheck.pipeline._events import CONTENT_ATTRIBUTES
 
 from .verdicts import figures_verdict, tool_choice_verdict
 
 
-def _exporter(memory: InMemoryLogRecordExporter, **kwargs: object) -> FlaggedEventExporter:
-    return FlaggedEventExporter(memory, schedule_delay_millis=50, **kwargs)  # type: ignore[arg-type]
+def _exporter(memory: InMemoryLogRecordExporter, **kwargs: object) -> EvaluationEventEmitter:
+    return EvaluationEventEmitter(memory, schedule_delay_millis=50, **kwargs)  # type: ignore[arg-type]
 
 
 class TestRecords:
@@ -120,10 +120,10 @@ class TestConfiguration:
     def test_needs_exactly_one_destination(self) -> None:
         """Neither or both of log_exporter and logger_provider is a ValueError."""
         with pytest.raises(ValueError, match="exactly one"):
-            FlaggedEventExporter()
+            EvaluationEventEmitter()
         provider = LoggerProvider(shutdown_on_exit=False)
         with pytest.raises(ValueError, match="exactly one"):
-            FlaggedEventExporter(InMemoryLogRecordExporter(), logger_provider=provider)
+            EvaluationEventEmitter(InMemoryLogRecordExporter(), logger_provider=provider)
 
     @pytest.mark.parametrize(
         ("kwargs", "name"),
@@ -138,19 +138,13 @@ class TestConfiguration:
     def test_bad_arguments_name_the_setting(self, kwargs: dict[str, object], name: str) -> None:
         """A bad explicit value raises ValueError naming the setting."""
         with pytest.raises(ValueError, match=name):
-            FlaggedEventExporter(InMemoryLogRecordExporter(), **kwargs)  # type: ignore[arg-type]
-
-    def test_bad_environment_value_names_the_variable(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """A bad OTEL_SHAPECHECK_EVENTS_* value raises ValueError naming the variable."""
-        monkeypatch.setenv("OTEL_SHAPECHECK_EVENTS_FORWARD", "everything")
-        with pytest.raises(ValueError, match="OTEL_SHAPECHECK_EVENTS_FORWARD"):
-            FlaggedEventExporter(InMemoryLogRecordExporter())
+            EvaluationEventEmitter(InMemoryLogRecordExporter(), **kwargs)  # type: ignore[arg-type]
 
     def test_forward_from_environment(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """OTEL_SHAPECHECK_EVENTS_FORWARD=all applies when no argument is given; an argument wins."""
         monkeypatch.setenv("OTEL_SHAPECHECK_EVENTS_FORWARD", "all")
-        from_env = FlaggedEventExporter(InMemoryLogRecordExporter())
-        explicit = FlaggedEventExporter(InMemoryLogRecordExporter(), forward="flagged")
+        from_env = EvaluationEventEmitter(InMemoryLogRecordExporter())
+        explicit = EvaluationEventEmitter(InMemoryLogRecordExporter(), forward="flagged")
         assert (from_env.forward, explicit.forward) == ("all", "flagged")
         from_env.shutdown()
         explicit.shutdown()
@@ -162,7 +156,7 @@ class TestLifecycle:
         memory = InMemoryLogRecordExporter()
         provider = LoggerProvider(shutdown_on_exit=False)
         provider.add_log_record_processor(SimpleLogRecordProcessor(memory))
-        events = FlaggedEventExporter(logger_provider=provider)
+        events = EvaluationEventEmitter(logger_provider=provider)
         events.emit(span_context, [figures_verdict()])
         events.shutdown()
         provider.get_logger("app").emit(body="still running")
@@ -202,7 +196,7 @@ class _BlockingExporter(InMemoryLogRecordExporter):
 def test_forked_child_starts_with_an_empty_queue(span_context: SpanContext) -> None:
     """A child forked while the parent's queue is full can still emit: its admission count starts at zero."""
     blocking = _BlockingExporter()
-    events = FlaggedEventExporter(
+    events = EvaluationEventEmitter(
         blocking, max_queue_size=2, max_export_batch_size=1, schedule_delay_millis=10
     )
     for _ in range(6):

@@ -13,7 +13,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import SpanContext
 from otlp_receiver import OTLPReceiver, unused_endpoint
 
-from otel_shapecheck import FlaggedEventExporter, FlaggedEventStats
+from otel_shapecheck import EvaluationEventEmitter, EvaluationEventStats
 from otel_shapecheck import _attributes as attrs
 
 from .verdicts import figures_verdict, tool_choice_verdict
@@ -32,8 +32,8 @@ def _log_exporter(transport: str, grpc_endpoint: str, http_base: str) -> LogReco
     )
 
 
-def _events(transport: str, grpc_endpoint: str, http_base: str, **kwargs: object) -> FlaggedEventExporter:
-    return FlaggedEventExporter(
+def _events(transport: str, grpc_endpoint: str, http_base: str, **kwargs: object) -> EvaluationEventEmitter:
+    return EvaluationEventEmitter(
         _log_exporter(transport, grpc_endpoint, http_base),
         resource=Resource.create({"service.name": "shapecheck-tests"}),
         schedule_delay_millis=20,
@@ -42,7 +42,7 @@ def _events(transport: str, grpc_endpoint: str, http_base: str, **kwargs: object
     )
 
 
-def _settled(events: FlaggedEventExporter, expected: int, timeout: float = 5.0) -> FlaggedEventStats:
+def _settled(events: EvaluationEventEmitter, expected: int, timeout: float = 5.0) -> EvaluationEventStats:
     """Wait until every emitted record has an outcome (exported or failed), then return the counts."""
     deadline = time.monotonic() + timeout
     while True:

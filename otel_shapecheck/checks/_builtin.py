@@ -1,0 +1,32 @@
+"""The checks a processor runs when it is given none."""
+
+from __future__ import annotations
+
+from otel_shapecheck.checks._base import Check
+from otel_shapecheck.checks.conformance._check import ConformanceCheck
+from otel_shapecheck.checks.figures._check import FiguresCheck
+from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
+from otel_shapecheck.checks.tool_choice._embedders import HashingEmbedder
+
+
+def builtin_checks() -> list[Check]:
+    """One instance of every built-in check, each with its defaults."""
+    return [ToolChoiceCheck(), ConformanceCheck(), FiguresCheck()]
+
+
+EMBEDDERS = ("minilm", "hashing")
+"""Embedder names the command line accepts: the default MiniLM model, or the dependency-light hashing one."""
+
+
+def build_checks(embedder: str) -> list[Check]:
+    """The built-in checks, with tool choice scored by the named embedder (one of :data:`EMBEDDERS`).
+
+    ``minilm`` gives exactly the span processor's default checks; ``hashing`` swaps the embedder only.
+    """
+    if embedder not in EMBEDDERS:
+        raise ValueError(
+            f"embedder={embedder!r} is not a valid value: embedder must be one of {', '.join(EMBEDDERS)}"
+        )
+    if embedder == "minilm":
+        return builtin_checks()
+    return [ToolChoiceCheck(embedder=HashingEmbedder()), ConformanceCheck(), FiguresCheck()]

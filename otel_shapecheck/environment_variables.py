@@ -1,0 +1,178 @@
+"""Every ``OTEL_SHAPECHECK_*`` environment variable, one constant each, named exactly like the variable.
+
+Precedence is the SDK's (``opentelemetry.sdk.environment_variables``): an explicit constructor argument
+wins, then the variable, then the default. A bad argument raises ``ValueError`` naming it; a bad variable
+logs one warning naming the variable and its value, and the default applies, so a typo in a deployment's
+environment never stops the application from starting.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# The span processor (ShapecheckSpanProcessor, Shapecheck, configure(), the gateway, check).
+
+OTEL_SHAPECHECK_MAX_WAIT_MILLIS: Final = "OTEL_SHAPECHECK_MAX_WAIT_MILLIS"
+"""
+.. envvar:: OTEL_SHAPECHECK_MAX_WAIT_MILLIS
+
+Longest a held span waits for facts (its parent's end, sibling tool spans) before it is evaluated as
+``incomplete``. Whole number ≥ 1; default 30000.
+"""
+
+OTEL_SHAPECHECK_MAX_PENDING_SPANS: Final = "OTEL_SHAPECHECK_MAX_PENDING_SPANS"
+"""
+.. envvar:: OTEL_SHAPECHECK_MAX_PENDING_SPANS
+
+Spans waiting for facts at once; past it the oldest is evaluated as ``incomplete``. Default 10000.
+"""
+
+OTEL_SHAPECHECK_MAX_QUEUE_SIZE: Final = "OTEL_SHAPECHECK_MAX_QUEUE_SIZE"
+"""
+.. envvar:: OTEL_SHAPECHECK_MAX_QUEUE_SIZE
+
+Spans waiting for the evaluation worker; past it new spans are forwarded un-evaluated. Default 2048.
+"""
+
+OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE: Final = "OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE"
+"""
+.. envvar:: OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE
+
+Spans per check call (one embedding call per batch). Default 64.
+"""
+
+OTEL_SHAPECHECK_SCHEDULE_DELAY_MILLIS: Final = "OTEL_SHAPECHECK_SCHEDULE_DELAY_MILLIS"
+"""
+.. envvar:: OTEL_SHAPECHECK_SCHEDULE_DELAY_MILLIS
+
+Longest wait before a partial batch is evaluated. Default 200.
+"""
+
+OTEL_SHAPECHECK_MAX_TRACES: Final = "OTEL_SHAPECHECK_MAX_TRACES"
+"""
+.. envvar:: OTEL_SHAPECHECK_MAX_TRACES
+
+Traces whose facts (tool executions, attempts, content records) are kept, least recently active
+dropped first. Default 1000.
+"""
+
+OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE: Final = "OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE"
+"""
+.. envvar:: OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE
+
+Facts kept per trace. Default 512.
+"""
+
+OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS: Final = "OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS"
+"""
+.. envvar:: OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS
+
+Longest ``shutdown`` waits for the worker before it forwards what is left un-evaluated. Default 30000.
+"""
+
+# Evaluation events (EvaluationEventEmitter).
+
+OTEL_SHAPECHECK_EVENTS_FORWARD: Final = "OTEL_SHAPECHECK_EVENTS_FORWARD"
+"""
+.. envvar:: OTEL_SHAPECHECK_EVENTS_FORWARD
+
+Which verdicts become ``gen_ai.evaluation.result`` log records: ``flagged`` (default) or ``all``.
+"""
+
+OTEL_SHAPECHECK_EVENTS_INCLUDE_CONTENT: Final = "OTEL_SHAPECHECK_EVENTS_INCLUDE_CONTENT"
+"""
+.. envvar:: OTEL_SHAPECHECK_EVENTS_INCLUDE_CONTENT
+
+``true`` also sends the verdict attributes that quote the answer or tool results. Default ``false``.
+"""
+
+OTEL_SHAPECHECK_EVENTS_MAX_QUEUE_SIZE: Final = "OTEL_SHAPECHECK_EVENTS_MAX_QUEUE_SIZE"
+"""
+.. envvar:: OTEL_SHAPECHECK_EVENTS_MAX_QUEUE_SIZE
+
+Records waiting for export; past it new records are refused and counted. Default 2048.
+"""
+
+OTEL_SHAPECHECK_EVENTS_MAX_EXPORT_BATCH_SIZE: Final = "OTEL_SHAPECHECK_EVENTS_MAX_EXPORT_BATCH_SIZE"
+"""
+.. envvar:: OTEL_SHAPECHECK_EVENTS_MAX_EXPORT_BATCH_SIZE
+
+Records per export call (at most the queue size). Default 512.
+"""
+
+OTEL_SHAPECHECK_EVENTS_SCHEDULE_DELAY_MILLIS: Final = "OTEL_SHAPECHECK_EVENTS_SCHEDULE_DELAY_MILLIS"
+"""
+.. envvar:: OTEL_SHAPECHECK_EVENTS_SCHEDULE_DELAY_MILLIS
+
+Longest wait before a partial batch of records is exported. Default 1000.
+"""
+
+OTEL_SHAPECHECK_EVENTS_FLUSH_TIMEOUT_MILLIS: Final = "OTEL_SHAPECHECK_EVENTS_FLUSH_TIMEOUT_MILLIS"
+"""
+.. envvar:: OTEL_SHAPECHECK_EVENTS_FLUSH_TIMEOUT_MILLIS
+
+The most ``force_flush`` and ``shutdown`` wait, even when the endpoint hangs. Default 10000.
+"""
+
+# Tool choice.
+
+OTEL_SHAPECHECK_MARGIN_THRESHOLD: Final = "OTEL_SHAPECHECK_MARGIN_THRESHOLD"
+"""
+.. envvar:: OTEL_SHAPECHECK_MARGIN_THRESHOLD
+
+Margins below it are ``narrow``. Finite number ≥ 0; default 0.05.
+"""
+
+OTEL_SHAPECHECK_MAX_SLOT_CHARS: Final = "OTEL_SHAPECHECK_MAX_SLOT_CHARS"
+"""
+.. envvar:: OTEL_SHAPECHECK_MAX_SLOT_CHARS
+
+Characters kept from each slot of the choice context (user text, assistant text). Default 2000.
+"""
+
+OTEL_SHAPECHECK_EMBEDDER_THREADS: Final = "OTEL_SHAPECHECK_EMBEDDER_THREADS"
+"""
+.. envvar:: OTEL_SHAPECHECK_EMBEDDER_THREADS
+
+Threads onnxruntime may use for one MiniLM inference. Default 1 (stay off the application's cores).
+"""
+
+OTEL_SHAPECHECK_EMBEDDING_CACHE_ENTRIES: Final = "OTEL_SHAPECHECK_EMBEDDING_CACHE_ENTRIES"
+"""
+.. envvar:: OTEL_SHAPECHECK_EMBEDDING_CACHE_ENTRIES
+
+Vectors kept by an embedding cache. Default 1024.
+"""
+
+# Figures.
+
+OTEL_SHAPECHECK_FIGURES_MIN_DIGITS: Final = "OTEL_SHAPECHECK_FIGURES_MIN_DIGITS"
+"""
+.. envvar:: OTEL_SHAPECHECK_FIGURES_MIN_DIGITS
+
+Digits a bare number (one without a unit) needs to be checked. Default 4.
+"""
+
+# The gateway (otel-shapecheck serve).
+
+OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE: Final = "OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE"
+"""
+.. envvar:: OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE
+
+Spans and log records accepted and not yet handed to an exporter; a request that does not fit is
+refused with backpressure. Default 16384.
+"""
+
+OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS: Final = "OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS"
+"""
+.. envvar:: OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS
+
+The retry delay suggested to refused senders. Default 1.
+"""
+
+OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES: Final = "OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES"
+"""
+.. envvar:: OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES
+
+Largest request body accepted, decompressed. Default 4194304 (4 MiB).
+"""

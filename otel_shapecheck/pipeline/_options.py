@@ -1,0 +1,144 @@
+"""The span processor's settings: one frozen object, resolved once, shared by every entry point.
+
+Like the SDK's ``SpanLimits``, each setting left out (or ``None``) is read from its ``OTEL_SHAPECHECK_*``
+variable, else its default; a bad argument raises ``ValueError`` naming it, a bad variable logs one
+warning and the default applies. ``ShapecheckSpanProcessor``, ``Shapecheck``, ``configure()``, the
+gateway and the offline ``check`` all take the same object, so a setting is named and validated in one
+place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from otel_shapecheck._settings import positive_int
+from otel_shapecheck.environment_variables import (
+    OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE,
+    OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE,
+    OTEL_SHAPECHECK_MAX_PENDING_SPANS,
+    OTEL_SHAPECHECK_MAX_QUEUE_SIZE,
+    OTEL_SHAPECHECK_MAX_TRACES,
+    OTEL_SHAPECHECK_MAX_WAIT_MILLIS,
+    OTEL_SHAPECHECK_SCHEDULE_DELAY_MILLIS,
+    OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS,
+)
+
+_DEFAULT_MAX_WAIT_MILLIS = 30_000
+_DEFAULT_MAX_PENDING_SPANS = 10_000
+_DEFAULT_MAX_QUEUE_SIZE = 2048
+_DEFAULT_MAX_EVALUATION_BATCH_SIZE = 64
+_DEFAULT_SCHEDULE_DELAY_MILLIS = 200
+_DEFAULT_MAX_TRACES = 1000
+_DEFAULT_MAX_FACTS_PER_TRACE = 512
+_DEFAULT_SHUTDOWN_TIMEOUT_MILLIS = 30_000
+
+
+@dataclass(frozen=True, init=False)
+class ProcessorOptions:
+    """Bounds of the span processor in time and space; every field a whole number ≥ 1.
+
+    Args:
+        max_wait_millis: longest a span waits for facts (its parent's end) before it is evaluated as
+            incomplete (:envvar:`OTEL_SHAPECHECK_MAX_WAIT_MILLIS`, 30000).
+        max_pending_spans: spans waiting for facts at once; past it the oldest is evaluated as
+            incomplete (:envvar:`OTEL_SHAPECHECK_MAX_PENDING_SPANS`, 10000).
+        max_queue_size: spans waiting for the worker; past it new spans are forwarded un-evaluated
+            (:envvar:`OTEL_SHAPECHECK_MAX_QUEUE_SIZE`, 2048).
+        max_evaluation_batch_size: spans per check call
+            (:envvar:`OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE`, 64).
+        schedule_delay_millis: longest wait before a partial batch is evaluated
+            (:envvar:`OTEL_SHAPECHECK_SCHEDULE_DELAY_MILLIS`, 200).
+        max_traces: traces whose facts are kept, least recently active dropped first
+            (:envvar:`OTEL_SHAPECHECK_MAX_TRACES`, 1000).
+        max_facts_per_trace: facts kept per trace (:envvar:`OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE`, 512).
+        shutdown_timeout_millis: longest ``shutdown`` waits for the worker before it forwards what is left
+            un-evaluated (:envvar:`OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS`, 30000).
+
+    Raises:
+        ValueError: an argument that is not a whole number ≥ 1.
+    """
+
+    max_wait_millis: int
+    max_pending_spans: int
+    max_queue_size: int
+    max_evaluation_batch_size: int
+    schedule_delay_millis: int
+    max_traces: int
+    max_facts_per_trace: int
+    shutdown_timeout_millis: int
+
+    def __init__(
+        self,
+        *,
+        max_wait_millis: int | None = None,
+        max_pending_spans: int | None = None,
+        max_queue_size: int | None = None,
+        max_evaluation_batch_size: int | None = None,
+        schedule_delay_millis: int | None = None,
+        max_traces: int | None = None,
+        max_facts_per_trace: int | None = None,
+        shutdown_timeout_millis: int | None = None,
+    ) -> None:
+        resolved = {
+            "max_wait_millis": positive_int(
+                "max_wait_millis", max_wait_millis, OTEL_SHAPECHECK_MAX_WAIT_MILLIS, _DEFAULT_MAX_WAIT_MILLIS
+            ),
+            "max_pending_spans": positive_int(
+                "max_pending_spans",
+                max_pending_spans,
+                OTEL_SHAPECHECK_MAX_PENDING_SPANS,
+                _DEFAULT_MAX_PENDING_SPANS,
+            ),
+            "max_queue_size": positive_int(
+                "max_queue_size", max_queue_size, OTEL_SHAPECHECK_MAX_QUEUE_SIZE, _DEFAULT_MAX_QUEUE_SIZE
+            ),
+            "max_evaluation_batch_size": positive_int(
+                "max_evaluation_batch_size",
+                max_evaluation_batch_size,
+                OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE,
+                _DEFAULT_MAX_EVALUATION_BATCH_SIZE,
+            ),
+            "schedule_delay_millis": positive_int(
+                "schedule_delay_millis",
+                schedule_delay_millis,
+                OTEL_SHAPECHECK_SCHEDULE_DELAY_MILLIS,
+                _DEFAULT_SCHEDULE_DELAY_MILLIS,
+            ),
+            "max_traces": positive_int(
+                "max_traces", max_traces, OTEL_SHAPECHECK_MAX_TRACES, _DEFAULT_MAX_TRACES
+            ),
+            "max_facts_per_trace": positive_int(
+                "max_facts_per_trace",
+                max_facts_per_trace,
+                OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE,
+                _DEFAULT_MAX_FACTS_PER_TRACE,
+            ),
+            "shutdown_timeout_millis": positive_int(
+                "shutdown_timeout_millis",
+                shutdown_timeout_millis,
+                OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS,
+                _DEFAULT_SHUTDOWN_TIMEOUT_MILLIS,
+            ),
+        }
+        for name, value in resolved.items():
+            object.__setattr__(self, name, value)  # frozen: the only writes happen here
+
+    def replace(self, **changes: int) -> ProcessorOptions:
+        """A copy with ``changes`` applied (validated like constructor arguments)."""
+        return ProcessorOptions(**{**dataclasses.asdict(self), **changes})
+
+    @property
+    def max_wait_seconds(self) -> float:
+        """``max_wait_millis`` in seconds."""
+        return self.max_wait_millis / 1000
+
+    @property
+    def schedule_delay_seconds(self) -> float:
+        """``schedule_delay_millis`` in seconds."""
+        return self.schedule_delay_millis / 1000
+
+    @property
+    def shutdown_timeout_seconds(self) -> float:
+        """``shutdown_timeout_millis`` in seconds."""
+        return self.shutdown_timeout_millis / 1000
