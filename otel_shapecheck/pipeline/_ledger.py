@@ -31,6 +31,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck._model import ToolExecution
 from otel_shapecheck.pipeline._metrics import ProcessorCounters
+from otel_shapecheck.readers._classify import SpanClass, SpanRole
 
 
 @dataclass(eq=False, slots=True)
@@ -41,13 +42,19 @@ class HeldSpan:
     span_id: int
     trace_id: int
     parent_id: int | None
-    llm_call: bool
+    classified: SpanClass
+    """The hot path's classification, so the worker reads the span without classifying it again."""
     analyst: bool
     deadline: float
     """``time.monotonic()`` past which the span is released as incomplete."""
     awaits_parent: bool = False
     """Whether it waits for its parent to end (its tool calls come from sibling executions)."""
     incomplete: bool = False
+
+    @property
+    def llm_call(self) -> bool:
+        """Whether the span is an LLM call (else it is an analyst span)."""
+        return self.classified.role is SpanRole.LLM_CALL
 
 
 @dataclass(eq=False)
@@ -56,6 +63,7 @@ class ExecutionFact:
 
     span: ReadableSpan
     parent_id: int | None
+    classified: SpanClass
     reading: ToolExecution | None = None
     read: bool = False
 
@@ -69,7 +77,7 @@ class Release:
     """Executions under the spans themselves or under the parent they waited for (for the join)."""
     trace_executions: tuple[ExecutionFact, ...] = ()
     """Every execution of the trace that was kept (the figures basis)."""
-    sibling_calls: tuple[ReadableSpan, ...] = ()
+    sibling_calls: tuple[tuple[ReadableSpan, SpanClass], ...] = ()
     """Other LLM-call spans under the parent the spans waited for: they bound which executions are whose."""
     content: Mapping[int, tuple[LogRecord, ...]] = field(default_factory=dict)
     """Content log records by span id."""
@@ -95,7 +103,7 @@ class _TraceFacts:
         self.limit = limit
         self.size = 0
         self.executions: list[ExecutionFact] = []
-        self.calls: list[tuple[int | None, ReadableSpan]] = []
+        self.calls: list[tuple[int | None, ReadableSpan, SpanClass]] = []
         self.attempts: dict[int, list[ReadableSpan]] = {}
         self.content: dict[int, list[LogRecord]] = {}
         self.content_names_calls: set[int] = set()
@@ -157,13 +165,7 @@ class Ledger:
         return span_id in self._waiting_by_parent or span_id in self._analyst_parents
 
     def span_ended(
-        self,
-        span: ReadableSpan,
-        *,
-        llm_call: bool = False,
-        tool_execution: bool = False,
-        analyst_attempt: bool = False,
-        names_own_tool_calls: bool = False,
+        self, span: ReadableSpan, classified: SpanClass, *, names_own_tool_calls: bool = False
     ) -> tuple[bool, bool, list[ReadableSpan] | None]:
         """Record an ended span; return ``(held, wake, overflow)``.
 
@@ -178,13 +180,7 @@ class Ledger:
             if self._closed:
                 return False, False, None
             held, wake = self._record(
-                span,
-                context.span_id,
-                context.trace_id,
-                llm_call,
-                tool_execution,
-                analyst_attempt,
-                names_own_tool_calls,
+                span, context.span_id, context.trace_id, classified, names_own_tool_calls
             )
             overflow = self._take_overflow() if self._overflow else None
         return held, wake, overflow
@@ -194,11 +190,13 @@ class Ledger:
         span: ReadableSpan,
         span_id: int,
         trace_id: int,
-        llm_call: bool,
-        tool_execution: bool,
-        analyst_attempt: bool,
+        classified: SpanClass,
         names_own_tool_calls: bool,
     ) -> tuple[bool, bool]:
+        role = classified.role
+        llm_call = role is SpanRole.LLM_CALL
+        tool_execution = role is SpanRole.TOOL_EXECUTION
+        analyst_attempt = role is SpanRole.ANALYST_ATTEMPT
         parent = span.parent
         parent_id = parent.span_id if parent is not None else None
         counts = self._counters
@@ -215,18 +213,18 @@ class Ledger:
                 if not facts.room():
                     counts.facts_dropped += 1
                 elif tool_execution:
-                    facts.executions.append(ExecutionFact(span, parent_id))
+                    facts.executions.append(ExecutionFact(span, parent_id, classified))
                 elif parent_id is not None:
                     facts.attempts.setdefault(parent_id, []).append(span)
                     self._analyst_parents[parent_id] = trace_id
             if llm_call and facts.size < facts.limit:
                 facts.size += 1
-                facts.calls.append((parent_id, span))
+                facts.calls.append((parent_id, span, classified))
         analyst = self._analyst_parents.pop(span_id, None) is not None
         if not (llm_call or analyst):
             return False, wake
         held = HeldSpan(
-            span, span_id, trace_id, parent_id, llm_call, analyst, time.monotonic() + self._max_wait
+            span, span_id, trace_id, parent_id, classified, analyst, time.monotonic() + self._max_wait
         )
         awaits_parent = (
             llm_call
@@ -396,8 +394,8 @@ class Ledger:
         awaited = {held.parent_id for held in group if held.awaits_parent}
         siblings = (
             tuple(
-                span
-                for parent_id, span in facts.calls
+                (span, classified)
+                for parent_id, span, classified in facts.calls
                 if parent_id in awaited and span.context is not None and span.context.span_id not in owners
             )
             if awaited

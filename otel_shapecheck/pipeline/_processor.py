@@ -37,13 +37,15 @@ from otel_shapecheck.pipeline._metrics import ProcessorCounters, ProcessorCounts
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._sinks import VerdictSink
 from otel_shapecheck.pipeline._worker import EvaluationWorker
-from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
-from otel_shapecheck.readers._read import (
+from otel_shapecheck.readers._classify import (
     CLASSIFYING_KEYS,
-    SpanKind,
+    OTHER,
+    SpanClass,
+    SpanRole,
     classify_span,
     names_own_tool_calls,
 )
+from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
 
 logger = logging.getLogger(__name__)
 
@@ -61,11 +63,6 @@ def _attribute_mapping(span: ReadableSpan) -> Mapping[str, object]:
     if type(stored) is BoundedAttributes:
         return stored._dict
     return span.attributes or {}
-
-
-def may_classify(name: str, attributes: Mapping[str, object] | None) -> bool:
-    """False when :func:`classify_span` would surely answer OTHER: none of its keys, no tool-span name."""
-    return not CLASSIFYING_KEYS.isdisjoint(attributes or ()) or name.startswith(EXECUTE_TOOL_SPAN_PREFIX)
 
 
 class ShapecheckSpanProcessor(SpanProcessor):
@@ -175,11 +172,12 @@ class ShapecheckSpanProcessor(SpanProcessor):
         try:
             attributes = _attribute_mapping(span)
             name = span.name
-            # may_classify(), inlined: this line is the whole cost an ordinary span pays.
+            # This test is the whole cost an ordinary span pays: without any classifying key and a
+            # tool-span name, classify_span() would answer OTHER.
             if not CLASSIFYING_KEYS.isdisjoint(attributes) or name.startswith(EXECUTE_TOOL_SPAN_PREFIX):
                 held = self._record(span, classify_span(name, attributes), attributes)
             elif (context := span.context) is not None and self._ledger.concerns(context.span_id):
-                held = self._record(span, SpanKind.OTHER, attributes)
+                held = self._record(span, OTHER, attributes)
             else:
                 counters = self._counters
                 counters.seen += 1
@@ -192,14 +190,11 @@ class ShapecheckSpanProcessor(SpanProcessor):
             except Exception:
                 self._counters.error("downstream", "The downstream span processor failed in on_end")
 
-    def _record(self, span: ReadableSpan, kind: SpanKind, attributes: Mapping[str, object]) -> bool:
-        llm_call = kind is SpanKind.LLM_CALL
+    def _record(self, span: ReadableSpan, classified: SpanClass, attributes: Mapping[str, object]) -> bool:
         held, wake, overflow = self._ledger.span_ended(
             span,
-            llm_call=llm_call,
-            tool_execution=kind is SpanKind.TOOL_EXECUTION,
-            analyst_attempt=kind is SpanKind.ANALYST_ATTEMPT,
-            names_own_tool_calls=llm_call and names_own_tool_calls(attributes),
+            classified,
+            names_own_tool_calls=classified.role is SpanRole.LLM_CALL and names_own_tool_calls(attributes),
         )
         counters = self._counters
         counters.seen += 1
