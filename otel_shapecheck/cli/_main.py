@@ -29,6 +29,7 @@ from otel_shapecheck.cli._terminal import (
     span_progress,
     stdout_console,
 )
+from otel_shapecheck.otlp._endpoints import PROTOCOLS
 from otel_shapecheck.otlp._json import STDIN, UnreadableTraceFile, load_telemetry, write_spans_jsonl
 from otel_shapecheck.pipeline._offline import check_spans
 
@@ -127,7 +128,14 @@ def _add_demo_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     demo.add_argument(
         "--otlp-endpoint",
         metavar="URL",
-        help="export to this OTLP endpoint instead of files (http://host:4318 for HTTP, host:4317 for gRPC)",
+        help="export to this OTLP endpoint instead of files, over --protocol (http://HOST:4317: plaintext "
+        "gRPC; with --protocol http/protobuf, http://HOST:4318 for OTLP/HTTP)",
+    )
+    demo.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        help="OTLP protocol for --otlp-endpoint (default: OTEL_EXPORTER_OTLP_{TRACES,LOGS}_PROTOCOL, then "
+        "OTEL_EXPORTER_OTLP_PROTOCOL, then grpc, as the OpenTelemetry SDK decides)",
     )
     demo.add_argument(
         "--embedder", choices=EMBEDDERS, default="minilm", help="embedder for tool choice (default: minilm)"
@@ -175,7 +183,7 @@ def _run_demo(arguments: argparse.Namespace) -> int:
             f"the demo needs the 'demo' extra (pip install 'otel-shapecheck[demo]'): {error}"
         ) from None
     try:
-        output = demo_output(Path(arguments.out), arguments.otlp_endpoint)
+        output = demo_output(Path(arguments.out), arguments.otlp_endpoint, arguments.protocol)
     except ValueError as error:
         raise _UsageError(str(error)) from None
     return run_demo(output, embedder=arguments.embedder)
