@@ -176,10 +176,10 @@ def describe(endpoint: str | None, signal: Signal, protocol: str | None = None) 
 
 def _port_is_valid(netloc: str) -> bool:
     try:
-        urlsplit(f"//{netloc}").port
-    except ValueError:
+        port = urlsplit(f"//{netloc}").port
+    except ValueError:  # urlsplit checks the port only when it is read
         return False
-    return True
+    return port is None or port > 0
 
 
 def _checked(endpoint: str, setting: str) -> str:
