@@ -30,7 +30,9 @@ from otel_shapecheck.cli._terminal import (
     stdout_console,
 )
 from otel_shapecheck.otlp._endpoints import PROTOCOLS
-from otel_shapecheck.otlp._json import STDIN, UnreadableTraceFile, load_telemetry, write_spans_jsonl
+from otel_shapecheck.otlp._errors import STDIN, UnreadableTraceFile
+from otel_shapecheck.otlp._files import load_telemetry
+from otel_shapecheck.otlp._jsonl import write_spans_jsonl
 from otel_shapecheck.pipeline._offline import check_spans
 
 EXIT_OK = 0

@@ -47,7 +47,7 @@ from otel_shapecheck.cli._report import summary, verdict_rows
 from otel_shapecheck.cli._terminal import print_summary, print_verdicts, stdout_console
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer, ScriptedReply, ScriptedToolCall
 from otel_shapecheck.otlp._endpoints import describe, otlp_log_exporter, otlp_span_exporter
-from otel_shapecheck.otlp._json import OtlpJsonLinesLogExporter, OtlpJsonLinesSpanExporter
+from otel_shapecheck.otlp._jsonl import OtlpJsonLinesLogExporter, OtlpJsonLinesSpanExporter
 from otel_shapecheck.pipeline._offline import CollectingSpanProcessor
 
 TRACES_FILE = "traces.jsonl"
