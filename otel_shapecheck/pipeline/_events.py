@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 from opentelemetry import trace
 from opentelemetry._logs import Logger, SeverityNumber
-from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
-from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter, LogRecordExportResult
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import SpanContext
 
@@ -43,6 +43,7 @@ from otel_shapecheck.environment_variables import (
     OTEL_SHAPECHECK_EVENTS_MAX_QUEUE_SIZE,
     OTEL_SHAPECHECK_EVENTS_SCHEDULE_DELAY_MILLIS,
 )
+from otel_shapecheck.otlp._counting import CountingLogExporter
 
 logger = logging.getLogger(__name__)
 
@@ -106,40 +107,6 @@ def evaluation_record_attributes(verdict: Verdict, *, include_content: bool) -> 
     attributes[attrs.FLAGS] = tuple(verdict.flags)
     attributes.update(verdict.event_attributes())
     return attributes
-
-
-class _CountingLogExporter(LogRecordExporter):
-    """Wraps the user's exporter to learn when records leave the queue and how their export ended."""
-
-    def __init__(self, exporter: LogRecordExporter, on_taken: Callable[[int], None]) -> None:
-        self._exporter = exporter
-        self._on_taken = on_taken
-        self._lock = threading.Lock()
-        self.exported = 0
-        self.failed = 0
-        self._raised = False
-
-    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
-        self._on_taken(len(batch))
-        try:
-            result = self._exporter.export(batch)
-        except Exception:  # the batch processor would swallow it too; we count it, and log the first one
-            if not self._raised:
-                self._raised = True
-                logger.exception("Evaluation event export raised; %d records lost (logged once)", len(batch))
-            result = LogRecordExportResult.FAILURE
-        with self._lock:
-            if result is LogRecordExportResult.SUCCESS:
-                self.exported += len(batch)
-            else:
-                self.failed += len(batch)
-        return result
-
-    def shutdown(self) -> None:
-        self._exporter.shutdown()  # type: ignore[no-untyped-call]
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self._exporter.force_flush(timeout_millis)
 
 
 class _BoundedCall:
@@ -226,7 +193,7 @@ class EvaluationEventEmitter:
         self._in_queue = 0
         self._is_shutdown = False
         self._warned: set[str] = set()
-        self._counting: _CountingLogExporter | None = None
+        self._counting: CountingLogExporter | None = None
         self._owns_provider = log_exporter is not None
         if log_exporter is not None:
             logger_provider = self._build_provider(
@@ -247,7 +214,7 @@ class EvaluationEventEmitter:
         """A forked child's batch processor starts with an empty queue; so does the admission count."""
         self._lock = threading.Lock()
         if self._counting is not None:
-            self._counting._lock = threading.Lock()
+            self._counting.reset_after_fork()
         self._in_queue = 0
         self._flush_call = _BoundedCall("shapecheck-events-flush", self._flush_provider)
         self._shutdown_call = _BoundedCall("shapecheck-events-shutdown", self._shutdown_provider)
@@ -291,7 +258,9 @@ class EvaluationEventEmitter:
             _DEFAULT_SCHEDULE_DELAY_MILLIS,
         )
         self._schedule_delay_millis = delay
-        self._counting = _CountingLogExporter(log_exporter, self._taken_from_queue)
+        self._counting = CountingLogExporter(
+            log_exporter, before_export=self._taken_from_queue, what="Evaluation event export"
+        )
         provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
         provider.add_log_record_processor(
             BatchLogRecordProcessor(

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,8 +28,8 @@ from openai.types.chat import ChatCompletionToolParam
 from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 from opentelemetry.sdk._logs.export import LogRecordExporter
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, SynchronousMultiSpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace import SynchronousMultiSpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.util.genai.handler import TelemetryHandler
 from pydantic import BaseModel
 from rich.console import Console
@@ -46,6 +45,7 @@ from otel_shapecheck.checks._builtin import build_checks
 from otel_shapecheck.cli._report import summary, verdict_rows
 from otel_shapecheck.cli._terminal import print_summary, print_verdicts, stdout_console
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer, ScriptedReply, ScriptedToolCall
+from otel_shapecheck.otlp._counting import CountingSpanExporter
 from otel_shapecheck.otlp._endpoints import describe, otlp_log_exporter, otlp_span_exporter
 from otel_shapecheck.otlp._jsonl import OtlpJsonLinesLogExporter, OtlpJsonLinesSpanExporter
 from otel_shapecheck.pipeline._offline import CollectingSpanProcessor
@@ -295,7 +295,7 @@ def run_demo(output: DemoOutput, *, embedder: str, console: Console | None = Non
     Returns 0, or 1 when spans or evaluation events could not be delivered (the endpoint is down).
     """
     console = console or stdout_console()
-    span_exporter = _DeliveryCountingSpanExporter(output.span_exporter)
+    span_exporter = CountingSpanExporter(output.span_exporter)
     log_exporter, destination = output.log_exporter, output.destination
     collector = CollectingSpanProcessor()
     downstream = SynchronousMultiSpanProcessor()  # type: ignore[no-untyped-call]  # SDK lacks the hint
@@ -330,37 +330,6 @@ def run_demo(output: DemoOutput, *, embedder: str, console: Console | None = Non
         return 1
     console.print(f"Enriched traces and flagged evaluation events: {destination}")
     return 0
-
-
-class _DeliveryCountingSpanExporter(SpanExporter):
-    """Passes batches to an exporter and counts the spans of batches it reports as failed."""
-
-    def __init__(self, exporter: SpanExporter) -> None:
-        self._exporter = exporter
-        self._lock = threading.Lock()
-        self._failed = 0
-
-    @property
-    def failed(self) -> int:
-        """Spans in batches the exporter could not deliver."""
-        with self._lock:
-            return self._failed
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        """Export the batch and count it when it failed."""
-        result = self._exporter.export(spans)
-        if result is not SpanExportResult.SUCCESS:
-            with self._lock:
-                self._failed += len(spans)
-        return result
-
-    def shutdown(self) -> None:
-        """Shut the wrapped exporter down."""
-        self._exporter.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Flush the wrapped exporter."""
-        return self._exporter.force_flush(timeout_millis)
 
 
 def demo_output(out_dir: Path, otlp_endpoint: str | None, protocol: str | None = None) -> DemoOutput:
