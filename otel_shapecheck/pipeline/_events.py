@@ -44,6 +44,7 @@ from otel_shapecheck.environment_variables import (
     OTEL_SHAPECHECK_EVENTS_SCHEDULE_DELAY_MILLIS,
 )
 from otel_shapecheck.otlp._counting import CountingLogExporter
+from otel_shapecheck.pipeline._bounded_call import BoundedCall
 
 logger = logging.getLogger(__name__)
 
@@ -107,36 +108,6 @@ def evaluation_record_attributes(verdict: Verdict, *, include_content: bool) -> 
     attributes[attrs.FLAGS] = tuple(verdict.flags)
     attributes.update(verdict.event_attributes())
     return attributes
-
-
-class _BoundedCall:
-    """Runs a possibly slow call (a flush into a hung endpoint) on a daemon thread, waiting at most a bound.
-
-    A call still running from an earlier attempt is waited on again instead of being started twice.
-    """
-
-    def __init__(self, name: str, call: Callable[[], object]) -> None:
-        self._name = name
-        self._call = call
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._succeeded = False
-
-    def run(self, timeout_millis: float) -> bool:
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._succeeded = False
-                self._thread = threading.Thread(target=self._target, name=self._name, daemon=True)
-                self._thread.start()
-            thread = self._thread
-        thread.join(max(timeout_millis, 0) / 1000)
-        return not thread.is_alive() and self._succeeded
-
-    def _target(self) -> None:
-        try:
-            self._succeeded = self._call() is not False
-        except Exception:
-            logger.exception("%s failed", self._name)
 
 
 class EvaluationEventEmitter:
@@ -204,8 +175,8 @@ class EvaluationEventEmitter:
         assert logger_provider is not None
         self._provider = logger_provider
         self._logger: Logger = logger_provider.get_logger(EVENT_LOGGER_NAME, __version__)
-        self._flush_call = _BoundedCall("shapecheck-events-flush", self._flush_provider)
-        self._shutdown_call = _BoundedCall("shapecheck-events-shutdown", self._shutdown_provider)
+        self._flush_call = BoundedCall("ShapecheckEventsFlush", self._flush_provider)
+        self._shutdown_call = BoundedCall("ShapecheckEventsShutdown", self._shutdown_provider)
         if hasattr(os, "register_at_fork"):
             reinit = weakref.WeakMethod(self._at_fork_reinit)
             os.register_at_fork(after_in_child=lambda: _call_if_alive(reinit))
@@ -216,8 +187,8 @@ class EvaluationEventEmitter:
         if self._counting is not None:
             self._counting.reset_after_fork()
         self._in_queue = 0
-        self._flush_call = _BoundedCall("shapecheck-events-flush", self._flush_provider)
-        self._shutdown_call = _BoundedCall("shapecheck-events-shutdown", self._shutdown_provider)
+        self._flush_call.reset_after_fork()
+        self._shutdown_call.reset_after_fork()
 
     def _build_provider(
         self,
@@ -363,7 +334,7 @@ class EvaluationEventEmitter:
         """Export what was emitted so far; waits at most ``min(timeout_millis, flush_timeout_millis)``."""
         if self._is_shutdown:
             return False
-        return self._flush_call.run(min(timeout_millis, self._flush_timeout_millis))
+        return self._flush_call(min(timeout_millis, self._flush_timeout_millis))
 
     def shutdown(self) -> None:
         """Flush and stop; later verdicts are counted as dropped. Waits at most ``flush_timeout_millis``.
@@ -374,7 +345,7 @@ class EvaluationEventEmitter:
             if self._is_shutdown:
                 return
             self._is_shutdown = True
-        if not self._shutdown_call.run(self._flush_timeout_millis):
+        if not self._shutdown_call(self._flush_timeout_millis):
             logger.warning(
                 "Evaluation event exporter did not shut down within %d ms", self._flush_timeout_millis
             )
@@ -390,14 +361,14 @@ class EvaluationEventEmitter:
             **counts,
         )
 
-    def _flush_provider(self) -> bool:
-        return self._provider.force_flush(self._flush_timeout_millis)
+    def _flush_provider(self, timeout_millis: int) -> bool:
+        return self._provider.force_flush(timeout_millis)
 
-    def _shutdown_provider(self) -> bool:
+    def _shutdown_provider(self, timeout_millis: int) -> bool:
         if self._owns_provider:
             self._provider.shutdown()
             return True
-        return self._provider.force_flush(self._flush_timeout_millis)
+        return self._provider.force_flush(timeout_millis)
 
     def _count(self, name: str, amount: int = 1) -> None:
         with self._lock:
