@@ -21,14 +21,13 @@ from types import FrameType
 from opentelemetry.sdk.resources import Resource
 
 from otel_shapecheck.checks._builtin import EMBEDDERS, build_checks
+from otel_shapecheck.cli._exit import EXIT_OK, EXIT_USAGE
 from otel_shapecheck.gateway._gateway import Gateway, gateway_processor_options, gateway_queue_size
 from otel_shapecheck.gateway._service import GatewayService
 from otel_shapecheck.otlp._endpoints import PROTOCOLS, otlp_log_exporter, otlp_span_exporter
 from otel_shapecheck.pipeline._events import EvaluationEventEmitter
 from otel_shapecheck.pipeline._sinks import VerdictSink
 
-EXIT_OK = 0
-EXIT_USAGE = 2
 DEFAULT_GRPC_ADDRESS = "127.0.0.1:4317"
 DEFAULT_HTTP_ADDRESS = "127.0.0.1:4318"
 GATEWAY_SERVICE_NAME = "otel-shapecheck-gateway"
