@@ -146,6 +146,8 @@ class Ledger:
         """Waiting spans in deadline order, keyed by identity: ids are not trusted to be unique."""
         self._waiting_by_parent: dict[int, list[HeldSpan]] = {}
         self._analyst_parents: dict[int, int] = {}
+        self._watched_parents: OrderedDict[int, None] = OrderedDict()
+        """Parents of GenAI spans seen starting: their end is recorded even when they are not GenAI."""
         self._ready: deque[tuple[HeldSpan, ...]] = deque()
         self._ready_spans = 0
         self._overflow: list[ReadableSpan] = []
@@ -160,9 +162,31 @@ class Ledger:
     def concerns(self, span_id: int) -> bool:
         """Whether a span that is not GenAI must still go through :meth:`span_ended` (a lock-free check).
 
-        It must when held spans wait for its end or it has analyst-attempt children.
+        It must when held spans wait for its end, it has analyst-attempt children, or a GenAI child
+        started under it (so a child ending after it knows it need not wait).
         """
-        return span_id in self._waiting_by_parent or span_id in self._analyst_parents
+        return (
+            span_id in self._waiting_by_parent
+            or span_id in self._analyst_parents
+            or span_id in self._watched_parents
+        )
+
+    def child_started(self, parent_id: int) -> None:
+        """Note that a GenAI span started under ``parent_id``, so that parent's end is recorded.
+
+        An LLM span whose tool calls come from sibling executions is final when its parent ends; when the
+        parent already ended (an agent span closed first, a request handler that returned early), the
+        child is final at its own end instead of waiting ``max_wait``. At most ``max_pending_spans``
+        parents are watched, the oldest forgotten first.
+        """
+        if parent_id in self._watched_parents:  # lock-free: every sibling after the first stops here
+            return
+        with self._lock:
+            if self._closed:
+                return
+            self._watched_parents[parent_id] = None
+            if len(self._watched_parents) > self._max_pending:
+                self._watched_parents.popitem(last=False)
 
     def span_ended(
         self, span: ReadableSpan, classified: SpanClass, *, names_own_tool_calls: bool = False
@@ -201,10 +225,13 @@ class Ledger:
         parent_id = parent.span_id if parent is not None else None
         counts = self._counters
         wake = span_id in self._waiting_by_parent and self._release_children(span_id)
+        watched = span_id in self._watched_parents
+        if watched:
+            del self._watched_parents[span_id]
         facts = self._traces.get(trace_id)
         if facts is not None:
             self._traces.move_to_end(trace_id)
-        elif llm_call or tool_execution or analyst_attempt:
+        elif llm_call or tool_execution or analyst_attempt or watched:
             facts = self._new_trace(trace_id)
         if facts is not None:
             if len(facts.ended) < self._max_facts:
