@@ -245,35 +245,62 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 timeout_millis,
                 exc_info=False,
             )
-        flushed = self._flush_downstream(_millis(deadline)) and flushed
+        flushed = self._bounded_flush("downstream", self._flush_downstream, deadline) and flushed
         if self._flush_events is not None:
-            flushed = self._flush_events(_millis(deadline)) and flushed
+            flushed = self._bounded_flush("events", self._flush_events, deadline) and flushed
         return flushed
 
+    def _bounded_flush(self, name: str, flush: BoundedCall, deadline: float) -> bool:
+        if flush(_millis(deadline)):
+            return True
+        if flush.hung:  # counted once per call that found it hung or left it hanging
+            self._counters.error(
+                f"flush_hung:{name}",
+                "The %s's force_flush did not return in time; later flushes return at once until it does",
+                name,
+                exc_info=False,
+            )
+        return False
+
     def shutdown(self) -> None:
-        """Evaluate every held span (incomplete where facts are missing), forward it, then shut down."""
+        """Evaluate every held span (incomplete where facts are missing), forward it, then shut down.
+
+        Returns within ``shutdown_timeout_millis`` whatever the downstream or the event sink do: each
+        call into them runs on a helper thread (:class:`BoundedCall`), and one that hangs is counted
+        and left to finish on its own; spans it had not yet taken are still handed to it from there.
+        """
         with self._shutdown_lock:
             if self._is_shutdown:
                 return
             self._is_shutdown = True
+        timeout = self._options.shutdown_timeout_seconds
+        deadline = time.monotonic() + timeout
         self._ledger.close()
-        if not self._worker.stop(self._options.shutdown_timeout_seconds):
+        if not self._worker.stop(timeout):
             self._counters.error(
                 "shutdown_timeout",
                 "The evaluation worker did not finish within %.1f s; forwarding what is left un-evaluated",
-                self._options.shutdown_timeout_seconds,
+                timeout,
                 exc_info=False,
             )
-            self._forward_leftovers()
-        for name, close in (("downstream", self._downstream.shutdown), ("events", self._shutdown_events)):
-            try:
-                close()
-            except Exception:
-                self._counters.error(name, "Shutting down the %s failed", name)
-
-    def _shutdown_events(self) -> None:
+            self._bounded_shutdown_step("leftovers", self._forward_leftovers, deadline)
+        self._bounded_shutdown_step("downstream", self._downstream.shutdown, deadline)
         if self._events is not None:
-            self._events.shutdown()
+            self._bounded_shutdown_step("events", self._events.shutdown, deadline)
+
+    def _bounded_shutdown_step(self, name: str, step: Callable[[], object], deadline: float) -> None:
+        call = BoundedCall(
+            f"ShapecheckShutdown-{name}",
+            lambda _millis: step(),
+            on_error=lambda: self._counters.error(name, "Shutting down (%s) failed", name),
+        )
+        if not call(_millis(deadline)) and call.hung:
+            self._counters.error(
+                f"shutdown_timeout:{name}",
+                "Shutting down (%s) did not finish within the shutdown timeout; it goes on in the background",
+                name,
+                exc_info=False,
+            )
 
     def _drain_here(self) -> bool:
         """Evaluate on the calling thread when the worker is gone (shut down, or not yet restarted)."""
