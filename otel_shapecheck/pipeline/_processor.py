@@ -26,13 +26,13 @@ import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 
-from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_shapecheck.checks._base import Check
 from otel_shapecheck.pipeline._bounded_call import BoundedCall
+from otel_shapecheck.pipeline._facts import attribute_mapping
 from otel_shapecheck.pipeline._ledger import Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters, ProcessorCounts
 from otel_shapecheck.pipeline._options import ProcessorOptions
@@ -49,21 +49,6 @@ from otel_shapecheck.readers._classify import (
 from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
 
 logger = logging.getLogger(__name__)
-
-
-def _attribute_mapping(span: ReadableSpan) -> Mapping[str, object]:
-    """The span's attributes, read without the per-call cost of ``ReadableSpan.attributes``.
-
-    The public property wraps the SDK's ``BoundedAttributes`` in a new read-only view on every call,
-    and iterating that view runs Python-level code per key; an ended span's ``BoundedAttributes`` is
-    frozen, so reading its plain dict directly is safe and about twice as fast. Anything else (a
-    span built from a plain mapping, or a future SDK that stores attributes differently) takes the
-    public property.
-    """
-    stored = span._attributes
-    if type(stored) is BoundedAttributes:
-        return stored._dict
-    return span.attributes or {}
 
 
 class ShapecheckSpanProcessor(SpanProcessor):
@@ -116,6 +101,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
             max_queue_size=options.max_queue_size,
             max_traces=options.max_traces,
             max_facts_per_trace=options.max_facts_per_trace,
+            max_fact_bytes=options.max_fact_bytes,
             wake_at=options.max_evaluation_batch_size,
         )
         self._worker = EvaluationWorker(
@@ -180,7 +166,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
             if (
                 parent is not None
                 and not parent.is_remote
-                and not CLASSIFYING_KEYS.isdisjoint(_attribute_mapping(span))
+                and not CLASSIFYING_KEYS.isdisjoint(attribute_mapping(span))
             ):
                 self._ledger.child_started(parent.span_id)
         except Exception:
@@ -197,7 +183,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
         """Forward the span at once, or hold it for evaluation when it is an LLM call or analyst span."""
         held = False
         try:
-            attributes = _attribute_mapping(span)
+            attributes = attribute_mapping(span)
             name = span.name
             # This test is the whole cost an ordinary span pays: without any classifying key and a
             # tool-span name, classify_span() would answer OTHER.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from otel_shapecheck._model import AnalystAttempt, AnalystRun, LLMCall, ToolExecution, ToolResult
 from otel_shapecheck.checks._base import Subject
-from otel_shapecheck.pipeline._ledger import ExecutionFact, HeldSpan, Release
+from otel_shapecheck.pipeline._facts import ExecutionFact, HeldSpan, Release
 from otel_shapecheck.readers._read import (
     read_analyst_attempt,
     read_llm_call,
