@@ -46,6 +46,7 @@ from otel_shapecheck.readers._classify import (
     names_own_tool_calls,
 )
 from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
+from otel_shapecheck.readers._genai_events import events_name_tool_calls
 
 logger = logging.getLogger(__name__)
 
@@ -194,7 +195,11 @@ class ShapecheckSpanProcessor(SpanProcessor):
         held, wake, overflow = self._ledger.span_ended(
             span,
             classified,
-            names_own_tool_calls=classified.role is SpanRole.LLM_CALL and names_own_tool_calls(attributes),
+            names_own_tool_calls=classified.role is SpanRole.LLM_CALL
+            and (
+                names_own_tool_calls(attributes)
+                or (bool(span.events) and events_name_tool_calls(span.events))
+            ),
         )
         counters = self._counters
         counters.seen += 1
