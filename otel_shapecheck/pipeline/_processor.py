@@ -126,6 +126,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
             self._counters,
             batch_size=options.max_evaluation_batch_size,
             schedule_delay_seconds=options.schedule_delay_seconds,
+            answer_tools=options.answer_tools,
         )
         self._shutdown_lock = threading.Lock()
         self._is_shutdown = False

@@ -5,9 +5,12 @@ Runs on the evaluation worker only; the readers it calls parse content and never
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from otel_shapecheck._model import AnalystAttempt, AnalystRun, LLMCall, ToolExecution, ToolResult
 from otel_shapecheck.checks._base import Subject
 from otel_shapecheck.pipeline._ledger import ExecutionFact, HeldSpan, Release
+from otel_shapecheck.readers._answer_tools import is_answer_tool, with_answer_tools
 from otel_shapecheck.readers._read import (
     read_analyst_attempt,
     read_llm_call,
@@ -17,13 +20,17 @@ from otel_shapecheck.readers._read import (
 from otel_shapecheck.readers._tool_join import join_tool_executions
 
 
-def build_subjects(release: Release) -> list[Subject]:
-    """One subject per released span, in the release's order."""
+def build_subjects(release: Release, answer_tools: Sequence[str] = ()) -> list[Subject]:
+    """One subject per released span, in the release's order.
+
+    ``answer_tools`` are the configured answer-tool names, for calls whose framework declares none.
+    """
     calls = _llm_calls(release)
     executions = [execution for execution in map(_read_execution, release.executions) if execution]
     if executions and calls:
         calls = _joined(calls, release, executions)
-    return [_subject(held, release, calls.get(held.span_id)) for held in release.spans]
+    calls = {span_id: with_answer_tools(call, answer_tools) for span_id, call in calls.items()}
+    return [_subject(held, release, calls.get(held.span_id), answer_tools) for held in release.spans]
 
 
 def _joined(
@@ -58,14 +65,16 @@ def _llm_calls(release: Release) -> dict[int, LLMCall]:
     return calls
 
 
-def _subject(held: HeldSpan, release: Release, call: LLMCall | None) -> Subject:
+def _subject(held: HeldSpan, release: Release, call: LLMCall | None, answer_tools: Sequence[str]) -> Subject:
     end_time = held.span.end_time or 0
+    answer_names = (call.declared_answer_tools if call else None) or answer_tools
     results = tuple(
         _result(execution)
         for fact in release.trace_executions
         if (fact.span.end_time or 0) <= end_time
         and (execution := _read_execution(fact)) is not None
         and execution.result is not None
+        and not is_answer_tool(execution.name, answer_names)  # an answer is no basis for itself
     )
     return Subject(
         span_id=format(held.span_id, "016x"),

@@ -40,6 +40,7 @@ class EvaluationWorker:
         *,
         batch_size: int,
         schedule_delay_seconds: float,
+        answer_tools: Sequence[str] = (),
     ) -> None:
         self._ledger = ledger
         self._checks = tuple(checks) if checks is not None else None
@@ -48,6 +49,7 @@ class EvaluationWorker:
         self._counters = counters
         self._batch_size = batch_size
         self._delay = schedule_delay_seconds
+        self._answer_tools = tuple(answer_tools)
         self._init_thread_state()
 
     def _init_thread_state(self) -> None:
@@ -139,7 +141,7 @@ class EvaluationWorker:
         subjects: list[Subject] = []
         for release in releases:
             try:
-                built = build_subjects(release)
+                built = build_subjects(release, self._answer_tools)
             except Exception:
                 self._counters.error(
                     "read", "Reading spans for evaluation failed; forwarding them as they are"

@@ -58,6 +58,8 @@ class CallContent:
     offered_tools: tuple[OfferedTool, ...] | None = None
     finish_reasons: tuple[str, ...] = ()
     response_id: str | None = None
+    answer_tools: tuple[str, ...] | None = None
+    """Output tools the framework declared apart from its function tools (``None``: none declared)."""
 
 
 def llm_call_from_content(content: CallContent, ref: SpanRef) -> LLMCall:
@@ -83,6 +85,8 @@ def llm_call_from_content(content: CallContent, ref: SpanRef) -> LLMCall:
         finish_reasons=finish_reasons,
         response_id=content.response_id,
         end_time_ns=ref.end_time_ns,
+        declared_answer_tools=content.answer_tools,
+        menu_source="span" if content.offered_tools else None,
     )
 
 
@@ -107,6 +111,7 @@ def merge_content(first: CallContent, second: CallContent) -> CallContent:
         offered_tools=first.offered_tools if first.offered_tools is not None else second.offered_tools,
         finish_reasons=first.finish_reasons or second.finish_reasons,
         response_id=first.response_id or second.response_id,
+        answer_tools=first.answer_tools if first.answer_tools is not None else second.answer_tools,
     )
 
 

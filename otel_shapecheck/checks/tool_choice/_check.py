@@ -67,6 +67,7 @@ SKIP_NO_MENU: Final = "no-menu"
 SKIP_NO_CONTEXT: Final = "no-context"
 SKIP_INCOMPLETE: Final = "incomplete"
 SKIP_MENU_TOO_LARGE: Final = "menu-too-large"
+SKIP_ANSWER_TOOL: Final = "answer-tool"
 
 # Values of ``gen_ai.evaluation.score.label`` for tool choice.
 LABEL_CLEAR: Final = "clear"
@@ -169,6 +170,7 @@ _SKIP_EXPLANATIONS: Final = {
     SKIP_NO_CONTEXT: "No user message was captured for the turn, so there is no context to rank against.",
     SKIP_INCOMPLETE: "The call's output was not seen before the span was released, so the choice is unknown.",
     SKIP_MENU_TOO_LARGE: "The menu has more tools than the check ranks per call, so it was not scored.",
+    SKIP_ANSWER_TOOL: "The call answered through an output tool: an answer, not a tool choice.",
 }
 
 
@@ -318,6 +320,8 @@ class ToolChoiceCheck:
         for tool in call.offered_tools or ():
             unique.setdefault(tool.name, tool)
         offered = tuple(unique.values())
+        if call.answer_tool is not None and not call.chosen:
+            return self._unscored(call, offered, SKIP_ANSWER_TOOL)
         if not offered:
             if call.chosen and not call.offered_tools:
                 return self._unscored(call, (), SKIP_NO_MENU)
