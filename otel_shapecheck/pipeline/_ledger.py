@@ -50,6 +50,8 @@ class HeldSpan:
     awaits_parent: bool = False
     """Whether it waits for its parent to end (its tool calls come from sibling executions)."""
     incomplete: bool = False
+    ancestor_menu: Mapping[str, object] | None = None
+    """The menu attributes of its nearest ancestor with a menu, copied when it ended without one."""
 
     @property
     def llm_call(self) -> bool:
@@ -165,7 +167,12 @@ class Ledger:
         return span_id in self._waiting_by_parent or span_id in self._analyst_parents
 
     def span_ended(
-        self, span: ReadableSpan, classified: SpanClass, *, names_own_tool_calls: bool = False
+        self,
+        span: ReadableSpan,
+        classified: SpanClass,
+        *,
+        names_own_tool_calls: bool = False,
+        ancestor_menu: Mapping[str, object] | None = None,
     ) -> tuple[bool, bool, list[ReadableSpan] | None]:
         """Record an ended span; return ``(held, wake, overflow)``.
 
@@ -180,7 +187,7 @@ class Ledger:
             if self._closed:
                 return False, False, None
             held, wake = self._record(
-                span, context.span_id, context.trace_id, classified, names_own_tool_calls
+                span, context.span_id, context.trace_id, classified, names_own_tool_calls, ancestor_menu
             )
             overflow = self._take_overflow() if self._overflow else None
         return held, wake, overflow
@@ -192,6 +199,7 @@ class Ledger:
         trace_id: int,
         classified: SpanClass,
         names_own_tool_calls: bool,
+        ancestor_menu: Mapping[str, object] | None = None,
     ) -> tuple[bool, bool]:
         role = classified.role
         llm_call = role is SpanRole.LLM_CALL
@@ -226,6 +234,7 @@ class Ledger:
         held = HeldSpan(
             span, span_id, trace_id, parent_id, classified, analyst, time.monotonic() + self._max_wait
         )
+        held.ancestor_menu = ancestor_menu
         awaits_parent = (
             llm_call
             and parent is not None

@@ -47,8 +47,12 @@ from otel_shapecheck.readers._classify import (
 )
 from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
 from otel_shapecheck.readers._genai_events import events_name_tool_calls
+from otel_shapecheck.readers._menus import has_own_menu, menu_attributes
 
 logger = logging.getLogger(__name__)
+
+_MAX_ANCESTOR_DEPTH = 32
+"""Ancestors looked at for a menu, nearest first."""
 
 
 def _attribute_mapping(span: ReadableSpan) -> Mapping[str, object]:
@@ -128,6 +132,9 @@ class ShapecheckSpanProcessor(SpanProcessor):
             schedule_delay_seconds=options.schedule_delay_seconds,
             answer_tools=options.answer_tools,
         )
+        self._live: dict[int, ReadableSpan | Span] = {}
+        """Started, not yet ended spans by span id: the ancestors an LLM call may take its menu from."""
+        self._max_live = options.max_pending_spans
         self._shutdown_lock = threading.Lock()
         self._is_shutdown = False
         self._counters.observe_with(meter_provider)
@@ -155,11 +162,31 @@ class ShapecheckSpanProcessor(SpanProcessor):
         return self._counters.snapshot()
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        """Hand the starting span to the downstream."""
+        """Keep a reference to the starting span (a possible menu ancestor), then hand it downstream."""
+        self.span_started(span)
         try:
             self._downstream.on_start(span, parent_context=parent_context)
         except Exception:
             self._counters.error("downstream", "The downstream span processor failed in on_start")
+
+    def span_started(self, span: ReadableSpan | Span) -> None:
+        """Keep ``span`` as a possible menu ancestor until it ends (one dictionary store; never raises).
+
+        A live span's attributes are read only when a descendant LLM call ends without a menu, so
+        attributes a framework sets after the start (strands-agents sets them right after) are seen.
+        The offline ``check`` calls this with exported spans, in start order.
+        """
+        try:
+            context = span.context
+            if context is None:
+                return
+            live = self._live
+            if len(live) >= self._max_live:
+                self._counters.started_untracked += 1
+                return
+            live[context.span_id] = span
+        except Exception:
+            self._counters.error("on_start", "Keeping a started span failed")
 
     def _on_ending(self, span: Span) -> None:
         """Pass the SDK's ending hook on, so a downstream implementing it works behind the wrapper."""
@@ -172,13 +199,16 @@ class ShapecheckSpanProcessor(SpanProcessor):
         """Forward the span at once, or hold it for evaluation when it is an LLM call or analyst span."""
         held = False
         try:
+            context = span.context
+            if context is not None:
+                self._live.pop(context.span_id, None)
             attributes = _attribute_mapping(span)
             name = span.name
             # This test is the whole cost an ordinary span pays: without any classifying key and a
             # tool-span name, classify_span() would answer OTHER.
             if not CLASSIFYING_KEYS.isdisjoint(attributes) or name.startswith(EXECUTE_TOOL_SPAN_PREFIX):
                 held = self._record(span, classify_span(name, attributes), attributes)
-            elif (context := span.context) is not None and self._ledger.concerns(context.span_id):
+            elif context is not None and self._ledger.concerns(context.span_id):
                 held = self._record(span, OTHER, attributes)
             else:
                 counters = self._counters
@@ -193,14 +223,16 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 self._counters.error("downstream", "The downstream span processor failed in on_end")
 
     def _record(self, span: ReadableSpan, classified: SpanClass, attributes: Mapping[str, object]) -> bool:
+        llm_call = classified.role is SpanRole.LLM_CALL
         held, wake, overflow = self._ledger.span_ended(
             span,
             classified,
-            names_own_tool_calls=classified.role is SpanRole.LLM_CALL
+            names_own_tool_calls=llm_call
             and (
                 names_own_tool_calls(attributes)
                 or (bool(span.events) and events_name_tool_calls(span.events))
             ),
+            ancestor_menu=self._ancestor_menu(span) if llm_call and not has_own_menu(attributes) else None,
         )
         counters = self._counters
         counters.seen += 1
@@ -212,6 +244,23 @@ class ShapecheckSpanProcessor(SpanProcessor):
             for released in overflow:
                 self._forward(released)
         return held
+
+    def _ancestor_menu(self, span: ReadableSpan) -> dict[str, object] | None:
+        """The menu attributes of the nearest live local ancestor that carries a menu, copied."""
+        parent = span.parent
+        live = self._live
+        for _ in range(_MAX_ANCESTOR_DEPTH):
+            if parent is None or parent.is_remote:
+                return None
+            ancestor = live.get(parent.span_id)
+            if ancestor is None:
+                return None
+            menu = menu_attributes(ancestor.attributes or {})
+            if menu is not None:
+                self._counters.ancestor_menus += 1
+                return menu
+            parent = ancestor.parent
+        return None
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Evaluate and forward every ready span, then flush the downstream and the event sink, in time."""
@@ -292,6 +341,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
 
     def _at_fork_reinit(self) -> None:
         self._shutdown_lock = threading.Lock()
+        self._live = {}
         self._counters.reset()
         self._ledger.reset_after_fork()
         if not self._is_shutdown:

@@ -6,11 +6,13 @@ Runs on the evaluation worker only; the readers it calls parse content and never
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from otel_shapecheck._model import AnalystAttempt, AnalystRun, LLMCall, ToolExecution, ToolResult
 from otel_shapecheck.checks._base import Subject
 from otel_shapecheck.pipeline._ledger import ExecutionFact, HeldSpan, Release
 from otel_shapecheck.readers._answer_tools import is_answer_tool, with_answer_tools
+from otel_shapecheck.readers._menus import read_menu
 from otel_shapecheck.readers._read import (
     read_analyst_attempt,
     read_llm_call,
@@ -18,6 +20,9 @@ from otel_shapecheck.readers._read import (
     read_tool_execution,
 )
 from otel_shapecheck.readers._tool_join import join_tool_executions
+
+MENU_SOURCE_SPAN = "span"
+MENU_SOURCE_ANCESTOR = "ancestor"
 
 
 def build_subjects(release: Release, answer_tools: Sequence[str] = ()) -> list[Subject]:
@@ -60,6 +65,10 @@ def _llm_calls(release: Release) -> dict[int, LLMCall]:
             logged = read_log_records(records)
             if logged is not None:
                 call = call.merged_with(logged) if call is not None else logged
+        if call is not None and call.offered_tools is None and held.ancestor_menu is not None:
+            menu = read_menu(held.ancestor_menu)
+            if menu is not None:
+                call = replace(call, offered_tools=menu, menu_source=MENU_SOURCE_ANCESTOR)
         if call is not None:
             calls[held.span_id] = call
     return calls

@@ -30,6 +30,7 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_CHOSEN,
     TOOL_CHOICE_EMBEDDER,
     TOOL_CHOICE_MARGIN,
+    TOOL_CHOICE_MENU_SOURCE,
     TOOL_CHOICE_NARROW,
     TOOL_CHOICE_OFFERED_COUNT,
     TOOL_CHOICE_PROXY_DISAGREEMENT,
@@ -99,6 +100,8 @@ class ToolChoiceCall:
     """The ranking, once scored; stays ``None`` when ``skipped`` says why it never will be."""
     skipped: str | None = None
     response_id: str | None = None
+    menu_source: str | None = None
+    """``span`` or ``ancestor``: whose span the menu was read from."""
 
     @property
     def flagged(self) -> bool:
@@ -349,6 +352,7 @@ class ToolChoiceCheck:
             context_text=context,
             skipped=skipped,
             response_id=call.response_id,
+            menu_source=call.menu_source if offered else None,
         )
 
     def _scored(self, calls: Sequence[ToolChoiceCall]) -> list[ToolChoiceCall]:
@@ -378,6 +382,8 @@ class ToolChoiceCheck:
         attributes: dict[str, AttributeValue] = {TOOL_CHOICE_CHOSEN: call.chosen}
         if call.offered:
             attributes[TOOL_CHOICE_OFFERED_COUNT] = len(call.offered)
+            if call.menu_source:
+                attributes[TOOL_CHOICE_MENU_SOURCE] = call.menu_source
         flags: list[str] = []
         result = call.result
         if call.skipped is not None:
