@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import Event, ReadableSpan
 
-from otel_shapecheck._attributes import EVALUATION_EVENT
+from otel_shapecheck._attributes import DUPLICATE_OF, EVALUATION_EVENT
 from otel_shapecheck.checks._base import Verdict, enrichment_attributes
 
 
@@ -80,3 +80,13 @@ def enriched_copy(span: ReadableSpan, verdicts: Sequence[Verdict]) -> EnrichedSp
         for verdict in verdicts
     )
     return EnrichedSpan(span, attributes, events)
+
+
+def duplicate_copy(span: ReadableSpan, original_span_id: str) -> EnrichedSpan:
+    """``span`` marked as a second record of the call evaluated on ``original_span_id`` (nothing else)."""
+    attributes = BoundedAttributes(
+        attributes={**(span.attributes or {}), DUPLICATE_OF: original_span_id},
+        immutable=True,
+        max_value_len=None,
+    )
+    return EnrichedSpan(span, attributes, list(span.events))

@@ -81,6 +81,8 @@ class Release:
     """Every execution of the trace that was kept (the figures basis)."""
     sibling_calls: tuple[tuple[ReadableSpan, SpanClass], ...] = ()
     """Other LLM-call spans under the parent the spans waited for: they bound which executions are whose."""
+    trace_calls: tuple[tuple[ReadableSpan, SpanClass], ...] = ()
+    """Every LLM-call span of the trace kept so far (a second span of one call is found among them)."""
     content: Mapping[int, tuple[LogRecord, ...]] = field(default_factory=dict)
     """Content log records by span id."""
     attempts: Mapping[int, tuple[ReadableSpan, ...]] = field(default_factory=dict)
@@ -410,4 +412,13 @@ class Ledger:
             if awaited
             else ()
         )
-        return Release(group, executions, trace_executions, siblings, content, attempts)
+        trace_calls = tuple((span, classified) for _, span, classified in facts.calls)
+        return Release(
+            group,
+            executions,
+            trace_executions,
+            siblings,
+            trace_calls=trace_calls,
+            content=content,
+            attempts=attempts,
+        )

@@ -8,10 +8,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from opentelemetry.sdk.trace import ReadableSpan
+
 from otel_shapecheck._model import AnalystAttempt, AnalystRun, LLMCall, ToolExecution, ToolResult
 from otel_shapecheck.checks._base import Subject
+from otel_shapecheck.pipeline._duplicates import duplicate_of
 from otel_shapecheck.pipeline._ledger import ExecutionFact, HeldSpan, Release
 from otel_shapecheck.readers._answer_tools import is_answer_tool, with_answer_tools
+from otel_shapecheck.readers._classify import SpanClass
 from otel_shapecheck.readers._menus import read_menu
 from otel_shapecheck.readers._read import (
     read_analyst_attempt,
@@ -35,7 +39,37 @@ def build_subjects(release: Release, answer_tools: Sequence[str] = ()) -> list[S
     if executions and calls:
         calls = _joined(calls, release, executions)
     calls = {span_id: with_answer_tools(call, answer_tools) for span_id, call in calls.items()}
-    return [_subject(held, release, calls.get(held.span_id), answer_tools) for held in release.spans]
+    subjects = [_subject(held, release, calls.get(held.span_id), answer_tools) for held in release.spans]
+    return _mark_duplicates(subjects, release, answer_tools)
+
+
+def _mark_duplicates(subjects: list[Subject], release: Release, answer_tools: Sequence[str]) -> list[Subject]:
+    """The subjects, those recording a call an earlier-ended span of the trace records marked as such."""
+    others = [span for span, _ in release.trace_calls]
+    if len(others) < 2:
+        return subjects
+    readings: dict[int, LLMCall | None] = {}
+
+    def reading(span: ReadableSpan, classified: SpanClass) -> LLMCall | None:
+        if id(span) not in readings:
+            call = read_llm_call(span, classified)
+            readings[id(span)] = with_answer_tools(call, answer_tools) if call is not None else None
+        return readings[id(span)]
+
+    marked = []
+    for held, subject in zip(release.spans, subjects, strict=True):
+        call = subject.llm_call
+        if call is not None:
+            earlier = [
+                (span, other)
+                for span, classified in release.trace_calls
+                if span is not held.span and (other := reading(span, classified)) is not None
+            ]
+            original = duplicate_of(held.span, call, earlier)
+            if original is not None:
+                subject = replace(subject, duplicate_of=original)
+        marked.append(subject)
+    return marked
 
 
 def _joined(

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from otel_shapecheck.checks._base import Check, Subject, Verdict
-from otel_shapecheck.pipeline._enrich import enriched_copy
+from otel_shapecheck.pipeline._enrich import duplicate_copy, enriched_copy
 from otel_shapecheck.pipeline._ledger import HeldSpan, Ledger, Release
 from otel_shapecheck.pipeline._metrics import ProcessorCounters
 from otel_shapecheck.pipeline._sinks import VerdictSink
@@ -151,9 +151,17 @@ class EvaluationWorker:
             subjects.extend(built)
         if not subjects:
             return
-        verdicts = self._run_checks(subjects)
-        self._counters.evaluated += len(subjects)
-        for held, span_verdicts in zip(held_spans, verdicts, strict=True):
+        duplicates = [(held, s) for held, s in zip(held_spans, subjects, strict=True) if s.duplicate_of]
+        for held, subject in duplicates:
+            del unforwarded[id(held)]
+            self._counters.duplicates += 1
+            self._forward(duplicate_copy(held.span, subject.duplicate_of or ""))
+        pairs = [(held, s) for held, s in zip(held_spans, subjects, strict=True) if not s.duplicate_of]
+        if not pairs:
+            return
+        verdicts = self._run_checks([subject for _, subject in pairs])
+        self._counters.evaluated += len(pairs)
+        for (held, _), span_verdicts in zip(pairs, verdicts, strict=True):
             del unforwarded[id(held)]
             self._finish(held.span, span_verdicts)
 
