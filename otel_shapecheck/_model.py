@@ -80,6 +80,8 @@ class LLMCall:
     answer_tool: str | None = None
     """The tool the answer came through, when the call answered by calling one (its ``answer_text``
     is then read from that call's arguments, and the call is not a tool choice)."""
+    turn_tool_calls: int = 0
+    """Tool calls the input shows the model made earlier in this turn (after the last user message)."""
     menu_source: str | None = None
     """Where the menu came from: ``span`` (the call's own span) or ``ancestor`` (the nearest ancestor)."""
 
@@ -113,6 +115,7 @@ class LLMCall:
             else other.declared_answer_tools,
             answer_tool=self.answer_tool or other.answer_tool,
             menu_source=self.menu_source or other.menu_source,
+            turn_tool_calls=self.turn_tool_calls or other.turn_tool_calls,
         )
 
 

@@ -87,6 +87,7 @@ def llm_call_from_content(content: CallContent, ref: SpanRef) -> LLMCall:
         end_time_ns=ref.end_time_ns,
         declared_answer_tools=content.answer_tools,
         menu_source="span" if content.offered_tools else None,
+        turn_tool_calls=_turn_tool_calls(inputs),
     )
 
 
@@ -140,6 +141,17 @@ def _turn_assistant_text(messages: Sequence[Message]) -> str | None:
         if message.role in ASSISTANT_ROLES and message.text is not None:
             return message.text
     return None
+
+
+def _turn_tool_calls(messages: Sequence[Message]) -> int:
+    """Tool calls (and tool results, when the calls themselves were not recorded) after the last prompt."""
+    calls = results = 0
+    for message in reversed(messages):
+        if _is_prompt(message):
+            break
+        calls += len(message.tool_calls)
+        results += len(message.tool_results)
+    return calls or results
 
 
 def _answer_text(outputs: Sequence[Message]) -> str | None:
