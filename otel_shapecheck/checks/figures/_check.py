@@ -56,7 +56,8 @@ class FiguresCheck:
     ``grounded`` verdict with ``checked = 0``, so a trace shows which answers were checked.
 
     Silence is not a verdict: a call that ends a turn (no tool calls, no finish reason asking for
-    tools) in such a context but whose answer could not be read is ``skipped = no-content``; an answer
+    tools) in such a context, or whose output was not captured at all, and whose answer could not be
+    read is ``skipped = no-content``; an answer
     whose turn called tools of which no result was captured is ``skipped = no-results``.
 
     Configuration: ``min_digits``, else :envvar:`OTEL_SHAPECHECK_FIGURES_MIN_DIGITS`, else 4.
@@ -86,7 +87,8 @@ class FiguresCheck:
         tool_results = _distinct(call.tool_results + subject.trace_tool_results)
         in_tool_context = bool(tool_results or call.offered_tools or call.turn_tool_calls)
         if not _is_final_answer(call):
-            if in_tool_context and _ends_turn_unread(call):
+            # Output not captured at all (content capture off) is as silent as an unreadable one.
+            if (in_tool_context or call.tool_calls is None) and _ends_turn_unread(call):
                 return _skipped(SKIP_NO_CONTENT, call.response_id)
             return None
         if not tool_results and call.turn_tool_calls:
