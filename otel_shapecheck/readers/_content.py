@@ -60,6 +60,8 @@ class CallContent:
     response_id: str | None = None
     answer_tools: tuple[str, ...] | None = None
     """Output tools the framework declared apart from its function tools (``None``: none declared)."""
+    not_a_call: bool = False
+    """The span says it is no model call (its recorded output is a request): read it as none."""
 
 
 def llm_call_from_content(content: CallContent, ref: SpanRef) -> LLMCall:
@@ -113,6 +115,7 @@ def merge_content(first: CallContent, second: CallContent) -> CallContent:
         finish_reasons=first.finish_reasons or second.finish_reasons,
         response_id=first.response_id or second.response_id,
         answer_tools=first.answer_tools if first.answer_tools is not None else second.answer_tools,
+        not_a_call=first.not_a_call or second.not_a_call,
     )
 
 

@@ -15,7 +15,7 @@ from otel_shapecheck.readers._content import TOOL_RESULT_ROLES, CallContent, Mes
 from otel_shapecheck.readers._flattened import read_indexed
 from otel_shapecheck.readers._genai import offered_tool_from_json
 from otel_shapecheck.readers._lenient_json import parse_json_object, parse_json_or_text, to_json_value
-from otel_shapecheck.readers._payloads import payload_messages
+from otel_shapecheck.readers._payloads import is_request_payload, payload_messages
 
 OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
 INPUT_MESSAGES_PREFIX = "llm.input_messages."
@@ -52,6 +52,12 @@ def read_openinference_content(attributes: Mapping[str, object]) -> CallContent:
     if inputs is None and INPUT_VALUE in attributes:
         inputs = payload_messages(attributes.get(INPUT_VALUE), attributes.get(INPUT_MIME_TYPE), output=False)
     outputs = read_indexed(attributes, OUTPUT_MESSAGES_PREFIX, _message)
+    if (
+        outputs is None
+        and inputs is None
+        and is_request_payload(attributes.get(OUTPUT_VALUE), attributes.get(OUTPUT_MIME_TYPE))
+    ):
+        return CallContent(not_a_call=True)
     if outputs is None and OUTPUT_VALUE in attributes:
         outputs = payload_messages(
             attributes.get(OUTPUT_VALUE), attributes.get(OUTPUT_MIME_TYPE), output=True

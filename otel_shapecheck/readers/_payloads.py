@@ -44,6 +44,21 @@ def payload_messages(value: object, mime_type: object, *, output: bool) -> tuple
     return messages or None
 
 
+_REPLY_KEYS = frozenset({"choices", "output", "role", "content"})
+
+
+def is_request_payload(value: object, mime_type: object) -> bool:
+    """Whether an ``output.value`` holds a request (``{"messages": ...}``, no reply field), not a reply.
+
+    An OpenInference "LLM" span whose output is a request is a preparation step (llama-index's
+    ``_prepare_chat_with_tools``), not a model call.
+    """
+    if not isinstance(value, str) or mime_type != JSON_MIME_TYPE or not value.lstrip().startswith("{"):
+        return False
+    parsed = parse_json_or_text(value)
+    return isinstance(parsed, dict) and "messages" in parsed and _REPLY_KEYS.isdisjoint(parsed)
+
+
 def _messages(value: JSONValue, default_role: str) -> tuple[Message, ...]:
     if isinstance(value, list):
         return tuple(message for item in value for message in _messages_of_item(item, default_role))

@@ -69,6 +69,8 @@ def read_llm_call(span: ReadableSpan, classified: SpanClass | None = None) -> LL
         from_events = span_event_content(span.events)
         if from_events is not None:
             content = merge_content(content, from_events)
+    if content.not_a_call and content.input_messages is None and content.output_messages is None:
+        return None
     return llm_call_from_content(content, ref)
 
 
