@@ -111,9 +111,12 @@ class TestAncestorMenus:
         """Past max_pending_spans live spans, a started span is not kept, and that is counted."""
         with _processor(max_pending_spans=2) as (provider, processor, _):
             tracer = provider.get_tracer("framework")
-            with tracer.start_as_current_span("a"), tracer.start_as_current_span("b"):
-                with tracer.start_as_current_span("c"):
-                    pass
+            with (
+                tracer.start_as_current_span("a"),
+                tracer.start_as_current_span("b"),
+                tracer.start_as_current_span("c"),
+            ):
+                pass
             assert processor.counts().started_untracked == 1
             assert not processor._live, "every ended span is forgotten"
 
