@@ -163,7 +163,14 @@ class ShapecheckSpanProcessor(SpanProcessor):
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         """Keep a reference to the starting span (a possible menu ancestor), then hand it downstream."""
-        self.span_started(span)
+        try:  # span_started() inlined: this runs for every span the application starts
+            live = self._live
+            if len(live) < self._max_live:
+                live[span.context.span_id] = span
+            else:
+                self._counters.started_untracked += 1
+        except Exception:
+            self._counters.error("on_start", "Keeping a started span failed")
         try:
             self._downstream.on_start(span, parent_context=parent_context)
         except Exception:
