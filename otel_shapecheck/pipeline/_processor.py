@@ -32,6 +32,7 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_shapecheck.checks._base import Check
+from otel_shapecheck.pipeline._bounded_call import BoundedCall
 from otel_shapecheck.pipeline._ledger import Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters, ProcessorCounts
 from otel_shapecheck.pipeline._options import ProcessorOptions
@@ -135,6 +136,20 @@ class ShapecheckSpanProcessor(SpanProcessor):
         self._live: dict[int, ReadableSpan | Span] = {}
         """Started, not yet ended spans by span id: the ancestors an LLM call may take its menu from."""
         self._max_live = options.max_pending_spans
+        self._flush_downstream = BoundedCall(
+            "ShapecheckDownstreamFlush",
+            downstream.force_flush,
+            on_error=lambda: self._counters.error("downstream", "Flushing the downstream failed"),
+        )
+        self._flush_events = (
+            BoundedCall(
+                "ShapecheckEventsFlush",
+                events.force_flush,
+                on_error=lambda: self._counters.error("events", "Flushing the event sink failed"),
+            )
+            if events is not None
+            else None
+        )
         self._shutdown_lock = threading.Lock()
         self._is_shutdown = False
         self._counters.observe_with(meter_provider)
@@ -280,21 +295,9 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 timeout_millis,
                 exc_info=False,
             )
-        downstream = self._downstream
-        flushed = (
-            _call_within(
-                deadline, lambda: downstream.force_flush(_millis(deadline)), self._counters, "downstream"
-            )
-            and flushed
-        )
-        if self._events is not None:
-            events = self._events
-            flushed = (
-                _call_within(
-                    deadline, lambda: events.force_flush(_millis(deadline)), self._counters, "events"
-                )
-                and flushed
-            )
+        flushed = self._flush_downstream(_millis(deadline)) and flushed
+        if self._flush_events is not None:
+            flushed = self._flush_events(_millis(deadline)) and flushed
         return flushed
 
     def shutdown(self) -> None:
@@ -349,6 +352,9 @@ class ShapecheckSpanProcessor(SpanProcessor):
     def _at_fork_reinit(self) -> None:
         self._shutdown_lock = threading.Lock()
         self._live = {}
+        self._flush_downstream.reset_after_fork()
+        if self._flush_events is not None:
+            self._flush_events.reset_after_fork()
         self._counters.reset()
         self._ledger.reset_after_fork()
         if not self._is_shutdown:
@@ -372,22 +378,3 @@ def _remaining(deadline: float) -> float:
 
 def _millis(deadline: float) -> int:
     return int(_remaining(deadline) * 1000)
-
-
-def _call_within(
-    deadline: float, flush: Callable[[], bool | None], counters: ProcessorCounters, kind: str
-) -> bool:
-    """Run a flush on a helper thread and wait for it until ``deadline``: a hung downstream cannot hold us."""
-    outcome: list[bool] = []
-
-    def run() -> None:
-        try:
-            outcome.append(flush() is not False)
-        except Exception:
-            counters.error(kind, "Flushing the %s failed", kind)
-            outcome.append(False)
-
-    thread = threading.Thread(target=run, name="ShapecheckFlush", daemon=True)
-    thread.start()
-    thread.join(_remaining(deadline))
-    return bool(outcome) and outcome[0]

@@ -99,23 +99,23 @@ class Convention(enum.Flag):
 
 @dataclass(frozen=True, slots=True)
 class SpanClass:
-    """A span's role and the convention that said so; one shared instance per combination."""
+    """A span's role and the convention that said so (one shared instance per combination in use)."""
 
     role: SpanRole
     convention: Convention
 
 
-_CLASSES = {
-    (role, convention): SpanClass(role, convention)
-    for role in SpanRole
-    for convention in (Convention.NONE, *Convention)
-}
-OTHER = _CLASSES[(SpanRole.OTHER, Convention.NONE)]
+OTHER = SpanClass(SpanRole.OTHER, Convention.NONE)
 """The class of every span that is nothing to the checks."""
-
-
-def _of(role: SpanRole, convention: Convention) -> SpanClass:
-    return _CLASSES[(role, convention)]
+LLM_CALL_GENAI = SpanClass(SpanRole.LLM_CALL, Convention.GENAI)
+LLM_CALL_OPENINFERENCE = SpanClass(SpanRole.LLM_CALL, Convention.OPENINFERENCE)
+LLM_CALL_OPENLLMETRY = SpanClass(SpanRole.LLM_CALL, Convention.OPENLLMETRY)
+TOOL_EXECUTION_GENAI = SpanClass(SpanRole.TOOL_EXECUTION, Convention.GENAI)
+TOOL_EXECUTION_OPENINFERENCE = SpanClass(SpanRole.TOOL_EXECUTION, Convention.OPENINFERENCE)
+TOOL_EXECUTION_OPENLLMETRY = SpanClass(SpanRole.TOOL_EXECUTION, Convention.OPENLLMETRY)
+ANALYST_ATTEMPT_SPAN = SpanClass(SpanRole.ANALYST_ATTEMPT, Convention.SHAPECHECK)
+# Shared instances: classify_span runs on the application's thread and must not build objects (nor look
+# them up by enum members, whose hashing runs Python code).
 
 
 def classify_span(name: str, attributes: Mapping[str, object]) -> SpanClass:
@@ -127,40 +127,39 @@ def classify_span(name: str, attributes: Mapping[str, object]) -> SpanClass:
     present = CLASSIFYING_KEYS.intersection(attributes)
     is_tool_name = isinstance(name, str) and name.startswith(EXECUTE_TOOL_SPAN_PREFIX)
     if not present:
-        return _of(SpanRole.TOOL_EXECUTION, Convention.GENAI) if is_tool_name else OTHER
+        return TOOL_EXECUTION_GENAI if is_tool_name else OTHER
     values = {key: attributes[key] for key in present}
     if ANALYST_ID in values and ANALYST_ATTEMPT in values:
-        return _of(SpanRole.ANALYST_ATTEMPT, Convention.SHAPECHECK)
+        return ANALYST_ATTEMPT_SPAN
     operation = _string(values.get(OPERATION_NAME))
     if operation in _LLM_OPERATIONS:
-        return _of(SpanRole.LLM_CALL, Convention.GENAI)
+        return LLM_CALL_GENAI
     openinference_kind = _string(values.get(OPENINFERENCE_SPAN_KIND))
     traceloop_kind = _string(values.get(TRACELOOP_SPAN_KIND))
-    tool = _of(SpanRole.TOOL_EXECUTION, _tool_convention(openinference_kind, traceloop_kind))
     if operation == _EXECUTE_TOOL:
-        return tool
+        return _tool_class(openinference_kind, traceloop_kind)
     if openinference_kind == "LLM":
-        return _of(SpanRole.LLM_CALL, Convention.OPENINFERENCE)
+        return LLM_CALL_OPENINFERENCE
     if _string(values.get(LLM_REQUEST_TYPE)) in _LEGACY_LLM_REQUEST_TYPES:
-        return _of(SpanRole.LLM_CALL, Convention.OPENLLMETRY)
+        return LLM_CALL_OPENLLMETRY
     if (
         openinference_kind == "TOOL"
         or traceloop_kind == "tool"
         or _string(values.get(MCP_METHOD_NAME)) == _MCP_TOOLS_CALL
         or is_tool_name
     ):
-        return tool
+        return _tool_class(openinference_kind, traceloop_kind)
     return OTHER
 
 
-def _tool_convention(openinference_kind: str | None, traceloop_kind: str | None) -> Convention:
+def _tool_class(openinference_kind: str | None, traceloop_kind: str | None) -> SpanClass:
     """Whose reader reads a tool span: OpenInference's TOOL spans and Traceloop's tool tasks keep their
     arguments and results in their own attributes; every other tool span is read as ``execute_tool``."""
     if openinference_kind == "TOOL":
-        return Convention.OPENINFERENCE
+        return TOOL_EXECUTION_OPENINFERENCE
     if traceloop_kind == "tool":
-        return Convention.OPENLLMETRY
-    return Convention.GENAI
+        return TOOL_EXECUTION_OPENLLMETRY
+    return TOOL_EXECUTION_GENAI
 
 
 def content_conventions(attributes: Mapping[str, object]) -> Convention:

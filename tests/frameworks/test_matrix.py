@@ -32,7 +32,7 @@ from otel_shapecheck._attributes import (
 from otel_shapecheck.checks._builtin import build_checks
 from otel_shapecheck.cli._main import main
 from otel_shapecheck.cli._report import json_report
-from otel_shapecheck.otlp._json import parse_telemetry
+from otel_shapecheck.otlp._files import parse_telemetry
 from otel_shapecheck.pipeline._log_processor import ShapecheckLogRecordProcessor
 from otel_shapecheck.pipeline._offline import CollectingSpanProcessor
 from otel_shapecheck.pipeline._options import ProcessorOptions

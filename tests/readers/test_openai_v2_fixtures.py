@@ -14,7 +14,7 @@ from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck._model import LLMCall, ToolCall, ToolResult
-from otel_shapecheck.otlp._json import parse_telemetry
+from otel_shapecheck.otlp._files import parse_telemetry
 from otel_shapecheck.readers._classify import (
     SpanRole,
     classify_span,
