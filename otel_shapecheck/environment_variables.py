@@ -161,6 +161,18 @@ OTEL_SHAPECHECK_FIGURES_MIN_DIGITS: Final = "OTEL_SHAPECHECK_FIGURES_MIN_DIGITS"
 Digits a bare number (one without a unit) needs to be checked. Default 4.
 """
 
+# How the span processor reads calls.
+
+OTEL_SHAPECHECK_ANSWER_TOOLS: Final = "OTEL_SHAPECHECK_ANSWER_TOOLS"
+"""
+.. envvar:: OTEL_SHAPECHECK_ANSWER_TOOLS
+
+Tools through which a model delivers its answer instead of choosing a tool, comma-separated; a name
+ending in ``*`` matches every name with that prefix. Used for calls whose framework does not declare its
+output tools itself (pydantic-ai does). Default ``final_answer,final_result,final_result_*``
+(smolagents' ``final_answer``, pydantic-ai's output tools).
+"""
+
 # The gateway (otel-shapecheck serve).
 
 OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE: Final = "OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE"

@@ -73,6 +73,14 @@ CASES = [
     Case(
         env.OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS, _option("shutdown_timeout_millis"), 30_000, "50", 50, "0"
     ),
+    Case(
+        env.OTEL_SHAPECHECK_ANSWER_TOOLS,
+        _option("answer_tools"),
+        ("final_answer", "final_result", "final_result_*"),
+        "submit, Report*",
+        ("submit", "Report*"),
+        "a,,b",
+    ),
     Case(env.OTEL_SHAPECHECK_EVENTS_FORWARD, _event("forward"), "flagged", "ALL", "all", "everything"),
     Case(env.OTEL_SHAPECHECK_EVENTS_INCLUDE_CONTENT, _event("include_content"), False, "TRUE", True, "yes"),
     Case(env.OTEL_SHAPECHECK_EVENTS_MAX_QUEUE_SIZE, _event("max_queue_size"), 2048, "1024", 1024, "big"),

@@ -38,6 +38,8 @@ class HeldSpan:
     awaits_parent: bool = False
     """Whether it waits for its parent to end (its tool calls come from sibling executions)."""
     incomplete: bool = False
+    ancestor_menu: Mapping[str, object] | None = None
+    """The menu attributes of its nearest ancestor with a menu, copied when it ended without one."""
 
     @property
     def llm_call(self) -> bool:
@@ -67,6 +69,8 @@ class Release:
     """Every execution of the trace that was kept (the figures basis)."""
     sibling_calls: tuple[tuple[ReadableSpan, SpanClass], ...] = ()
     """Other LLM-call spans under the parent the spans waited for: they bound which executions are whose."""
+    trace_calls: tuple[tuple[ReadableSpan, SpanClass], ...] = ()
+    """Every LLM-call span of the trace kept so far (a second span of one call is found among them)."""
     content: Mapping[int, tuple[LogRecord, ...]] = field(default_factory=dict)
     """Content log records by span id."""
     attempts: Mapping[int, tuple[ReadableSpan, ...]] = field(default_factory=dict)

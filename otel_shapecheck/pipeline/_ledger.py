@@ -78,8 +78,6 @@ class Ledger:
         """Waiting spans in deadline order, keyed by identity: ids are not trusted to be unique."""
         self._waiting_by_parent: dict[int, list[HeldSpan]] = {}
         self._analyst_parents: dict[int, int] = {}
-        self._watched_parents: OrderedDict[int, None] = OrderedDict()
-        """Parents of GenAI spans seen starting: their end is recorded even when they are not GenAI."""
         self._ready: deque[tuple[HeldSpan, ...]] = deque()
         self._ready_spans = 0
         self._overflow: list[ReadableSpan] = []
@@ -97,33 +95,21 @@ class Ledger:
         It must when held spans wait for its end, it has analyst-attempt children, or a GenAI child
         started under it (so a child ending after it knows it need not wait).
         """
-        return (
-            span_id in self._waiting_by_parent
-            or span_id in self._analyst_parents
-            or span_id in self._watched_parents
-        )
-
-    def child_started(self, parent_id: int) -> None:
-        """Note that a GenAI span started under ``parent_id``, so that parent's end is recorded.
-
-        An LLM span whose tool calls come from sibling executions is final when its parent ends; when the
-        parent already ended (an agent span closed first, a request handler that returned early), the
-        child is final at its own end instead of waiting ``max_wait``. At most ``max_pending_spans``
-        parents are watched, the oldest forgotten first.
-        """
-        if parent_id in self._watched_parents:  # lock-free: every sibling after the first stops here
-            return
-        with self._lock:
-            if self._closed:
-                return
-            self._watched_parents[parent_id] = None
-            if len(self._watched_parents) > self._max_pending:
-                self._watched_parents.popitem(last=False)
+        return span_id in self._waiting_by_parent or span_id in self._analyst_parents
 
     def span_ended(
-        self, span: ReadableSpan, classified: SpanClass, *, names_own_tool_calls: bool = False
+        self,
+        span: ReadableSpan,
+        classified: SpanClass,
+        *,
+        names_own_tool_calls: bool = False,
+        parent_ended: bool = False,
+        ancestor_menu: Mapping[str, object] | None = None,
     ) -> tuple[bool, bool, list[ReadableSpan] | None]:
         """Record an ended span; return ``(held, wake, overflow)``.
+
+        ``parent_ended`` says the caller knows the span's parent already ended (it saw it start and
+        end), so an LLM span needing sibling executions is final now instead of waiting for that end.
 
         ``held`` says the ledger keeps the span (the caller must not forward it); ``wake`` says at least
         ``wake_at`` spans are ready for the worker; ``overflow`` holds earlier spans this end released
@@ -136,7 +122,12 @@ class Ledger:
             if self._closed:
                 return False, False, None
             held, wake = self._record(
-                span, context.span_id, context.trace_id, classified, names_own_tool_calls
+                span,
+                context.span_id,
+                context.trace_id,
+                classified,
+                names_own_tool_calls or parent_ended,
+                ancestor_menu,
             )
             overflow = self._take_overflow() if self._overflow else None
         return held, wake, overflow
@@ -147,7 +138,8 @@ class Ledger:
         span_id: int,
         trace_id: int,
         classified: SpanClass,
-        names_own_tool_calls: bool,
+        final_at_end: bool,
+        ancestor_menu: Mapping[str, object] | None = None,
     ) -> tuple[bool, bool]:
         role = classified.role
         llm_call = role is SpanRole.LLM_CALL
@@ -157,13 +149,10 @@ class Ledger:
         parent_id = parent.span_id if parent is not None else None
         counts = self._counters
         wake = span_id in self._waiting_by_parent and self._release_children(span_id)
-        watched = span_id in self._watched_parents
-        if watched:
-            del self._watched_parents[span_id]
         facts = self._traces.get(trace_id)
         if facts is not None:
             self._traces.move_to_end(trace_id)
-        elif llm_call or tool_execution or analyst_attempt or watched:
+        elif llm_call or tool_execution or analyst_attempt:
             facts = self._new_trace(trace_id)
         if facts is not None:
             if len(facts.ended) < self._max_facts:
@@ -186,11 +175,12 @@ class Ledger:
         held = HeldSpan(
             span, span_id, trace_id, parent_id, classified, analyst, time.monotonic() + self._max_wait
         )
+        held.ancestor_menu = ancestor_menu
         awaits_parent = (
             llm_call
             and parent is not None
             and not parent.is_remote
-            and not names_own_tool_calls
+            and not final_at_end
             and (
                 facts is None
                 or (parent.span_id not in facts.ended and span_id not in facts.content_names_calls)
@@ -421,7 +411,16 @@ class Ledger:
             if awaited
             else ()
         )
-        return Release(group, executions, trace_executions, siblings, content, attempts)
+        trace_calls = tuple((span, classified) for _, span, classified in facts.calls)
+        return Release(
+            group,
+            executions,
+            trace_executions,
+            siblings,
+            trace_calls=trace_calls,
+            content=content,
+            attempts=attempts,
+        )
 
     def _forget_bytes(self, facts: TraceFacts, nbytes: int) -> None:
         facts.bytes -= nbytes

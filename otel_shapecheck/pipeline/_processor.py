@@ -47,8 +47,13 @@ from otel_shapecheck.readers._classify import (
     names_own_tool_calls,
 )
 from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
+from otel_shapecheck.readers._genai_events import events_name_tool_calls
+from otel_shapecheck.readers._menus import has_own_menu, menu_attributes
 
 logger = logging.getLogger(__name__)
+
+_MAX_ANCESTOR_DEPTH = 32
+"""Ancestors looked at for a menu, nearest first."""
 
 
 class ShapecheckSpanProcessor(SpanProcessor):
@@ -112,7 +117,13 @@ class ShapecheckSpanProcessor(SpanProcessor):
             self._counters,
             batch_size=options.max_evaluation_batch_size,
             schedule_delay_seconds=options.schedule_delay_seconds,
+            answer_tools=options.answer_tools,
         )
+        self._live: dict[int, ReadableSpan | Span] = {}
+        self._sees_starts = False
+        """Whether spans are handed over at their start (live, and ``check``), not only at their end."""
+        """Started, not yet ended spans by span id: the ancestors an LLM call may take its menu from."""
+        self._max_live = options.max_pending_spans
         self._flush_downstream = BoundedCall(
             "ShapecheckDownstreamFlush",
             downstream.force_flush,
@@ -154,23 +165,40 @@ class ShapecheckSpanProcessor(SpanProcessor):
         return self._counters.snapshot()
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        """Hand the starting span to the downstream; note the parent of a GenAI span."""
+        """Keep a reference to the starting span (a possible menu ancestor), then hand it downstream."""
+        try:  # span_started() inlined: this runs for every span the application starts
+            self._sees_starts = True
+            live = self._live
+            if len(live) < self._max_live:
+                live[span.context.span_id] = span
+            else:
+                self._counters.started_untracked += 1
+        except Exception:
+            self._counters.error("on_start", "Keeping a started span failed")
         try:
             self._downstream.on_start(span, parent_context=parent_context)
         except Exception:
             self._counters.error("downstream", "The downstream span processor failed in on_start")
+
+    def span_started(self, span: ReadableSpan | Span) -> None:
+        """Keep ``span`` as a possible menu ancestor until it ends (one dictionary store; never raises).
+
+        A live span's attributes are read only when a descendant LLM call ends without a menu, so
+        attributes a framework sets after the start (strands-agents sets them right after) are seen.
+        The offline ``check`` calls this with exported spans, in start order.
+        """
         try:
-            parent = span.parent
-            # GenAI instrumentations set the operation at start (it is sampling-relevant in the
-            # semantic conventions); a span without classifying keys yet costs this one set test.
-            if (
-                parent is not None
-                and not parent.is_remote
-                and not CLASSIFYING_KEYS.isdisjoint(attribute_mapping(span))
-            ):
-                self._ledger.child_started(parent.span_id)
+            context = span.context
+            if context is None:
+                return
+            self._sees_starts = True
+            live = self._live
+            if len(live) >= self._max_live:
+                self._counters.started_untracked += 1
+                return
+            live[context.span_id] = span
         except Exception:
-            self._counters.error("on_start", "Noting a starting span failed")
+            self._counters.error("on_start", "Keeping a started span failed")
 
     def _on_ending(self, span: Span) -> None:
         """Pass the SDK's ending hook on, so a downstream implementing it works behind the wrapper."""
@@ -183,13 +211,16 @@ class ShapecheckSpanProcessor(SpanProcessor):
         """Forward the span at once, or hold it for evaluation when it is an LLM call or analyst span."""
         held = False
         try:
+            context = span.context
+            if context is not None:
+                self._live.pop(context.span_id, None)
             attributes = attribute_mapping(span)
             name = span.name
             # This test is the whole cost an ordinary span pays: without any classifying key and a
             # tool-span name, classify_span() would answer OTHER.
             if not CLASSIFYING_KEYS.isdisjoint(attributes) or name.startswith(EXECUTE_TOOL_SPAN_PREFIX):
                 held = self._record(span, classify_span(name, attributes), attributes)
-            elif (context := span.context) is not None and self._ledger.concerns(context.span_id):
+            elif context is not None and self._ledger.concerns(context.span_id):
                 held = self._record(span, OTHER, attributes)
             else:
                 counters = self._counters
@@ -204,10 +235,17 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 self._counters.error("downstream", "The downstream span processor failed in on_end")
 
     def _record(self, span: ReadableSpan, classified: SpanClass, attributes: Mapping[str, object]) -> bool:
+        llm_call = classified.role is SpanRole.LLM_CALL
         held, wake, overflow = self._ledger.span_ended(
             span,
             classified,
-            names_own_tool_calls=classified.role is SpanRole.LLM_CALL and names_own_tool_calls(attributes),
+            names_own_tool_calls=llm_call
+            and (
+                names_own_tool_calls(attributes)
+                or (bool(span.events) and events_name_tool_calls(span.events))
+            ),
+            parent_ended=llm_call and self._parent_ended(span),
+            ancestor_menu=self._ancestor_menu(span) if llm_call and not has_own_menu(attributes) else None,
         )
         counters = self._counters
         counters.seen += 1
@@ -219,6 +257,35 @@ class ShapecheckSpanProcessor(SpanProcessor):
             for released in overflow:
                 self._forward(released)
         return held
+
+    def _parent_ended(self, span: ReadableSpan) -> bool:
+        """Whether the span's local parent already ended: it started here and is no longer live.
+
+        Only a processor that sees spans start can tell: the gateway receives ended spans only. Once a
+        start went untracked (``max_pending_spans`` live spans were already kept) a parent missing from
+        the live spans may still be open, so from then on the child waits as before.
+        """
+        parent = span.parent
+        if not self._sees_starts or parent is None or parent.is_remote or parent.span_id in self._live:
+            return False
+        return self._counters.started_untracked == 0
+
+    def _ancestor_menu(self, span: ReadableSpan) -> dict[str, object] | None:
+        """The menu attributes of the nearest live local ancestor that carries a menu, copied."""
+        parent = span.parent
+        live = self._live
+        for _ in range(_MAX_ANCESTOR_DEPTH):
+            if parent is None or parent.is_remote:
+                return None
+            ancestor = live.get(parent.span_id)
+            if ancestor is None:
+                return None
+            menu = menu_attributes(ancestor.attributes or {})
+            if menu is not None:
+                self._counters.ancestor_menus += 1
+                return menu
+            parent = ancestor.parent
+        return None
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Evaluate and forward every ready span, then flush the downstream and the event sink, in time."""
@@ -314,6 +381,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
 
     def _at_fork_reinit(self) -> None:
         self._shutdown_lock = threading.Lock()
+        self._live = {}
         self._flush_downstream.reset_after_fork()
         if self._flush_events is not None:
             self._flush_events.reset_after_fork()

@@ -33,6 +33,7 @@ from otel_shapecheck.readers._openinference import (
     OPENINFERENCE_SPAN_KIND,
     OUTPUT_MESSAGE_MARKERS,
     OUTPUT_TOOL_CALL_MARKER,
+    OUTPUT_VALUE,
 )
 from otel_shapecheck.readers._openllmetry import (
     COMPLETION_FINISH_REASON,
@@ -67,7 +68,7 @@ CLASSIFYING_KEYS = frozenset(
 """Every attribute :func:`classify_span` reads; a span with none of them (and no tool-span name) is OTHER."""
 
 _OUTPUT_KEYS = frozenset(
-    {OUTPUT_MESSAGES, *COMPLETION_MARKERS, *OUTPUT_MESSAGE_MARKERS}
+    {OUTPUT_MESSAGES, OUTPUT_VALUE, *COMPLETION_MARKERS, *OUTPUT_MESSAGE_MARKERS}
     | {COMPLETION_FINISH_REASON, OPENINFERENCE_FINISH_REASON, FINISH_REASONS}
 )
 """Every attribute :func:`names_own_tool_calls` reads."""
@@ -185,7 +186,8 @@ def names_own_tool_calls(attributes: Mapping[str, object]) -> bool:
     """Whether a span's own attributes carry its output, so its tool calls are known at its end.
 
     Flattened output that says the model stopped to call tools but names no tool call does not count:
-    some instrumentations record the text of a reply and never its tool calls.
+    some instrumentations record the text of a reply and never its tool calls. A raw ``output.value``
+    with no flattened output (an OpenInference LLM span of a streamed reply) is the whole reply.
     """
     present = _OUTPUT_KEYS.intersection(attributes)
     if not present:
@@ -197,7 +199,7 @@ def names_own_tool_calls(attributes: Mapping[str, object]) -> bool:
     elif not present.isdisjoint(OUTPUT_MESSAGE_MARKERS):
         tool_call_marker, finish_reason_key = OUTPUT_TOOL_CALL_MARKER, OPENINFERENCE_FINISH_REASON
     else:
-        return False
+        return OUTPUT_VALUE in present
     if tool_call_marker in present:
         return True
     reasons = [attributes[key] for key in (finish_reason_key, FINISH_REASONS) if key in present]

@@ -33,7 +33,12 @@ from otel_shapecheck.readers._content import (
     optional_string,
 )
 from otel_shapecheck.readers._genai import read_genai_content, read_genai_tool_execution
-from otel_shapecheck.readers._genai_events import CONTENT_EVENT_NAMES, event_name_of, read_content_events
+from otel_shapecheck.readers._genai_events import (
+    CONTENT_EVENT_NAMES,
+    event_name_of,
+    read_content_events,
+    span_event_content,
+)
 from otel_shapecheck.readers._openinference import (
     read_openinference_content,
     read_openinference_tool_execution,
@@ -59,7 +64,14 @@ def read_llm_call(span: ReadableSpan, classified: SpanClass | None = None) -> LL
     ref = _span_ref(span)
     if ref is None or classified.role is not SpanRole.LLM_CALL:
         return None
-    return llm_call_from_content(read_span_content(attributes, classified.convention), ref)
+    content = read_span_content(attributes, classified.convention)
+    if span.events:
+        from_events = span_event_content(span.events)
+        if from_events is not None:
+            content = merge_content(content, from_events)
+    if content.not_a_call and content.input_messages is None and content.output_messages is None:
+        return None
+    return llm_call_from_content(content, ref)
 
 
 def read_span_content(attributes: Mapping[str, object], convention: Convention) -> CallContent:

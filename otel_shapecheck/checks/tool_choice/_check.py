@@ -30,6 +30,7 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_CHOSEN,
     TOOL_CHOICE_EMBEDDER,
     TOOL_CHOICE_MARGIN,
+    TOOL_CHOICE_MENU_SOURCE,
     TOOL_CHOICE_NARROW,
     TOOL_CHOICE_OFFERED_COUNT,
     TOOL_CHOICE_PROXY_DISAGREEMENT,
@@ -67,6 +68,7 @@ SKIP_NO_MENU: Final = "no-menu"
 SKIP_NO_CONTEXT: Final = "no-context"
 SKIP_INCOMPLETE: Final = "incomplete"
 SKIP_MENU_TOO_LARGE: Final = "menu-too-large"
+SKIP_ANSWER_TOOL: Final = "answer-tool"
 
 # Values of ``gen_ai.evaluation.score.label`` for tool choice.
 LABEL_CLEAR: Final = "clear"
@@ -98,6 +100,8 @@ class ToolChoiceCall:
     """The ranking, once scored; stays ``None`` when ``skipped`` says why it never will be."""
     skipped: str | None = None
     response_id: str | None = None
+    menu_source: str | None = None
+    """``span`` or ``ancestor``: whose span the menu was read from."""
 
     @property
     def flagged(self) -> bool:
@@ -169,6 +173,7 @@ _SKIP_EXPLANATIONS: Final = {
     SKIP_NO_CONTEXT: "No user message was captured for the turn, so there is no context to rank against.",
     SKIP_INCOMPLETE: "The call's output was not seen before the span was released, so the choice is unknown.",
     SKIP_MENU_TOO_LARGE: "The menu has more tools than the check ranks per call, so it was not scored.",
+    SKIP_ANSWER_TOOL: "The call answered through an output tool: an answer, not a tool choice.",
 }
 
 
@@ -318,6 +323,8 @@ class ToolChoiceCheck:
         for tool in call.offered_tools or ():
             unique.setdefault(tool.name, tool)
         offered = tuple(unique.values())
+        if call.answer_tool is not None and not call.chosen:
+            return self._unscored(call, offered, SKIP_ANSWER_TOOL)
         if not offered:
             if call.chosen and not call.offered_tools:
                 return self._unscored(call, (), SKIP_NO_MENU)
@@ -345,6 +352,7 @@ class ToolChoiceCheck:
             context_text=context,
             skipped=skipped,
             response_id=call.response_id,
+            menu_source=call.menu_source if offered else None,
         )
 
     def _scored(self, calls: Sequence[ToolChoiceCall]) -> list[ToolChoiceCall]:
@@ -374,6 +382,8 @@ class ToolChoiceCheck:
         attributes: dict[str, AttributeValue] = {TOOL_CHOICE_CHOSEN: call.chosen}
         if call.offered:
             attributes[TOOL_CHOICE_OFFERED_COUNT] = len(call.offered)
+            if call.menu_source:
+                attributes[TOOL_CHOICE_MENU_SOURCE] = call.menu_source
         flags: list[str] = []
         result = call.result
         if call.skipped is not None:
