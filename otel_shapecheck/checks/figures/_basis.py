@@ -207,6 +207,8 @@ def explain_figure(value: str, basis: FigureBasis) -> Derivation | None:
     if decimals is None:
         return None
     target = float(value)
+    if not math.isfinite(target):
+        return None  # 309 digits or more: no finite carried number rounds to it
     # The window is closed (a half-even rounding lands exactly on its edge); the slack absorbs the float
     # error of the subtraction, which grows with the magnitude (an ulp of 49590.662 is ~7e-12).
     tolerance = 0.5 * 10.0**-decimals * (1 + 1e-9) + 4 * math.ulp(target) + 1e-12

@@ -57,8 +57,19 @@ class FiguresCheck:
         return self._min_digits
 
     def evaluate(self, subjects: Sequence[Subject]) -> list[Verdict | None]:
-        """One verdict per final answer among ``subjects``, ``None`` for every other subject."""
-        return [self.verdict_for(subject) for subject in subjects]
+        """One verdict per final answer among ``subjects``, ``None`` for every other subject.
+
+        Subjects are judged one by one: should one answer's tool results ever make the check fail, that
+        answer gets no verdict (the failure is logged) and every other answer of the batch keeps its own.
+        """
+        return [self._guarded_verdict(subject) for subject in subjects]
+
+    def _guarded_verdict(self, subject: Subject) -> Verdict | None:
+        try:
+            return self.verdict_for(subject)
+        except Exception:  # one bad tool result must not cost the rest of the batch its verdicts
+            logger.exception("The figures check failed on span %s; it gets no verdict", subject.span_id)
+            return None
 
     def verdict_for(self, subject: Subject) -> Verdict | None:
         """The verdict on one subject's answer, or ``None`` when it carries no checkable final answer."""

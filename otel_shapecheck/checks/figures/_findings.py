@@ -23,7 +23,12 @@ from typing import Final
 
 from otel_shapecheck._model import ToolResult
 from otel_shapecheck.checks.figures._basis import explain_figure, figure_basis
-from otel_shapecheck.checks.figures._text import DEFAULT_MIN_DIGITS, figures_in, numbers_in_text
+from otel_shapecheck.checks.figures._text import (
+    DEFAULT_MIN_DIGITS,
+    figures_in,
+    is_number_text,
+    numbers_in_text,
+)
 
 MAX_CONCLUSION_VALUES: Final = 8
 """Flagged values named in the conclusion line; the rest are counted."""
@@ -105,10 +110,11 @@ def check_figures(
 def figures_conclusion_line(unsupported: Sequence[str]) -> str | None:
     """The library's finding about the flagged figures, as one line for the end of a revision request.
 
-    Names at most :data:`MAX_CONCLUSION_VALUES` figures, then ``and N more``; ``None`` when nothing is
-    flagged. Worded as the check's finding, not as the person's correction.
+    Names at most :data:`MAX_CONCLUSION_VALUES` figures, then ``and N more``; ``None`` when no flagged
+    value is a number (an identifier is not a figure: its correction is the instruction alone, as in
+    the reference). Worded as the check's finding, not as the person's correction.
     """
-    values = list(dict.fromkeys(value.strip() for value in unsupported if value and value.strip()))
+    values = list(dict.fromkeys(value.strip() for value in unsupported if value and is_number_text(value)))
     if not values:
         return None
     named = ", ".join(values[:MAX_CONCLUSION_VALUES])

@@ -371,8 +371,8 @@ class _RowTable:
         for name, column in self._columns.items():
             present = column[~np.isnan(column)]
             if present.size:
-                total = math.fsum(present.tolist())
-                if math.isfinite(total):
+                total = _finite_sum(present.tolist())
+                if total is not None:
                     totals[name] = total
         return totals
 
@@ -430,6 +430,19 @@ def _may_carry(text: str) -> bool:
     if _DIGIT_RE.search(text) is None:
         return False
     return text.lstrip()[:1] in _JSON_OPENERS or may_state_a_number(text)
+
+
+def _finite_sum(values: list[float]) -> float | None:
+    """The exact sum of ``values``, or ``None`` when it (or a partial sum) is not a finite double.
+
+    ``math.fsum`` raises ``OverflowError`` when a partial sum overflows (``1e308 + 1e308``); such a total
+    is a non-finite derivation and is skipped, so one list of huge numbers cannot fail the whole check.
+    """
+    try:
+        total = math.fsum(values)
+    except OverflowError:
+        return None
+    return total if math.isfinite(total) else None
 
 
 def _finite_or_nan(value: float) -> float:

@@ -49,6 +49,7 @@ _PLAIN_NUMBER_RE: Final = re.compile(r"[-+]?([0-9]+)(?:\.([0-9]+))?")
 _THOUSANDS_RE: Final = re.compile(r"-?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?")
 _TOKEN_RE: Final = re.compile(r"[A-Za-z0-9:_\-/.,%+@#$]+")
 _TOKEN_COMMA_RE: Final = re.compile(r"(?<![0-9]),|,(?![0-9])")
+_NUMBER_TEXT_RE: Final = re.compile(rf"{_NUMBER}(?:\s?(?:{_UNIT}))?", re.IGNORECASE)
 _FIGURE_TOKEN_RE: Final = re.compile(rf"(?P<number>{_NUMBER})(?:{_UNIT})", re.IGNORECASE)
 _LEADING_STRIP: Final = "$#@+'\"`([{<"
 _TRAILING_STRIP: Final = ".,;:!?%'\"`)]}>"
@@ -120,6 +121,14 @@ def written_decimals(value: str) -> int | None:
     if match is None:
         return None
     return len(match.group(2) or "")
+
+
+def is_number_text(text: str) -> bool:
+    """Whether ``text`` is one number, with or without a unit (``53.2%``, ``6.3 TB``, ``12,500``).
+
+    A flagged identifier (``CLUSTER-A01``) is not: the conclusion line names numbers only.
+    """
+    return _NUMBER_TEXT_RE.fullmatch(text.strip()) is not None
 
 
 def may_state_a_number(text: str) -> bool:
