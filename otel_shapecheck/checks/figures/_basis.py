@@ -16,13 +16,8 @@ from typing import Final, NamedTuple
 import numpy as np
 
 from otel_shapecheck._model import ToolResult
-from otel_shapecheck.checks.figures._fold import (
-    BasisBuilder,
-    CarriedPath,
-    DerivedValues,
-    is_percent_key,
-    path_text,
-)
+from otel_shapecheck.checks.figures._columns import DerivedValues, is_percent_key
+from otel_shapecheck.checks.figures._fold import BasisBuilder, CarriedPath, path_text
 from otel_shapecheck.checks.figures._text import written_decimals
 
 _SCALES: Final = tuple(
