@@ -62,7 +62,7 @@ class RowTable:
         for name, column in self._columns.items():
             present = column[~np.isnan(column)]
             if present.size:
-                total = _finite_sum(present.tolist())
+                total = finite_sum(present.tolist())
                 if total is not None:
                     totals[name] = total
         return totals
@@ -106,7 +106,7 @@ class RowTable:
         return [int(count) for count in np.bincount(codes[codes >= 0], minlength=groups)]
 
 
-def _finite_sum(values: list[float]) -> float | None:
+def finite_sum(values: list[float]) -> float | None:
     """The exact sum of ``values``, or ``None`` when it (or a partial sum) is not a finite double.
 
     ``math.fsum`` raises ``OverflowError`` when a partial sum overflows (``1e308 + 1e308``); such a total

@@ -41,6 +41,21 @@ MAX_DEPTH: Final = 64
 MAX_NODES: Final = 500_000
 """JSON nodes walked per basis, so one huge result costs bounded time."""
 
+MAX_LABEL_CHARS: Final = 60
+"""Characters kept of a row's label (its first text), which names the row in an inferred derivation."""
+
+MARK_TEXT: Final = 1
+"""A carried number read out of a longer text, not a value of its own (structure mode only)."""
+MARK_PERCENT: Final = 2
+"""A carried number written with a ``%`` sign (``"12.5%"``)."""
+MARK_NEGATIVE: Final = 4
+"""A carried number written as an accounting negative (``"(1,234)"``, ``"$(2,227)"``)."""
+
+_ACCOUNTING_NEGATIVE_RE: Final = re.compile(
+    r"\s*[$€£]?\s*\(\s*[$€£]?\s*[0-9][0-9,]*(?:\.[0-9]+)?\s*\)\s*%?\s*"
+)
+_LONE_NUMBER_RE: Final = re.compile(r"[\s$€£¥(+\-]*[0-9][0-9,]*(?:\.[0-9]+)?[\s)%]*")
+"""A string that is one number and currency or sign punctuation around it (``"$ 1,997.8"``): a cell."""
 _JSON_OPENERS: Final = frozenset("[{")
 _DIGIT_RE: Final = re.compile(r"[0-9]")
 _NUMBER_KINDS: Final = frozenset({int, float, type(None)})
@@ -58,12 +73,13 @@ class _ChildPaths:
     """Paths and field names of a container's children, built only for the children that need one."""
 
     def __init__(self, at: str, keyed: bool) -> None:
-        self._at = at
+        self.at = at
+        """The container's own path."""
         self._prefix = f"{at}." if at else ""
         self._keyed = keyed
 
     def path(self, name: str | int) -> str:
-        return f"{self._prefix}{name}" if self._keyed else f"{self._at}[{name}]"
+        return f"{self._prefix}{name}" if self._keyed else f"{self.at}[{name}]"
 
     def key(self, name: str | int) -> str | None:
         return str(name) if self._keyed else None
@@ -72,10 +88,18 @@ class _ChildPaths:
 class BasisBuilder:
     """Folds tool-result content into parallel columns: carried numbers, their paths and fields, derivations.
 
-    The walk is iterative (no recursion, so nesting cannot exhaust the stack).
+    The walk is iterative (no recursion, so nesting cannot exhaust the stack). With ``structure`` it also
+    notes what the extended derivations need and the closed ones ignore: which carried numbers were read
+    out of a longer text, or written with ``%`` or as accounting negatives (:data:`MARK_TEXT`…), and the
+    first text of each container (a row's label). Without it the fold is exactly the reference's.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, structure: bool = False) -> None:
+        self.structure = structure
+        self.marks: dict[int, int] = {}
+        """Position of a carried number → its ``MARK_*`` bits (structure mode; unmarked numbers absent)."""
+        self.labels: dict[str, str] = {}
+        """Container path → its first text that is not a number (structure mode)."""
         self.values: list[float] = []
         self.paths: list[CarriedPath] = []
         self.keys: list[str | None] = []
@@ -157,6 +181,8 @@ class BasisBuilder:
                     continue
                 self._carry(value, child.path(name), child.key(name))  # type: ignore[arg-type]
             elif kind is str:
+                if self.structure:
+                    self._note_label(child.at, value)  # type: ignore[arg-type]
                 self._read_string(value, child.path(name), child.key(name), depth)  # type: ignore[arg-type]
             elif isinstance(value, dict | list):
                 containers.append((value, child.path(name), child.key(name), depth))
@@ -194,6 +220,8 @@ class BasisBuilder:
                 texts[name] = [text or None for text in strings]
                 may_carry = {text: _may_carry(text) for text in set(strings) if text}
                 for (path, _), text in zip(table, strings, strict=True):
+                    if text and self.structure:
+                        self._note_label(path, text)
                     if text and may_carry[text]:
                         self._read_string(text, f"{path}.{name}", name, depth + 1)
             else:
@@ -280,12 +308,37 @@ class BasisBuilder:
         number = plain_number(normalize_token(text)) if len(text) <= 64 else None
         if number is not None:
             self._carry(number, at, key)
+            if self.structure:
+                self._mark_cell(text)
             return
+        first = len(self.values)
         for value in numbers_in_text(text):
             if len(self.values) >= MAX_BASIS_NUMBERS:
                 self.truncated = True
-                return
+                break
             self._carry(value, at, None)
+        if not self.structure:
+            return
+        if len(self.values) == first + 1 and _LONE_NUMBER_RE.fullmatch(text):
+            self._mark_cell(text)
+        else:
+            self.marks.update(dict.fromkeys(range(first, len(self.values)), MARK_TEXT))
+
+    def _mark_cell(self, text: str) -> None:
+        """Note how the string the last carried number came from wrote it: with ``%``, in parentheses."""
+        mark = (MARK_PERCENT if "%" in text else 0) | (
+            MARK_NEGATIVE if "(" in text and _ACCOUNTING_NEGATIVE_RE.fullmatch(text) else 0
+        )
+        if mark and self.values:
+            self.marks[len(self.values) - 1] = mark
+
+    def _note_label(self, container: str, text: str) -> None:
+        """Keep ``text`` as the container's label when it is its first text that is not a number."""
+        if container in self.labels or len(self.labels) >= MAX_BASIS_NUMBERS:
+            return
+        label = text.strip()
+        if label and plain_number(normalize_token(label)) is None:
+            self.labels[container] = label[:MAX_LABEL_CHARS]
 
     def _fold(self, table: RowTable, label: str) -> None:
         """Record the column derivations over all rows, then over each group of a grouping text field."""

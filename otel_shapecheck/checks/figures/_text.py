@@ -67,6 +67,8 @@ class Figure:
     """The number without thousands separators or a ``+`` sign, trailing zeros kept (``1526.3``)."""
     shape: Shape
     """``figure`` for a number wearing a unit, ``number`` for a long bare number."""
+    unit: str = ""
+    """The unit it wears, lower case (``%``, ``tb``, ``gb/s``); empty for a bare number."""
 
 
 def figures_in(answer: str, min_digits: int = DEFAULT_MIN_DIGITS) -> tuple[Figure, ...]:
@@ -79,7 +81,8 @@ def figures_in(answer: str, min_digits: int = DEFAULT_MIN_DIGITS) -> tuple[Figur
     found: list[tuple[int, Figure]] = []
     covered = bytearray(len(answer))
     for match in _FIGURE_RE.finditer(answer):
-        found.append((match.start(), Figure(match.group(0), _plain_value(match.group("number")), "figure")))
+        number, unit = _plain_value(match.group("number")), match.group("unit").lower()
+        found.append((match.start(), Figure(match.group(0), number, "figure", unit)))
         covered[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
     for match in _BARE_RE.finditer(answer):
         number = match.group("number")
