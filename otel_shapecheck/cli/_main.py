@@ -21,6 +21,7 @@ from otel_shapecheck._version import __version__
 from otel_shapecheck.checks._builtin import EMBEDDERS, build_checks
 from otel_shapecheck.cli import _lint as _lint_command
 from otel_shapecheck.cli import _serve as _serve_command
+from otel_shapecheck.cli._figures_options import add_figures_arguments, require_figures_arguments
 from otel_shapecheck.cli._report import json_report, summary, verdict_rows
 from otel_shapecheck.cli._terminal import (
     print_summary,
@@ -103,6 +104,7 @@ def _add_check_command(subparsers: argparse._SubParsersAction[argparse.ArgumentP
         default="never",
         help="exit 1 when any span is flagged (flagged), or only report (never; the default)",
     )
+    add_figures_arguments(check)
     check.set_defaults(run=_run_check)
 
 
@@ -148,7 +150,15 @@ def _run_check(arguments: argparse.Namespace) -> int:
             inputs.append(load_telemetry(path))
     spans = [span for telemetry in inputs for span in telemetry.spans]
     log_records = [record for telemetry in inputs for record in telemetry.log_records]
-    checks = build_checks(arguments.embedder)
+    try:
+        require_figures_arguments(arguments)
+    except ValueError as error:
+        raise _UsageError(str(error)) from None
+    checks = build_checks(
+        arguments.embedder,
+        figures_derivations=arguments.figures_derivations,
+        figures_coincidence=arguments.figures_coincidence,
+    )
     with span_progress(len(spans)) as progress:
         checked = check_spans(spans, checks, log_records=log_records, on_span_done=progress.advance)
     checked = _in_input_order(checked, spans)

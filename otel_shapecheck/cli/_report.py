@@ -26,6 +26,7 @@ from otel_shapecheck._attributes import (
     FIGURES_CHECKED,
     FIGURES_COMPUTED,
     FIGURES_DERIVATIONS,
+    FIGURES_INFERRED,
     FIGURES_UNSUPPORTED,
     FLAGGED,
     FLAGS,
@@ -199,6 +200,7 @@ def _figures_summary(answers: Sequence[Mapping[str, AnyValue]]) -> dict[str, int
         "answers": len(answers),
         "checked": sum(_count(answer.get(FIGURES_CHECKED)) for answer in answers),
         "computed": sum(_count(answer.get(FIGURES_COMPUTED)) for answer in answers),
+        "inferred": sum(_count(answer.get(FIGURES_INFERRED)) for answer in answers),
         "unsupported": sum(len(_sequence(answer.get(FIGURES_UNSUPPORTED))) for answer in answers),
     }
 

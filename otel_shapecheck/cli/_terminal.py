@@ -116,7 +116,8 @@ def print_summary(console: Console, summary: Mapping[str, Any]) -> None:
     )
     console.print(
         f"  figures: {figures['answers']} answers, {figures['checked']} figures checked, "
-        f"{figures['computed']} computed, {figures['unsupported']} unsupported"
+        f"{figures['computed']} computed, {figures.get('inferred', 0)} inferred, "
+        f"{figures['unsupported']} unsupported"
     )
 
 

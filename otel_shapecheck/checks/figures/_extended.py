@@ -8,7 +8,8 @@ Over pairs of cells (:mod:`._cells`) the layer computes, once per basis:
 - ``percent-change`` 100 · (a − b) / b, ``percent-of`` 100 · a / b (figures wearing ``%``) and ``ratio``
   a / b, of two cells of one row or one text that are not percentages and have the same sign;
 - ``share-of-total`` 100 · x / total, of a cell and its column's total: the column's sum, and its
-  largest cell (a column that lists its own total row, as financial tables do);
+  largest cell (a column that lists its own total row, as financial tables do), for a column whose
+  cells share one sign;
 - for a figure wearing a size unit (``TB``, ``GiB``, ``Gbps``…), a difference, sum or average of
   magnitude ≥ 1000 divided by 1000^k or 1024^k (k = 1…5), the scaling the closed set uses.
 
@@ -232,8 +233,9 @@ class ExtendedDerivations:
         numbers = self._cells.values
         for index, column in enumerate(self._cells.columns):
             cells = [member for member in column.members if not self._cells.percent[member]]
-            if len(cells) < 2:
-                continue
+            signs = {bool(numbers[member] > 0) for member in cells if numbers[member] != 0}
+            if len(cells) < 2 or len(signs) != 1:
+                continue  # a share is a part of a total of like parts, not of a net of gains and losses
             largest = max(cells, key=lambda member: abs(float(numbers[member])))
             for total, parts in (
                 (finite_sum([float(numbers[member]) for member in cells]), cells),
