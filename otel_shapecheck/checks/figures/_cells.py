@@ -35,7 +35,7 @@ from otel_shapecheck.checks.figures._fold import (
     path_text,
 )
 
-MAX_GROUP_CELLS: Final = 64
+MAX_GROUP_CELLS: Final = 32
 """Cells of one row, column or text that are paired; larger groups are not paired at all."""
 
 GroupKind = Literal["row", "column", "text", "any"]
@@ -74,56 +74,70 @@ class Cells:
 
 def read_cells(structure: BasisStructure, pairing: Pairing = "structural") -> Cells:
     """The cells of a basis folded with ``structure=True``, grouped for pairing."""
-    values: list[float] = []
-    percent: list[bool] = []
-    row_labels: list[str] = []
-    rows: dict[str, list[int]] = {}
-    columns: dict[tuple[str, str], list[int]] = {}
-    texts: dict[str, list[int]] = {}
+    values = np.asarray(structure.values, dtype=np.float64)
+    percent = np.zeros(values.size, dtype=bool)
     percent_keys = {key for key in set(structure.keys) if key and is_percent_key(key)}
-    for position, (value, path) in enumerate(zip(structure.values, structure.paths, strict=True)):
-        mark = structure.marks.get(position, 0)
-        index = len(values)
-        values.append(-abs(value) if mark & MARK_NEGATIVE else value)
-        percent.append(bool(mark & MARK_PERCENT) or structure.keys[position] in percent_keys)
+    if percent_keys:
+        percent |= np.fromiter((key in percent_keys for key in structure.keys), bool, values.size)
+    texts: dict[str, list[int]] = {}
+    for position, mark in structure.marks.items():
+        if mark & MARK_NEGATIVE:
+            values[position] = -abs(values[position])
+        percent[position] |= bool(mark & MARK_PERCENT)
         if mark & MARK_TEXT:
-            text = path_text(path)
-            texts.setdefault(text, []).append(index)
-            row_labels.append(text)
-            continue
-        row, column = split_path(path)
-        table, _ = split_path(row)
-        rows.setdefault(row, []).append(index)
-        columns.setdefault((table, column), []).append(index)
-        row_labels.append(structure.labels.get(row) or row or "result")
+            texts.setdefault(path_text(structure.paths[position]), []).append(position)
+    rows, columns, row_of = _rows_and_columns(structure)
     _drop_year_headers(rows, columns, values)
+    labels = structure.labels
     column_groups = tuple(
         CellGroup("column", f"column {name}", tuple(members))
         for (_, name), members in columns.items()
         if 2 <= len(members) <= MAX_GROUP_CELLS
     )
-    array = np.asarray(values, dtype=np.float64)
     groups: tuple[CellGroup, ...]
     if pairing == "any":
-        groups = (CellGroup("any", "any two carried numbers", tuple(range(len(values)))),)
+        groups = (CellGroup("any", "any two carried numbers", tuple(range(values.size))),)
     else:
         groups = (
-            *_groups("row", rows, lambda row: f"row {structure.labels.get(row) or row or 'result'}"),
+            *_groups("row", rows, lambda row: f"row {labels.get(row) or row or 'result'}"),
             *_groups("text", texts, lambda text: f"text at {text}"),
             *column_groups,
         )
     return Cells(
-        values=array,
-        percent=np.asarray(percent, dtype=bool),
-        row_labels=tuple(row_labels),
+        values=values,
+        percent=percent,
+        row_labels=tuple(labels.get(row) or row or "result" for row in row_of),
         groups=groups,
         columns=column_groups,
-        distinct=int(np.unique(array).size),
+        distinct=int(np.unique(values).size),
     )
 
 
+def _rows_and_columns(
+    structure: BasisStructure,
+) -> tuple[dict[str, list[int]], dict[tuple[str, str], list[int]], list[str]]:
+    """Each row's and each (table, column)'s cells, and each number's row; text numbers join neither."""
+    rows: dict[str, list[int]] = {}
+    columns: dict[tuple[str, str], list[int]] = {}
+    row_of: list[str] = []
+    tables: dict[str, str] = {}
+    marks = structure.marks
+    for position, path in enumerate(structure.paths):
+        if marks.get(position, 0) & MARK_TEXT:
+            row_of.append(path_text(path))
+            continue
+        row, column = path if type(path) is tuple else split_path(path)
+        table = tables.get(row)
+        if table is None:
+            table = tables[row] = split_path(row)[0]
+        rows.setdefault(row, []).append(position)
+        columns.setdefault((table, column), []).append(position)
+        row_of.append(row)
+    return rows, columns, row_of
+
+
 def _drop_year_headers(
-    rows: dict[str, list[int]], columns: dict[tuple[str, str], list[int]], values: list[float]
+    rows: dict[str, list[int]], columns: dict[tuple[str, str], list[int]], values: np.ndarray
 ) -> None:
     """Take the cells of header rows of years (every number a whole year 1900–2100) out of the groups.
 
@@ -133,7 +147,7 @@ def _drop_year_headers(
     headers = {
         row
         for row, members in rows.items()
-        if all(values[member].is_integer() and 1900 <= values[member] <= 2100 for member in members)
+        if all(float(values[member]).is_integer() and 1900 <= values[member] <= 2100 for member in members)
     }
     if not headers:
         return

@@ -21,15 +21,16 @@ coincidences than answers (``benchmarks/bench_figures_tatqa.py``, tune half).
 A figure matches a candidate at its written precision, as in the closed set; the candidate is accepted
 only when the coincidence chance of the figure against every candidate it could have matched
 (:mod:`._coincidence`) is below ``p``. Candidates are kept as sorted arrays and found by bisection. The
-pairs are bounded: past :data:`MAX_EXTENDED_NUMBERS` distinct cells or :data:`MAX_PAIRS` pairs the
-layer is skipped, which can only flag more figures, never fewer.
+pairs are bounded: past :data:`MAX_EXTENDED_NUMBERS` distinct carried numbers, :data:`MAX_EXTENDED_CELLS`
+carried numbers or :data:`MAX_PAIRS` pairs the layer is skipped, which can only flag more figures,
+never fewer.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 import numpy as np
 
@@ -41,6 +42,9 @@ from otel_shapecheck.checks.figures._text import Figure, written_decimals
 
 MAX_EXTENDED_NUMBERS: Final = 10_000
 """Distinct cells read by the extended derivations; past it the layer is skipped (and says so)."""
+
+MAX_EXTENDED_CELLS: Final = 20_000
+"""Carried numbers (repeats included) read by the extended derivations; past it the layer is skipped."""
 
 MAX_PAIRS: Final = 100_000
 """Ordered pairs of cells the extended derivations try; past it the layer is skipped (and says so)."""
@@ -81,23 +85,35 @@ class Inference:
     chance: float
 
 
-class _Candidates:
-    """Candidate values of one kind sorted for bisection, with how each was made."""
+_Part = tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""Candidates of one operation: its code, values, first cells, second cells (or totals), groups, and
+the rank that decides which of several matching candidates is named (rows first, then texts, columns,
+shares; within one group the order of :data:`OPERATIONS`)."""
 
-    def __init__(self, parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> None:
+
+class _Candidates:
+    """Candidate values of one kind sorted for bisection, with how each was made (looked up when named)."""
+
+    def __init__(self, parts: list[_Part]) -> None:
         values = np.concatenate([part[1] for part in parts]) if parts else np.empty(0)
-        order = np.argsort(values, kind="stable")
+        order = np.argsort(values)
         self.values = values[order]
-        self.made = order
-        """Each sorted value's place in the order it was made: the smaller, the more preferred."""
-        self.operation = np.concatenate(
-            [np.full(p[1].size, p[0], np.int8) for p in parts] or [np.empty(0, np.int8)]
-        )
-        self.operation = self.operation[order]
-        self.first = np.concatenate([p[2] for p in parts] or [np.empty(0, np.int64)])[order]
-        self.second = np.concatenate([p[3] for p in parts] or [np.empty(0, np.int64)])[order]
-        self.group = np.concatenate([p[4] for p in parts] or [np.empty(0, np.int64)])[order]
-        self.distinct = np.unique(self.values)
+        self._order = order
+        """Sorted position → position in the parts as concatenated, where the fields below are kept."""
+        operations = [np.full(part[1].size, part[0], np.int8) for part in parts]
+        self._operation = np.concatenate(operations or [np.empty(0, np.int8)])
+        self._first = np.concatenate([part[2] for part in parts] or [np.empty(0, np.int64)])
+        self._second = np.concatenate([part[3] for part in parts] or [np.empty(0, np.int64)])
+        self._group = np.concatenate([part[4] for part in parts] or [np.empty(0, np.int64)])
+        self._rank = np.concatenate([part[5] for part in parts] or [np.empty(0, np.int64)])
+        new = np.ones(self.values.size, dtype=bool)
+        new[1:] = self.values[1:] != self.values[:-1]
+        self.distinct = self.values[new]
+
+    def made(self, index: int) -> tuple[int, int, int, int]:
+        """How the sorted candidate at ``index`` was made: operation, first cell, second cell, group."""
+        at = int(self._order[index])
+        return int(self._operation[at]), int(self._first[at]), int(self._second[at]), int(self._group[at])
 
     def count_within(self, low: float, high: float) -> int:
         """Distinct candidate values in ``[low, high]``."""
@@ -106,16 +122,34 @@ class _Candidates:
         )
 
     def preferred_within(self, low: float, high: float) -> int | None:
-        """The index of the first-made candidate in ``[low, high]``, if any."""
+        """The index of the lowest-ranked candidate in ``[low, high]``, if any."""
         start = int(np.searchsorted(self.values, low, "left"))
         stop = int(np.searchsorted(self.values, high, "right"))
         if start >= stop:
             return None
-        return start + int(np.argmin(self.made[start:stop]))
+        return start + int(np.argmin(self._rank[self._order[start:stop]]))
+
+
+class _PairArrays(NamedTuple):
+    """Every pair of cells the layer tries, with what the operations need of them."""
+
+    first: np.ndarray
+    second: np.ndarray
+    group: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    both: np.ndarray
+    """Both cells are percentages."""
+    neither: np.ndarray
+    """Neither cell is a percentage."""
+    once: np.ndarray
+    """A pair of one row or text, taken in one order only (for the symmetric sum and average)."""
+    quotient: np.ndarray
+    """A pair of one row or text, neither a percentage, of the same sign: its quotients are taken."""
 
 
 class ExtendedDerivations:
-    """The extended candidates of one basis, built once, asked per figure.
+    """The extended candidates of one basis, built when first asked, each kind only when a figure needs it.
 
     ``skipped`` says why the layer was not built (a bound), and is ``None`` when it was.
     """
@@ -123,20 +157,27 @@ class ExtendedDerivations:
     def __init__(self, basis: FigureBasis, pairing: Pairing = "structural") -> None:
         self._basis = basis
         self.skipped: str | None = None
-        self._cells = read_cells(basis.structure, pairing)
         self._totals: list[float] = []
         """The totals share-of-total candidates divide by: column sums and largest cells."""
         self._kinds: dict[str, _Candidates] = {}
-        pairs = sum(len(group.members) * (len(group.members) - 1) for group in self._cells.groups)
-        if self._cells.distinct > MAX_EXTENDED_NUMBERS:
+        self._pairs: _PairArrays | None = None
+        numbers = len(basis.structure.values)
+        if numbers > MAX_EXTENDED_CELLS:
             self.skipped = (
-                f"{self._cells.distinct} distinct carried numbers, over the {MAX_EXTENDED_NUMBERS} "
+                f"{numbers} carried numbers, over the {MAX_EXTENDED_CELLS} the extended derivations read"
+            )
+            return
+        distinct = int(np.unique(np.asarray(basis.structure.values, dtype=np.float64)).size)
+        if distinct > MAX_EXTENDED_NUMBERS:
+            self.skipped = (
+                f"{distinct} distinct carried numbers, over the {MAX_EXTENDED_NUMBERS} "
                 "the extended derivations read"
             )
-        elif pairs > MAX_PAIRS:
+            return
+        self._cells = read_cells(basis.structure, pairing)
+        pairs = sum(len(group.members) * (len(group.members) - 1) for group in self._cells.groups)
+        if pairs > MAX_PAIRS:
             self.skipped = f"{pairs} pairs of cells, over the {MAX_PAIRS} the extended derivations try"
-        else:
-            self._build()
 
     def infer(self, figure: Figure) -> Inference | None:
         """The preferred extended derivation matching ``figure`` with its chance, or ``None`` (no match).
@@ -148,14 +189,15 @@ class ExtendedDerivations:
         if self.skipped is not None or decimals is None or not math.isfinite(target):
             return None
         tolerance = match_tolerance(target, decimals)
-        windows = self._windows(figure_kind(figure.unit))
+        windows = [
+            (self._kind(name), scale, scale_name)
+            for name, scale, scale_name in _windows(figure_kind(figure.unit))
+        ]
         found = None
-        for name, scale, scale_name in windows:
-            index = self._kinds[name].preferred_within(
-                (target - tolerance) * scale, (target + tolerance) * scale
-            )
+        for candidates, scale, scale_name in windows:
+            index = candidates.preferred_within((target - tolerance) * scale, (target + tolerance) * scale)
             if index is not None:
-                found = (self._kinds[name], index, scale_name)
+                found = (candidates, index, scale_name)
                 break
         if found is None:
             return None
@@ -163,106 +205,83 @@ class ExtendedDerivations:
 
         def within(low: float, high: float) -> int:
             count = self._basis.closed_candidates_within(low, high)
-            for kind, factor, _ in windows:
-                count += self._kinds[kind].count_within(low * factor, high * factor)
+            for candidates, factor, _ in windows:
+                count += candidates.count_within(low * factor, high * factor)
             return count
 
         return Inference(derivation, source, coincidence_chance(figure.value, within))
 
-    @staticmethod
-    def _windows(kind: FigureKind) -> list[tuple[str, float, str]]:
-        """The candidate kinds a figure is asked against, each at a scale (1, or a unit scale)."""
-        if kind == "percent":
-            return [("percent", 1.0, "")]
-        if kind == "plain":
-            return [("plain", 1.0, "")]
-        return [("plain", 1.0, ""), *(("large", scale, name) for scale, name in UNIT_SCALES)]
+    def _kind(self, name: str) -> _Candidates:
+        """The candidates of one kind (``percent``, ``plain``, ``large``), built on first use."""
+        if name not in self._kinds:
+            pairs = self._pair_arrays()
+            with np.errstate(all="ignore"):
+                if name == "percent":
+                    self._kinds[name] = _Candidates([*_percent_parts(pairs), self._shares()])
+                else:
+                    plain, large = _plain_parts(pairs)
+                    self._kinds["plain"], self._kinds["large"] = _Candidates(plain), _Candidates(large)
+        return self._kinds[name]
 
-    def _build(self) -> None:
-        cells = self._cells
-        first, second, group = _pairs(cells.groups)
-        a, b = cells.values[first], cells.values[second]
-        percent_a, percent_b = cells.percent[first], cells.percent[second]
-        both, neither = percent_a & percent_b, ~percent_a & ~percent_b
-        in_row = np.array([grouping.kind != "column" for grouping in cells.groups] or [False], dtype=bool)
-        in_row = in_row[group]
-        once = (first < second) & in_row
-        quotient = in_row & neither & (np.sign(a) * np.sign(b) > 0)
-        percent: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        plain: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        large: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    def _pair_arrays(self) -> _PairArrays:
+        if self._pairs is None:
+            cells = self._cells
+            first, second, group = _pairs(cells.groups)
+            a, b = cells.values[first], cells.values[second]
+            percent_a, percent_b = cells.percent[first], cells.percent[second]
+            neither = ~percent_a & ~percent_b
+            in_row = np.array([grouping.kind != "column" for grouping in cells.groups] or [False], dtype=bool)
+            in_row = in_row[group]
+            self._pairs = _PairArrays(
+                first,
+                second,
+                group,
+                a,
+                b,
+                both=percent_a & percent_b,
+                neither=neither,
+                once=(first < second) & in_row,
+                quotient=in_row & neither & (np.sign(a) * np.sign(b) > 0),
+            )
+        return self._pairs
 
-        def add(
-            into: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
-            op: int,
-            mask: np.ndarray,
-            values: np.ndarray,
-        ) -> None:
-            keep = mask & np.isfinite(values)
-            into.append((op, values[keep], first[keep], second[keep], group[keep]))
-            if into is plain and op in (_DIFFERENCE, _AVERAGE, _SUM):
-                big = keep & (np.abs(values) >= 1000)
-                large.append((op, values[big], first[big], second[big], group[big]))
-
-        with np.errstate(all="ignore"):
-            add(plain, _DIFFERENCE, neither, a - b)
-            add(percent, _DIFFERENCE, both, a - b)
-            add(percent, _PERCENT_CHANGE, quotient, 100 * (a - b) / b)
-            add(plain, _AVERAGE, neither & once, (a + b) / 2)
-            add(percent, _AVERAGE, both & once, (a + b) / 2)
-            add(percent, _PERCENT_OF, quotient, 100 * a / b)
-            add(plain, _RATIO, quotient, a / b)
-            add(plain, _SUM, neither & once, a + b)
-            add(percent, _SUM, both & once, a + b)
-        percent.append(self._shares())
-        self._kinds = {
-            "percent": _Candidates(percent),
-            "plain": _Candidates(plain),
-            "large": _Candidates(large),
-        }
-
-    def _shares(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _shares(self) -> _Part:
         """100 · x / total for the non-percentage cells of each column, of its sum and of its largest cell.
 
         The second index of each candidate names its total: a position in :attr:`_totals`.
         """
-        values: list[float] = []
-        members: list[int] = []
-        totals: list[int] = []
-        columns: list[int] = []
-        numbers = self._cells.values
+        parts: list[tuple[np.ndarray, np.ndarray, int, int]] = []
+        numbers, percent = self._cells.values, self._cells.percent
         for index, column in enumerate(self._cells.columns):
-            cells = [member for member in column.members if not self._cells.percent[member]]
-            signs = {bool(numbers[member] > 0) for member in cells if numbers[member] != 0}
-            if len(cells) < 2 or len(signs) != 1:
+            members = np.asarray(column.members, dtype=np.int64)
+            members = members[~percent[members]]
+            cells = numbers[members]
+            nonzero = cells[cells != 0]
+            if members.size < 2 or not (np.all(nonzero > 0) or np.all(nonzero < 0)):
                 continue  # a share is a part of a total of like parts, not of a net of gains and losses
-            largest = max(cells, key=lambda member: abs(float(numbers[member])))
-            for total, parts in (
-                (finite_sum([float(numbers[member]) for member in cells]), cells),
-                (float(numbers[largest]), [member for member in cells if member != largest]),
+            largest = int(np.argmax(np.abs(cells)))
+            keep = np.arange(members.size) != largest
+            for total, parts_of in (
+                (finite_sum(cells.tolist()), members),
+                (float(cells[largest]), members[keep]),
             ):
-                if not total:
-                    continue
-                self._totals.append(total)
-                for member in parts:
-                    share = 100 * float(numbers[member]) / total
-                    if math.isfinite(share):
-                        values.append(share)
-                        members.append(member)
-                        totals.append(len(self._totals) - 1)
-                        columns.append(index)
-        return (
-            _SHARE,
-            np.asarray(values, dtype=np.float64),
-            np.asarray(members, dtype=np.int64),
-            np.asarray(totals, dtype=np.int64),
-            np.asarray(columns, dtype=np.int64),
-        )
+                if total:
+                    self._totals.append(total)
+                    parts.append((parts_of, 100 * numbers[parts_of] / total, len(self._totals) - 1, index))
+        if not parts:
+            empty = np.empty(0, dtype=np.int64)
+            return (_SHARE, np.empty(0), empty, empty, empty, empty)
+        members = np.concatenate([part[0] for part in parts])
+        totals = np.concatenate([np.full(part[0].size, part[2]) for part in parts])
+        columns = np.concatenate([np.full(part[0].size, part[3]) for part in parts])
+        values = np.concatenate([part[1] for part in parts])
+        keep = np.isfinite(values)
+        rank = _rank(columns[keep] + len(self._cells.groups), _SHARE)
+        return (_SHARE, values[keep], members[keep], totals[keep], columns[keep], rank)
 
     def _describe(self, kind: _Candidates, index: int, scale: str) -> tuple[str, str]:
         """The derivation's name and its words: operands, operation and where the cells sit."""
-        operation = int(kind.operation[index])
-        first, second, group = int(kind.first[index]), int(kind.second[index]), int(kind.group[index])
+        operation, first, second, group = kind.made(index)
         a = _number(float(self._cells.values[first]))
         labels = self._cells.row_labels
         if operation == _SHARE:
@@ -285,6 +304,54 @@ class ExtendedDerivations:
         return OPERATIONS[
             operation
         ], f"{words}, {_where(self._cells.groups[group], labels[first], labels[second])}"
+
+
+def _windows(kind: FigureKind) -> list[tuple[str, float, str]]:
+    """The candidate kinds a figure is asked against, each at a scale (1, or a unit scale)."""
+    if kind == "percent":
+        return [("percent", 1.0, "")]
+    if kind == "plain":
+        return [("plain", 1.0, "")]
+    return [("plain", 1.0, ""), *(("large", scale, name) for scale, name in UNIT_SCALES)]
+
+
+def _part(pairs: _PairArrays, operation: int, mask: np.ndarray, values: np.ndarray) -> _Part:
+    keep = mask & np.isfinite(values)
+    group = pairs.group[keep]
+    return (operation, values[keep], pairs.first[keep], pairs.second[keep], group, _rank(group, operation))
+
+
+def _rank(group: np.ndarray, operation: int) -> np.ndarray:
+    return group * len(OPERATIONS) + operation
+
+
+def _percent_parts(pairs: _PairArrays) -> list[_Part]:
+    """Candidates for a figure wearing ``%``: changes and quotients of amounts, arithmetic of percentages."""
+    a, b, both = pairs.a, pairs.b, pairs.both
+    return [
+        _part(pairs, _DIFFERENCE, both, a - b),
+        _part(pairs, _PERCENT_CHANGE, pairs.quotient, 100 * (a - b) / b),
+        _part(pairs, _AVERAGE, both & pairs.once, (a + b) / 2),
+        _part(pairs, _PERCENT_OF, pairs.quotient, 100 * a / b),
+        _part(pairs, _SUM, both & pairs.once, a + b),
+    ]
+
+
+def _plain_parts(pairs: _PairArrays) -> tuple[list[_Part], list[_Part]]:
+    """Candidates for a plain figure, and the additive ones of magnitude ≥ 1000 to scale for a size."""
+    a, b, neither = pairs.a, pairs.b, pairs.neither
+    plain = [
+        _part(pairs, _DIFFERENCE, neither, a - b),
+        _part(pairs, _AVERAGE, neither & pairs.once, (a + b) / 2),
+        _part(pairs, _RATIO, pairs.quotient, a / b),
+        _part(pairs, _SUM, neither & pairs.once, a + b),
+    ]
+    large = []
+    for operation, values, first, second, group, rank in plain:
+        if operation != _RATIO:
+            big = np.abs(values) >= 1000
+            large.append((operation, values[big], first[big], second[big], group[big], rank[big]))
+    return plain, large
 
 
 def _where(group: CellGroup, first: str, second: str) -> str:
@@ -312,9 +379,7 @@ def _pairs(groups: tuple[CellGroup, ...]) -> tuple[np.ndarray, np.ndarray, np.nd
     if not firsts:
         empty = np.empty(0, dtype=np.int64)
         return empty, empty, empty
-    owner = np.concatenate(owners)
-    order = np.argsort(owner, kind="stable")
-    return np.concatenate(firsts)[order], np.concatenate(seconds)[order], owner[order]
+    return np.concatenate(firsts), np.concatenate(seconds), np.concatenate(owners)
 
 
 def _number(value: float) -> str:

@@ -25,7 +25,12 @@ from otel_shapecheck.checks.figures._coincidence import (
     magnitude_band,
     significant_step,
 )
-from otel_shapecheck.checks.figures._extended import MAX_EXTENDED_NUMBERS, MAX_PAIRS, ExtendedDerivations
+from otel_shapecheck.checks.figures._extended import (
+    MAX_EXTENDED_CELLS,
+    MAX_EXTENDED_NUMBERS,
+    MAX_PAIRS,
+    ExtendedDerivations,
+)
 from otel_shapecheck.checks.figures._findings import FiguresFinding, check_figures
 
 from .fixtures import capacity_result
@@ -233,9 +238,17 @@ class TestCost:
     def test_past_the_pair_budget_the_layer_is_skipped(self) -> None:
         """Rows of many cells make too many pairs: skipped and said."""
         width = MAX_GROUP_CELLS
-        rows = [[r * 1000 + c + 0.5 for c in range(width)] for r in range(MAX_PAIRS // (width * width) + 2)]
+        rows = [
+            [r * 1000 + c + 0.5 for c in range(width)] for r in range(MAX_PAIRS // (width * (width - 1)) + 1)
+        ]
         extended = ExtendedDerivations(figure_basis([table(rows)], structure=True))
         assert extended.skipped is not None and "pairs of cells" in extended.skipped
+
+    def test_past_the_number_cap_the_layer_is_skipped(self) -> None:
+        """Too many carried numbers, even if few are distinct (a long log): skipped and said."""
+        text = " ".join(f"{index % 7}.5" for index in range(MAX_EXTENDED_CELLS + 1))
+        extended = ExtendedDerivations(figure_basis([ToolResult(text)], structure=True))
+        assert extended.skipped is not None and "carried numbers" in extended.skipped
 
     def test_large_groups_are_not_paired(self) -> None:
         """A column of more than MAX_GROUP_CELLS cells forms no group."""
