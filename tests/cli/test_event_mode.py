@@ -76,7 +76,7 @@ class TestEventMode:
         with_logs = _report(event_mode_export / "traces.jsonl", event_mode_export / "logs.jsonl")
         assert alone["summary"]["figures"]["answers"] == 0  # type: ignore[index]
         figures = with_logs["summary"]["figures"]  # type: ignore[index]
-        assert figures == {"answers": 1, "checked": 2, "computed": 1, "unsupported": 1}
+        assert figures == {"answers": 1, "checked": 2, "computed": 1, "inferred": 0, "unsupported": 1}
         unsupported = [
             entry["attributes"]["shapecheck.figures.unsupported"]
             for entry in with_logs["spans"]  # type: ignore[attr-defined]
