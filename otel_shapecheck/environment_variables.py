@@ -63,6 +63,14 @@ OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE: Final = "OTEL_SHAPECHECK_MAX_FACTS_PER_TRAC
 Facts kept per trace. Default 512.
 """
 
+OTEL_SHAPECHECK_MAX_FACT_BYTES: Final = "OTEL_SHAPECHECK_MAX_FACT_BYTES"
+"""
+.. envvar:: OTEL_SHAPECHECK_MAX_FACT_BYTES
+
+Estimated bytes all kept facts (tool results, content records, attempts) may hold; past it the least
+recently active traces are forgotten first. Default 67108864 (64 MiB).
+"""
+
 OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS: Final = "OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS"
 """
 .. envvar:: OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS

@@ -18,7 +18,6 @@ from otel_shapecheck._attributes import (
     CONFORMANCE_ANALYST_ID,
     CONFORMANCE_COLLAPSED,
     CONFORMANCE_RECOVERED,
-    EVALUATION_EVENT,
     EVALUATION_EXPLANATION,
     EVALUATION_NAME,
     EVALUATION_SCORE_LABEL,
@@ -36,6 +35,7 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_SKIPPED,
     TOOL_CHOICE_TOP,
 )
+from otel_shapecheck.pipeline._enrich import is_verdict_event
 
 REPORT_VERSION = 1
 """The version of the ``check --json`` document; it changes only when the shape does."""
@@ -43,8 +43,6 @@ REPORT_VERSION = 1
 _NAMESPACE = "shapecheck."
 _TOOL_CHOICE_PREFIX = "shapecheck.tool_choice."
 _CONFORMANCE_PREFIX = "shapecheck.conformance."
-_VERDICT_PREFIXES = (_TOOL_CHOICE_PREFIX, _CONFORMANCE_PREFIX, "shapecheck.figures.")
-_VERDICT_KEYS = frozenset({FLAGGED, FLAGS})
 
 
 @dataclass(frozen=True)
@@ -65,17 +63,6 @@ class VerdictRow:
     """Why tool choice was not scored (``shapecheck.tool_choice.skipped``), for a tool-choice row."""
     root_name: str = ""
     """The name of the trace's root span (e.g. ``invoke_agent storage-ops``), when the input holds it."""
-
-
-def is_verdict_attribute(key: str) -> bool:
-    """Whether ``key`` is an attribute a check writes (not one an application wrote as input)."""
-    return key in _VERDICT_KEYS or key.startswith(_VERDICT_PREFIXES)
-
-
-def is_verdict_event(name: str, attributes: Mapping[str, AnyValue] | None) -> bool:
-    """Whether a span event is one of our ``gen_ai.evaluation.result`` events."""
-    evaluation = (attributes or {}).get(EVALUATION_NAME)
-    return name == EVALUATION_EVENT and isinstance(evaluation, str) and evaluation.startswith(_NAMESPACE)
 
 
 def evaluated(span: ReadableSpan) -> bool:

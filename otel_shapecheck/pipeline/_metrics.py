@@ -56,7 +56,10 @@ class ProcessorCounts:
     forwarded_unevaluated: int = 0
     """Spans forwarded un-enriched without evaluation: the worker's queue was full, or it was gone."""
     facts_dropped: int = 0
-    """Tool executions, attempts or content records not kept because a per-trace or trace bound was hit."""
+    """Tool executions, attempts or content records lost while a held span still needed them: not kept
+    for a per-trace or byte bound, or forgotten with a trace whose spans were still held."""
+    fact_bytes_exceeded: int = 0
+    """Times a new fact found ``max_fact_bytes`` full (least recently active traces were forgotten)."""
     errors: tuple[tuple[str, int], ...] = ()
     """Errors survived inside the processor, by kind (``check:<name>``, ``downstream``, ``events``, ...)."""
 
@@ -110,6 +113,7 @@ class ProcessorCounters:
         self.released_by_shutdown = 0
         self.forwarded_unevaluated = 0
         self.facts_dropped = 0
+        self.fact_bytes_exceeded = 0
 
     def observe_with(self, meter_provider: MeterProvider | None) -> None:
         """Register observable counters reading these counts on ``meter_provider`` (or the global one)."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from otel_shapecheck._settings import positive_int
 from otel_shapecheck.environment_variables import (
     OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE,
+    OTEL_SHAPECHECK_MAX_FACT_BYTES,
     OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE,
     OTEL_SHAPECHECK_MAX_PENDING_SPANS,
     OTEL_SHAPECHECK_MAX_QUEUE_SIZE,
@@ -31,6 +32,7 @@ _DEFAULT_MAX_EVALUATION_BATCH_SIZE = 64
 _DEFAULT_SCHEDULE_DELAY_MILLIS = 200
 _DEFAULT_MAX_TRACES = 1000
 _DEFAULT_MAX_FACTS_PER_TRACE = 512
+_DEFAULT_MAX_FACT_BYTES = 64 * 1024 * 1024
 _DEFAULT_SHUTDOWN_TIMEOUT_MILLIS = 30_000
 
 
@@ -52,6 +54,8 @@ class ProcessorOptions:
         max_traces: traces whose facts are kept, least recently active dropped first
             (:envvar:`OTEL_SHAPECHECK_MAX_TRACES`, 1000).
         max_facts_per_trace: facts kept per trace (:envvar:`OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE`, 512).
+        max_fact_bytes: estimated bytes all kept facts may hold; past it the least recently active traces
+            are forgotten first (:envvar:`OTEL_SHAPECHECK_MAX_FACT_BYTES`, 64 MiB).
         shutdown_timeout_millis: longest ``shutdown`` waits for the worker before it forwards what is left
             un-evaluated (:envvar:`OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS`, 30000).
 
@@ -66,6 +70,7 @@ class ProcessorOptions:
     schedule_delay_millis: int
     max_traces: int
     max_facts_per_trace: int
+    max_fact_bytes: int
     shutdown_timeout_millis: int
 
     def __init__(
@@ -78,6 +83,7 @@ class ProcessorOptions:
         schedule_delay_millis: int | None = None,
         max_traces: int | None = None,
         max_facts_per_trace: int | None = None,
+        max_fact_bytes: int | None = None,
         shutdown_timeout_millis: int | None = None,
     ) -> None:
         resolved = {
@@ -113,6 +119,9 @@ class ProcessorOptions:
                 max_facts_per_trace,
                 OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE,
                 _DEFAULT_MAX_FACTS_PER_TRACE,
+            ),
+            "max_fact_bytes": positive_int(
+                "max_fact_bytes", max_fact_bytes, OTEL_SHAPECHECK_MAX_FACT_BYTES, _DEFAULT_MAX_FACT_BYTES
             ),
             "shutdown_timeout_millis": positive_int(
                 "shutdown_timeout_millis",

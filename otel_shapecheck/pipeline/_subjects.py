@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from otel_shapecheck._model import AnalystAttempt, AnalystRun, LLMCall, ToolExecution, ToolResult
 from otel_shapecheck.checks._base import Subject
-from otel_shapecheck.pipeline._ledger import ExecutionFact, HeldSpan, Release
+from otel_shapecheck.pipeline._facts import ExecutionFact, HeldSpan, Release
 from otel_shapecheck.readers._read import (
-    join_tool_executions,
     read_analyst_attempt,
     read_llm_call,
     read_log_records,
     read_tool_execution,
 )
+from otel_shapecheck.readers._tool_join import join_tool_executions
 
 
 def build_subjects(release: Release) -> list[Subject]:
@@ -30,7 +30,9 @@ def _joined(
     calls: dict[int, LLMCall], release: Release, executions: list[ToolExecution]
 ) -> dict[int, LLMCall]:
     """The calls with tool executions joined; sibling calls take part so each gets only its own executions."""
-    siblings = [call for call in map(read_llm_call, release.sibling_calls) if call is not None]
+    siblings = [
+        call for span, classified in release.sibling_calls if (call := read_llm_call(span, classified))
+    ]
     ordered = sorted(
         [*((span_id, call) for span_id, call in calls.items()), *((None, call) for call in siblings)],
         key=lambda item: item[1].end_time_ns or 0,
@@ -45,7 +47,7 @@ def _llm_calls(release: Release) -> dict[int, LLMCall]:
     for held in sorted(release.spans, key=lambda held: held.span.end_time or 0):
         if not held.llm_call:
             continue
-        call = read_llm_call(held.span)
+        call = read_llm_call(held.span, held.classified)
         records = release.content.get(held.span_id)
         if records:
             logged = read_log_records(records)
@@ -94,7 +96,7 @@ def _analyst_run(held: HeldSpan, release: Release) -> AnalystRun:
 def _read_execution(fact: ExecutionFact) -> ToolExecution | None:
     """The fact's reading, parsed once per execution however many answers need it."""
     if not fact.read:
-        fact.reading = read_tool_execution(fact.span)
+        fact.reading = read_tool_execution(fact.span, fact.classified)
         fact.read = True
     return fact.reading
 

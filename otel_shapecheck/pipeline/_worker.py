@@ -17,7 +17,8 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from otel_shapecheck.checks._base import Check, Subject, Verdict
 from otel_shapecheck.pipeline._enrich import enriched_copy
-from otel_shapecheck.pipeline._ledger import HeldSpan, Ledger, Release
+from otel_shapecheck.pipeline._facts import HeldSpan, Release
+from otel_shapecheck.pipeline._ledger import Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters
 from otel_shapecheck.pipeline._sinks import VerdictSink
 from otel_shapecheck.pipeline._subjects import build_subjects

@@ -14,6 +14,7 @@ from otel_shapecheck._model import JSONValue, OfferedTool, ToolCall, ToolExecuti
 from otel_shapecheck.readers._content import CallContent, Message, SpanRef, optional_string
 from otel_shapecheck.readers._lenient_json import parse_json_list, parse_json_or_text, to_json_value
 
+OPERATION_NAME = "gen_ai.operation.name"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 TOOL_DEFINITIONS = "gen_ai.tool.definitions"
@@ -23,6 +24,11 @@ TOOL_NAME = "gen_ai.tool.name"
 TOOL_CALL_ID = "gen_ai.tool.call.id"
 TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+
+GENAI_CONTENT_KEYS = frozenset(
+    {INPUT_MESSAGES, OUTPUT_MESSAGES, TOOL_DEFINITIONS, FINISH_REASONS, RESPONSE_ID}
+)
+"""Every attribute :func:`read_genai_content` reads: one of them present means there is GenAI content."""
 
 EXECUTE_TOOL_SPAN_PREFIX = "execute_tool "
 MCP_TOOLS_CALL_SPAN_PREFIX = "tools/call "

@@ -27,6 +27,8 @@ INPUT_VALUE = "input.value"
 OUTPUT_VALUE = "output.value"
 
 FINISH_REASON = "llm.finish_reason"
+OPENINFERENCE_CONTENT_PREFIXES = (INPUT_MESSAGES_PREFIX, OUTPUT_MESSAGES_PREFIX, TOOLS_PREFIX, FINISH_REASON)
+"""Prefixes of every attribute :func:`read_openinference_content` reads."""
 OUTPUT_MESSAGE_MARKERS = (
     "llm.output_messages.0.message.role",
     "llm.output_messages.0.message.content",

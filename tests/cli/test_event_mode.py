@@ -17,11 +17,8 @@ from opentelemetry.util.genai.handler import TelemetryHandler
 from cli.console_script import run_cli
 from otel_shapecheck.cli.demo._demo import _TOOL_TURNS, _ScriptedAgent
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
-from otel_shapecheck.otlp._json import (
-    OtlpJsonLinesLogExporter,
-    OtlpJsonLinesSpanExporter,
-    load_telemetry,
-)
+from otel_shapecheck.otlp._files import load_telemetry
+from otel_shapecheck.otlp._jsonl import OtlpJsonLinesLogExporter, OtlpJsonLinesSpanExporter
 
 CAPACITY_TURN = next(turn for turn in _TOOL_TURNS if turn.agent == "capacity-planner")
 

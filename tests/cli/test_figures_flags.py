@@ -15,8 +15,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.util.genai.handler import TelemetryHandler
 from opentelemetry.util.genai.types import InputMessage, OutputMessage, TextPart, ToolCallRequestPart
 
-from otel_shapecheck.cli._main import EXIT_FLAGGED, EXIT_OK, EXIT_USAGE, main
-from otel_shapecheck.otlp._json import write_spans_jsonl
+from otel_shapecheck.cli._exit import EXIT_FLAGGED, EXIT_OK, EXIT_USAGE
+from otel_shapecheck.cli._main import main
+from otel_shapecheck.otlp._jsonl import write_spans_jsonl
 
 ASSETS = [
     ["(In millions)", "2019", "2018"],
