@@ -32,17 +32,20 @@ CONFORMANCE_ACCEPTED: Final = "shapecheck.conformance.accepted"
 CONFORMANCE_COLLAPSED: Final = "shapecheck.conformance.collapsed"
 CONFORMANCE_RECOVERED: Final = "shapecheck.conformance.recovered"
 CONFORMANCE_RATE: Final = "shapecheck.conformance.rate"
+CONFORMANCE_UNREADABLE: Final = "shapecheck.conformance.unreadable"
 
 # Attempt spans written by the retry wrapper (and by any emitter following the same convention).
 ANALYST_ID: Final = "shapecheck.analyst.id"
 ANALYST_ATTEMPT: Final = "shapecheck.analyst.attempt"
 ROWS_EMITTED: Final = "shapecheck.rows.emitted"
 ROWS_ACCEPTED: Final = "shapecheck.rows.accepted"
+ROWS_UNREADABLE: Final = "shapecheck.rows.unreadable"
 
 # Figures, on a span that carries a final answer.
 FIGURES_CHECKED: Final = "shapecheck.figures.checked"
 FIGURES_CARRIED: Final = "shapecheck.figures.carried"
 FIGURES_COMPUTED: Final = "shapecheck.figures.computed"
+FIGURES_INFERRED: Final = "shapecheck.figures.inferred"
 FIGURES_UNSUPPORTED: Final = "shapecheck.figures.unsupported"
 FIGURES_DERIVATIONS: Final = "shapecheck.figures.derivations"
 FIGURES_TRUNCATED: Final = "shapecheck.figures.truncated"
@@ -56,6 +59,7 @@ FLAG_TOOL_CHOICE_NARROW: Final = "tool_choice.narrow"
 FLAG_TOOL_CHOICE_PROXY_DISAGREEMENT: Final = "tool_choice.proxy_disagreement"
 FLAG_CONFORMANCE_COLLAPSED: Final = "conformance.collapsed"
 FLAG_CONFORMANCE_UNRECOVERED: Final = "conformance.unrecovered"
+FLAG_CONFORMANCE_UNREADABLE: Final = "conformance.unreadable"
 FLAG_FIGURES_UNSUPPORTED: Final = "figures.unsupported"
 
 # The standard evaluation event (OTel GenAI semantic conventions, v1.38+).

@@ -10,6 +10,8 @@ trace backends print them.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field, replace
 from typing import TypeAlias
 
@@ -144,6 +146,27 @@ class AnalystAttempt:
     emitted: int
     accepted: int
     parent_id: str | None = None
+    unreadable: int = 0
+    """Row counts the attempt reported that could not be read (``"abc"``, NaN, negative); 0 when none."""
+
+
+def read_row_count(value: object) -> int | None:
+    """A row count as an emitter reported it, or ``None`` when it is not one.
+
+    A count is a whole number ≥ 0, given as a number or as a string of one (``"3"``, ``" 3 "``,
+    ``"3.0"``). Booleans, NaN, infinities, negatives, fractions and other text are not counts.
+    """
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    number = float(value)
+    if not math.isfinite(number) or number < 0 or not number.is_integer():
+        return None
+    return int(number)
 
 
 @dataclass(frozen=True)

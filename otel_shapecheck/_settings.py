@@ -91,6 +91,19 @@ def non_negative_float(name: str, explicit: float | None, env_var: str | None, d
     )
 
 
+def probability(name: str, explicit: float | None, env_var: str | None, default: float) -> float:
+    """A number setting that must lie in [0, 1]."""
+    return _resolve(
+        name,
+        explicit,
+        env_var,
+        default,
+        float,
+        lambda v: isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= 1,
+        "a number in [0, 1]",
+    )
+
+
 def choice(
     name: str, explicit: str | None, env_var: str | None, default: str, allowed: tuple[str, ...]
 ) -> str:

@@ -161,6 +161,25 @@ OTEL_SHAPECHECK_FIGURES_MIN_DIGITS: Final = "OTEL_SHAPECHECK_FIGURES_MIN_DIGITS"
 Digits a bare number (one without a unit) needs to be checked. Default 4.
 """
 
+OTEL_SHAPECHECK_FIGURES_DERIVATIONS: Final = "OTEL_SHAPECHECK_FIGURES_DERIVATIONS"
+"""
+.. envvar:: OTEL_SHAPECHECK_FIGURES_DERIVATIONS
+
+Which derivations support a figure: ``closed`` (the reference's set only: rounded, unit-scale,
+complement, column sum, ratio, difference) or ``extended`` (also cell arithmetic: differences, percent
+changes, averages, ratios and shares of cells in one row or column, accepted only below the coincidence
+bound). Default ``extended``.
+"""
+
+OTEL_SHAPECHECK_FIGURES_COINCIDENCE: Final = "OTEL_SHAPECHECK_FIGURES_COINCIDENCE"
+"""
+.. envvar:: OTEL_SHAPECHECK_FIGURES_COINCIDENCE
+
+The bound ``p`` of the extended derivations: one is accepted only when the chance that a random number
+of the figure's magnitude and precision would match some candidate is below it. A number in [0, 1];
+default 0.01.
+"""
+
 # How the span processor reads calls.
 
 OTEL_SHAPECHECK_ANSWER_TOOLS: Final = "OTEL_SHAPECHECK_ANSWER_TOOLS"

@@ -136,6 +136,17 @@ CASES = [
         "many",
     ),
     Case(env.OTEL_SHAPECHECK_FIGURES_MIN_DIGITS, lambda: FiguresCheck().min_digits, 4, "3", 3, "four"),
+    Case(
+        env.OTEL_SHAPECHECK_FIGURES_DERIVATIONS,
+        lambda: FiguresCheck().derivations,
+        "extended",
+        "CLOSED",
+        "closed",
+        "open",
+    ),
+    Case(
+        env.OTEL_SHAPECHECK_FIGURES_COINCIDENCE, lambda: FiguresCheck().coincidence, 0.01, "0.05", 0.05, "1.5"
+    ),
     Case(env.OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE, gateway_queue_size, 16_384, "100", 100, "0"),
     Case(env.OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS, resolve_retry_after, 1.0, "2.5", 2.5, "-1"),
     Case(

@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck.checks._builtin import EMBEDDERS, build_checks
 from otel_shapecheck.cli._exit import EXIT_FLAGGED, EXIT_OK, UsageError
+from otel_shapecheck.cli._figures_options import add_figures_arguments, require_figures_arguments
 from otel_shapecheck.cli._report import json_report, summary, verdict_rows
 from otel_shapecheck.cli._terminal import (
     print_summary,
@@ -72,6 +73,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help=f"longest line, i.e. one JSON Lines document (default {DEFAULT_MAX_LINE_BYTES})",
     )
+    add_figures_arguments(check)
     check.set_defaults(run=run)
 
 
@@ -92,6 +94,10 @@ def run(arguments: argparse.Namespace) -> int:
     out = Path(arguments.out) if arguments.out else None
     if out is not None and (out.is_dir() or not out.parent.is_dir()):
         raise UsageError(f"--out {out}: not a file in an existing directory")
+    try:
+        require_figures_arguments(arguments)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     limits = InputLimits(arguments.max_input_bytes, arguments.max_line_bytes)
     inputs = []
     for path in paths:
@@ -99,7 +105,11 @@ def run(arguments: argparse.Namespace) -> int:
             inputs.append(load_telemetry(path, limits))
     spans = [span for telemetry in inputs for span in telemetry.spans]
     log_records = [record for telemetry in inputs for record in telemetry.log_records]
-    checks = build_checks(arguments.embedder)
+    checks = build_checks(
+        arguments.embedder,
+        figures_derivations=arguments.figures_derivations,
+        figures_coincidence=arguments.figures_coincidence,
+    )
     with span_progress(len(spans)) as progress:
         checked = check_spans(spans, checks, log_records=log_records, on_span_done=progress.advance)
     checked = _in_input_order(checked, spans)

@@ -22,6 +22,7 @@ from opentelemetry.sdk.resources import Resource
 
 from otel_shapecheck.checks._builtin import EMBEDDERS, build_checks
 from otel_shapecheck.cli._exit import EXIT_OK, EXIT_USAGE
+from otel_shapecheck.cli._figures_options import add_figures_arguments, require_figures_arguments
 from otel_shapecheck.gateway._gateway import Gateway, gateway_processor_options, gateway_queue_size
 from otel_shapecheck.gateway._service import GatewayService
 from otel_shapecheck.otlp._endpoints import PROTOCOLS, otlp_log_exporter, otlp_span_exporter
@@ -116,6 +117,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="events also quote numbers from answers and tool results",
     )
+    add_figures_arguments(checks)
     parser.set_defaults(run=run)
 
 
@@ -165,6 +167,7 @@ def _service(args: argparse.Namespace) -> GatewayService:
             "--forward is required unless OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT "
             "is set: the exporters' default, localhost:4317, is the gateway's own port"
         )
+    require_figures_arguments(args)
     if args.grpc_workers < 1:
         raise ValueError(f"--grpc-workers {args.grpc_workers}: must be a whole number ≥ 1")
     timeout = args.export_timeout_seconds
@@ -190,7 +193,13 @@ def _service(args: argparse.Namespace) -> GatewayService:
             spans,
             logs,
             events=events,
-            checks=None if args.no_checks else build_checks(args.embedder),
+            checks=None
+            if args.no_checks
+            else build_checks(
+                args.embedder,
+                figures_derivations=args.figures_derivations,
+                figures_coincidence=args.figures_coincidence,
+            ),
             evaluate=not args.no_checks,
             max_queue_size=capacity,
             retry_after_seconds=args.retry_after_seconds,

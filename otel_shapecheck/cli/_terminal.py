@@ -117,7 +117,8 @@ def print_summary(console: Console, summary: Mapping[str, Any]) -> None:
     )
     console.print(
         f"  figures: {figures['answers']} answers, {figures['checked']} figures checked, "
-        f"{figures['computed']} computed, {figures['unsupported']} unsupported" + _figures_skipped(figures)
+        f"{figures['computed']} computed, {figures.get('inferred', 0)} inferred, "
+        f"{figures['unsupported']} unsupported" + _figures_skipped(figures)
     )
 
 

@@ -14,8 +14,14 @@ from typing import TypeGuard
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_shapecheck._attributes import ANALYST_ATTEMPT, ANALYST_ID, ROWS_ACCEPTED, ROWS_EMITTED
-from otel_shapecheck._model import AnalystAttempt, LLMCall, ToolExecution
+from otel_shapecheck._attributes import (
+    ANALYST_ATTEMPT,
+    ANALYST_ID,
+    ROWS_ACCEPTED,
+    ROWS_EMITTED,
+    ROWS_UNREADABLE,
+)
+from otel_shapecheck._model import AnalystAttempt, LLMCall, ToolExecution, read_row_count
 from otel_shapecheck.readers._classify import (
     AnyLogRecord,
     Convention,
@@ -113,14 +119,19 @@ def read_analyst_attempt(span: ReadableSpan) -> AnalystAttempt | None:
     attempt = _count(attributes.get(ANALYST_ATTEMPT))
     if ref is None or not analyst_id or attempt is None:
         return None
+    emitted, accepted = attributes.get(ROWS_EMITTED), attributes.get(ROWS_ACCEPTED)
+    unreadable = read_row_count(attributes.get(ROWS_UNREADABLE)) or 0
+    present = [count for count in (emitted, accepted) if count is not None]
+    unreadable += sum(1 for count in present if read_row_count(count) is None)
     return AnalystAttempt(
         span_id=ref.span_id,
         trace_id=ref.trace_id,
         parent_id=ref.parent_id,
         analyst_id=analyst_id,
         attempt=attempt,
-        emitted=_count(attributes.get(ROWS_EMITTED)) or 0,
-        accepted=_count(attributes.get(ROWS_ACCEPTED)) or 0,
+        emitted=read_row_count(emitted) or 0,
+        accepted=read_row_count(accepted) or 0,
+        unreadable=unreadable,
     )
 
 

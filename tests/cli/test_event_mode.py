@@ -77,6 +77,7 @@ class TestEventMode:
             "answers": 1,
             "checked": 2,
             "computed": 1,
+            "inferred": 0,
             "unsupported": 1,
             "skipped": 0,
             "skipped_no_content": 0,

@@ -16,6 +16,7 @@ from otel_shapecheck._attributes import (
     FIGURES_CHECKED,
     FIGURES_COMPUTED,
     FIGURES_DERIVATIONS,
+    FIGURES_INFERRED,
     FIGURES_TRUNCATED,
     FIGURES_UNSUPPORTED,
     FLAG_FIGURES_UNSUPPORTED,
@@ -128,6 +129,7 @@ class TestVerdict:
             FIGURES_CHECKED: 3,
             FIGURES_CARRIED: 1,
             FIGURES_COMPUTED: 2,
+            FIGURES_INFERRED: 0,
             FIGURES_UNSUPPORTED: (),
             FIGURES_DERIVATIONS: (
                 "59.2 = column-ratio: 100 × rows[].used_tb ÷ rows[].total_tb",
