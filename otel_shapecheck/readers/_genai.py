@@ -22,6 +22,7 @@ from otel_shapecheck.readers._lenient_json import (
 OPERATION_NAME = "gen_ai.operation.name"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
+SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 TOOL_DEFINITIONS = "gen_ai.tool.definitions"
 FINISH_REASONS = "gen_ai.response.finish_reasons"
 RESPONSE_ID = "gen_ai.response.id"

@@ -408,4 +408,14 @@ class ToolChoiceCheck:
             score=result.margin if result is not None else None,
             flags=tuple(flags),
             response_id=call.response_id,
+            content_keys=_INVENTED_NAMES if _names_a_tool_not_offered(call) else frozenset(),
         )
+
+
+_INVENTED_NAMES = frozenset({TOOL_CHOICE_CHOSEN})
+
+
+def _names_a_tool_not_offered(call: ToolChoiceCall) -> bool:
+    """Whether ``chosen`` holds a name the model wrote that is not on the menu (content, not a tool)."""
+    offered = {tool.name for tool in call.offered}
+    return any(name not in offered for name in call.chosen)
