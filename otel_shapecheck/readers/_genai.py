@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from otel_shapecheck._model import JSONValue, OfferedTool, ToolCall, ToolExecution, ToolResult
 from otel_shapecheck.readers._content import CallContent, Message, SpanRef, optional_string
 from otel_shapecheck.readers._lenient_json import parse_json_list, parse_json_or_text, to_json_value
+from otel_shapecheck.readers._tool_schema import schema_of, tool_parameters
 
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
@@ -102,7 +103,11 @@ def offered_tool_from_json(item: Mapping[str, JSONValue]) -> OfferedTool | None:
     name = optional_string(definition.get("name"))
     if not name:
         return None
-    return OfferedTool(name=name, description=optional_string(definition.get("description")))
+    return OfferedTool(
+        name=name,
+        description=optional_string(definition.get("description")),
+        parameters=tool_parameters(schema_of(definition)),
+    )
 
 
 def read_string_list(value: object) -> tuple[str, ...]:
