@@ -27,6 +27,7 @@ B: Final = 0.75
 _WORD = re.compile(r"\w+")
 _SLOT_LABEL = re.compile(r"(?:\A|\n\n)(?:user|assistant): ")
 """The labels :func:`choice_context` puts before its slots: they are in every context, so not evidence."""
+_NOT_PLURAL = ("ss", "us", "is")
 _STOPWORD_TEXT = (
     "a an and any are as at be by can do for from get has have how i if in into is it its me my "
     "of on or our please set that the their them then there these this to use used using want was "
@@ -40,14 +41,15 @@ def lexical_terms(text: str) -> tuple[str, ...]:
     """The words BM25 compares: camelCase and ``_``/``-`` split, lower case, no stopwords, crude plurals.
 
     Words of one character and common English function words carry no choice between tools and are
-    dropped; a trailing ``s`` is removed from words longer than three letters (``orders`` → ``order``).
+    dropped; a trailing ``s`` is removed from words longer than three letters (``orders`` → ``order``),
+    unless the word ends in ``ss``, ``us`` or ``is`` (``address``, ``status``, ``analysis``).
     """
     words = _WORD.findall(tokenised_name(text).lower())
     return tuple(_stem(word) for word in words if len(word) > 1 and word not in _STOPWORDS)
 
 
 def _stem(word: str) -> str:
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith(_NOT_PLURAL) else word
 
 
 def lexical_scores(context: str, candidates: Sequence[str]) -> list[float]:
