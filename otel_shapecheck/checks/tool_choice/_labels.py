@@ -1,7 +1,7 @@
 """What a tool-choice verdict says: its skip reasons, score labels and one-sentence explanations.
 
-Explanations name tools and numbers only, never prompt content, so a verdict can be exported wherever
-the span goes.
+Explanations carry numbers only, never prompt content or tool names (those are in the attributes), so a
+verdict can be exported wherever the span goes.
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ def explanation(result: MarginResult | None, skipped: str | None, threshold: flo
         )
     if result.weakest is not None:
         lead = (
-            f"The least supported chosen tool, {result.weakest}, leads every tool the model did not "
-            f"choose by {result.margin:.3f} at best, in the whole context or one of its clauses"
+            f"The least supported of the {len(result.chosen)} chosen tools leads every tool the model "
+            f"did not choose by {result.margin:.3f} at best, in the whole context or one of its clauses"
         )
         if result.narrow:
             return LABEL_NARROW, f"{lead}: under the {threshold:g} threshold."

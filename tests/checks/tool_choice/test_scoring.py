@@ -236,7 +236,8 @@ class TestCheckScorings:
         assert "user: Book a hotel room in Rome." in counting.texts
         assert verdict.attributes[TOOL_CHOICE_WEAKEST] == "send_email"
         assert verdict.label in ("narrow", "disagreement")
-        assert "Rome" not in verdict.explanation
+        assert "Rome" not in verdict.explanation and "send_email" not in verdict.explanation
+        assert "least supported of the 2 chosen tools" in verdict.explanation
 
     def test_seed_scoring_never_embeds_segments(self) -> None:
         counting = CountingEmbedder(
