@@ -303,7 +303,8 @@ class ToolChoiceCheck:
             context = choice_context(
                 call.user_text or "", call.assistant_text, max_slot_chars=self._max_slot_chars
             )
-            if self._scoring == SCORING_CALIBRATED and needs_segments(len(offered), len(call.chosen)):
+            per_tool = skipped is None and needs_segments(len(offered), len(call.chosen))
+            if self._scoring == SCORING_CALIBRATED and per_tool:
                 segments = segment_texts(
                     call.user_text or "", call.assistant_text, max_slot_chars=self._max_slot_chars
                 )
