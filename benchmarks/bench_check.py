@@ -24,7 +24,7 @@ from rich.console import Console
 from otel_shapecheck.checks._builtin import build_checks
 from otel_shapecheck.cli._report import summary
 from otel_shapecheck.cli.demo._demo import TRACES_FILE, demo_output, run_demo
-from otel_shapecheck.otlp._json import parse_spans
+from otel_shapecheck.otlp._files import parse_spans
 from otel_shapecheck.pipeline._offline import check_spans
 
 _SCENARIOS_PER_COPY = 4

@@ -84,6 +84,8 @@ class GatewayProcess:
             "127.0.0.1:0",
             "--forward",
             forward,
+            "--protocol",
+            "http/protobuf",
             "--no-events",
             "--max-queue-size",
             "65536",

@@ -21,6 +21,7 @@ TOOL_CHOICE_NARROW: Final = "shapecheck.tool_choice.narrow"
 TOOL_CHOICE_PROXY_DISAGREEMENT: Final = "shapecheck.tool_choice.proxy_disagreement"
 TOOL_CHOICE_SKIPPED: Final = "shapecheck.tool_choice.skipped"
 TOOL_CHOICE_EMBEDDER: Final = "shapecheck.tool_choice.embedder"
+TOOL_CHOICE_MENU_SOURCE: Final = "shapecheck.tool_choice.menu_source"
 TOOL_CHOICE_SCORING: Final = "shapecheck.tool_choice.scoring"
 TOOL_CHOICE_COSINE_MARGIN: Final = "shapecheck.tool_choice.cosine_margin"
 TOOL_CHOICE_WEAKEST: Final = "shapecheck.tool_choice.weakest_chosen"
@@ -48,6 +49,10 @@ FIGURES_COMPUTED: Final = "shapecheck.figures.computed"
 FIGURES_UNSUPPORTED: Final = "shapecheck.figures.unsupported"
 FIGURES_DERIVATIONS: Final = "shapecheck.figures.derivations"
 FIGURES_TRUNCATED: Final = "shapecheck.figures.truncated"
+FIGURES_SKIPPED: Final = "shapecheck.figures.skipped"
+
+# An LLM-call span that records a call another span already records (a second instrumentation).
+DUPLICATE_OF: Final = "shapecheck.duplicate_of"
 
 # Values of ``shapecheck.flags``.
 FLAG_TOOL_CHOICE_NARROW: Final = "tool_choice.narrow"

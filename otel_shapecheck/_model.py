@@ -85,6 +85,15 @@ class LLMCall:
     finish_reasons: tuple[str, ...] = ()
     response_id: str | None = None
     end_time_ns: int | None = None
+    declared_answer_tools: tuple[str, ...] | None = None
+    """Output tools the framework declared for this call (``None``: it declared nothing)."""
+    answer_tool: str | None = None
+    """The tool the answer came through, when the call answered by calling one (its ``answer_text``
+    is then read from that call's arguments, and the call is not a tool choice)."""
+    turn_tool_calls: int = 0
+    """Tool calls the input shows the model made earlier in this turn (after the last user message)."""
+    menu_source: str | None = None
+    """Where the menu came from: ``span`` (the call's own span) or ``ancestor`` (the nearest ancestor)."""
 
     @property
     def chosen(self) -> tuple[str, ...]:
@@ -111,6 +120,12 @@ class LLMCall:
             finish_reasons=self.finish_reasons or other.finish_reasons,
             response_id=self.response_id or other.response_id,
             end_time_ns=self.end_time_ns or other.end_time_ns,
+            declared_answer_tools=self.declared_answer_tools
+            if self.declared_answer_tools is not None
+            else other.declared_answer_tools,
+            answer_tool=self.answer_tool or other.answer_tool,
+            menu_source=self.menu_source or other.menu_source,
+            turn_tool_calls=self.turn_tool_calls or other.turn_tool_calls,
         )
 
 

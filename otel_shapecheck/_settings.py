@@ -12,7 +12,7 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 logger = logging.getLogger(__name__)
@@ -121,3 +121,27 @@ def boolean(name: str, explicit: bool | None, env_var: str | None, default: bool
         _warn_bad_variable(env_var, raw, "true or false", default)
         return default
     return raw.lower() in _TRUE
+
+
+def names(
+    name: str, explicit: Sequence[str] | None, env_var: str | None, default: tuple[str, ...]
+) -> tuple[str, ...]:
+    """A list of names; the variable reads them comma-separated (``final_answer,final_result*``).
+
+    An explicit argument must be a sequence of non-empty strings (an empty one turns the setting off); a
+    variable with no name in it, or a name with a comma-less blank, is bad.
+    """
+    if explicit is not None:
+        if isinstance(explicit, str) or not all(isinstance(item, str) and item.strip() for item in explicit):
+            raise ValueError(
+                f"{name}={explicit!r} is not a valid value: {name} must be a sequence of non-empty names"
+            )
+        return tuple(item.strip() for item in explicit)
+    raw = _environment_value(env_var)
+    if raw is None or env_var is None:
+        return default
+    items = [item.strip() for item in raw.split(",")]
+    if not all(items):
+        _warn_bad_variable(env_var, raw, "comma-separated non-empty names", ",".join(default))
+        return default
+    return tuple(items)

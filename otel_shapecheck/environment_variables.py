@@ -63,6 +63,14 @@ OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE: Final = "OTEL_SHAPECHECK_MAX_FACTS_PER_TRAC
 Facts kept per trace. Default 512.
 """
 
+OTEL_SHAPECHECK_MAX_FACT_BYTES: Final = "OTEL_SHAPECHECK_MAX_FACT_BYTES"
+"""
+.. envvar:: OTEL_SHAPECHECK_MAX_FACT_BYTES
+
+Estimated bytes all kept facts (tool results, content records, attempts) may hold; past it the least
+recently active traces are forgotten first. Default 67108864 (64 MiB).
+"""
+
 OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS: Final = "OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS"
 """
 .. envvar:: OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS
@@ -161,6 +169,18 @@ OTEL_SHAPECHECK_FIGURES_MIN_DIGITS: Final = "OTEL_SHAPECHECK_FIGURES_MIN_DIGITS"
 .. envvar:: OTEL_SHAPECHECK_FIGURES_MIN_DIGITS
 
 Digits a bare number (one without a unit) needs to be checked. Default 4.
+"""
+
+# How the span processor reads calls.
+
+OTEL_SHAPECHECK_ANSWER_TOOLS: Final = "OTEL_SHAPECHECK_ANSWER_TOOLS"
+"""
+.. envvar:: OTEL_SHAPECHECK_ANSWER_TOOLS
+
+Tools through which a model delivers its answer instead of choosing a tool, comma-separated; a name
+ending in ``*`` matches every name with that prefix. Used for calls whose framework does not declare its
+output tools itself (pydantic-ai does). Default ``final_answer,final_result,final_result_*``
+(smolagents' ``final_answer``, pydantic-ai's output tools).
 """
 
 # The gateway (otel-shapecheck serve).

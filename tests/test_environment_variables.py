@@ -68,7 +68,18 @@ CASES = [
     Case(env.OTEL_SHAPECHECK_MAX_TRACES, _option("max_traces"), 1000, "2", 2, "many"),
     Case(env.OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE, _option("max_facts_per_trace"), 512, "8", 8, "-8"),
     Case(
+        env.OTEL_SHAPECHECK_MAX_FACT_BYTES, _option("max_fact_bytes"), 64 * 1024 * 1024, "4096", 4096, "big"
+    ),
+    Case(
         env.OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS, _option("shutdown_timeout_millis"), 30_000, "50", 50, "0"
+    ),
+    Case(
+        env.OTEL_SHAPECHECK_ANSWER_TOOLS,
+        _option("answer_tools"),
+        ("final_answer", "final_result", "final_result_*"),
+        "submit, Report*",
+        ("submit", "Report*"),
+        "a,,b",
     ),
     Case(env.OTEL_SHAPECHECK_EVENTS_FORWARD, _event("forward"), "flagged", "ALL", "all", "everything"),
     Case(env.OTEL_SHAPECHECK_EVENTS_INCLUDE_CONTENT, _event("include_content"), False, "TRUE", True, "yes"),

@@ -36,6 +36,8 @@ class Subject:
     spans when its own output did not name them. ``analyst_run`` is set for an analyst span.
     ``trace_tool_results`` holds results of tool executions that ended earlier in the same trace.
     ``incomplete`` says a deadline or cap released the span before every awaited fact arrived.
+    ``duplicate_of`` is set when another span of the trace already records the same LLM call: such a
+    subject is not evaluated (checks never see it).
     """
 
     span_id: str
@@ -44,6 +46,7 @@ class Subject:
     analyst_run: AnalystRun | None = None
     trace_tool_results: tuple[ToolResult, ...] = ()
     incomplete: bool = False
+    duplicate_of: str | None = None
 
 
 @dataclass(frozen=True)

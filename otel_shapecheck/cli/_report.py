@@ -18,7 +18,7 @@ from otel_shapecheck._attributes import (
     CONFORMANCE_ANALYST_ID,
     CONFORMANCE_COLLAPSED,
     CONFORMANCE_RECOVERED,
-    EVALUATION_EVENT,
+    DUPLICATE_OF,
     EVALUATION_EXPLANATION,
     EVALUATION_NAME,
     EVALUATION_SCORE_LABEL,
@@ -26,6 +26,7 @@ from otel_shapecheck._attributes import (
     FIGURES_CHECKED,
     FIGURES_COMPUTED,
     FIGURES_DERIVATIONS,
+    FIGURES_SKIPPED,
     FIGURES_UNSUPPORTED,
     FLAGGED,
     FLAGS,
@@ -35,6 +36,7 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_SKIPPED,
     TOOL_CHOICE_TOP,
 )
+from otel_shapecheck.pipeline._enrich import is_verdict_event
 
 REPORT_VERSION = 1
 """The version of the ``check --json`` document; it changes only when the shape does."""
@@ -42,8 +44,6 @@ REPORT_VERSION = 1
 _NAMESPACE = "shapecheck."
 _TOOL_CHOICE_PREFIX = "shapecheck.tool_choice."
 _CONFORMANCE_PREFIX = "shapecheck.conformance."
-_VERDICT_PREFIXES = (_TOOL_CHOICE_PREFIX, _CONFORMANCE_PREFIX, "shapecheck.figures.")
-_VERDICT_KEYS = frozenset({FLAGGED, FLAGS})
 
 
 @dataclass(frozen=True)
@@ -64,17 +64,6 @@ class VerdictRow:
     """Why tool choice was not scored (``shapecheck.tool_choice.skipped``), for a tool-choice row."""
     root_name: str = ""
     """The name of the trace's root span (e.g. ``invoke_agent storage-ops``), when the input holds it."""
-
-
-def is_verdict_attribute(key: str) -> bool:
-    """Whether ``key`` is an attribute a check writes (not one an application wrote as input)."""
-    return key in _VERDICT_KEYS or key.startswith(_VERDICT_PREFIXES)
-
-
-def is_verdict_event(name: str, attributes: Mapping[str, AnyValue] | None) -> bool:
-    """Whether a span event is one of our ``gen_ai.evaluation.result`` events."""
-    evaluation = (attributes or {}).get(EVALUATION_NAME)
-    return name == EVALUATION_EVENT and isinstance(evaluation, str) and evaluation.startswith(_NAMESPACE)
 
 
 def evaluated(span: ReadableSpan) -> bool:
@@ -124,7 +113,8 @@ def _root_names(spans: Sequence[ReadableSpan]) -> dict[int, str]:
 
 
 def _skip_reason(check: str, attributes: Mapping[str, AnyValue]) -> str | None:
-    reason = attributes.get(TOOL_CHOICE_SKIPPED) if check == "tool_choice" else None
+    key = {"tool_choice": TOOL_CHOICE_SKIPPED, "figures": FIGURES_SKIPPED}.get(check)
+    reason = attributes.get(key) if key else None
     return reason if isinstance(reason, str) else None
 
 
@@ -155,6 +145,7 @@ def summary(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     return {
         "spans": len(spans),
         "evaluated": len(attribute_sets),
+        "duplicates": sum(1 for span in spans if DUPLICATE_OF in (span.attributes or {})),
         "flagged": sum(1 for attributes in attribute_sets if attributes.get(FLAGGED) is True),
         "tool_choice": _tool_choice_summary(
             [a for a in attribute_sets if any(key.startswith(_TOOL_CHOICE_PREFIX) for key in a)]
@@ -162,7 +153,10 @@ def summary(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
         "conformance": _conformance_summary(
             [a for a in attribute_sets if CONFORMANCE_ANALYST_ID in a or CONFORMANCE_COLLAPSED in a]
         ),
-        "figures": _figures_summary([a for a in attribute_sets if FIGURES_CHECKED in a]),
+        "figures": _figures_summary(
+            [a for a in attribute_sets if FIGURES_CHECKED in a],
+            [a for a in attribute_sets if FIGURES_SKIPPED in a],
+        ),
     }
 
 
@@ -194,12 +188,19 @@ def _conformance_summary(analysts: Sequence[Mapping[str, AnyValue]]) -> dict[str
     }
 
 
-def _figures_summary(answers: Sequence[Mapping[str, AnyValue]]) -> dict[str, int]:
+def _figures_summary(
+    answers: Sequence[Mapping[str, AnyValue]], skipped: Sequence[Mapping[str, AnyValue]]
+) -> dict[str, int]:
+    """Answers checked, and (``skipped``) turn-ending calls whose figures could not be, by reason."""
+    reasons = [str(attributes.get(FIGURES_SKIPPED)) for attributes in skipped]
     return {
         "answers": len(answers),
         "checked": sum(_count(answer.get(FIGURES_CHECKED)) for answer in answers),
         "computed": sum(_count(answer.get(FIGURES_COMPUTED)) for answer in answers),
         "unsupported": sum(len(_sequence(answer.get(FIGURES_UNSUPPORTED))) for answer in answers),
+        "skipped": len(reasons),
+        "skipped_no_content": reasons.count("no-content"),
+        "skipped_no_results": reasons.count("no-results"),
     }
 
 

@@ -21,14 +21,13 @@ from types import FrameType
 from opentelemetry.sdk.resources import Resource
 
 from otel_shapecheck.checks._builtin import EMBEDDERS, build_checks
+from otel_shapecheck.cli._exit import EXIT_OK, EXIT_USAGE
 from otel_shapecheck.gateway._gateway import Gateway, gateway_processor_options, gateway_queue_size
 from otel_shapecheck.gateway._service import GatewayService
-from otel_shapecheck.otlp._endpoints import log_exporter, span_exporter
+from otel_shapecheck.otlp._endpoints import PROTOCOLS, otlp_log_exporter, otlp_span_exporter
 from otel_shapecheck.pipeline._events import EvaluationEventEmitter
 from otel_shapecheck.pipeline._sinks import VerdictSink
 
-EXIT_OK = 0
-EXIT_USAGE = 2
 DEFAULT_GRPC_ADDRESS = "127.0.0.1:4317"
 DEFAULT_HTTP_ADDRESS = "127.0.0.1:4318"
 GATEWAY_SERVICE_NAME = "otel-shapecheck-gateway"
@@ -44,8 +43,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=(
             "Receive OTLP (gRPC, HTTP protobuf and JSON), run the tool-choice, conformance and figures "
             "checks on GenAI spans, and forward every span (enriched) and log record to --forward and "
-            "flagged evaluation events to --events. A URL ending in /v1/traces or /v1/logs means "
-            "OTLP/HTTP, anything else (host:port) OTLP/gRPC. Without --grpc and --http both listen on "
+            "flagged evaluation events to --events, over the protocol the OpenTelemetry SDK would use "
+            "(--protocol, else the OTEL_EXPORTER_OTLP_*_PROTOCOL variables, else grpc; for gRPC "
+            "http://HOST:PORT is plaintext). Without --grpc and --http both listen on "
             f"{DEFAULT_GRPC_ADDRESS} and {DEFAULT_HTTP_ADDRESS}. SIGTERM/SIGINT drain and stop. "
             "Exit 0 after a clean stop, 2 on a usage error."
         ),
@@ -84,6 +84,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     send.add_argument(
         "--events", metavar="URL", help="where flagged evaluation events go (default: --forward)"
+    )
+    send.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        help="OTLP protocol of --forward and --events (default: OTEL_EXPORTER_OTLP_{TRACES,LOGS}_PROTOCOL, "
+        "then OTEL_EXPORTER_OTLP_PROTOCOL, then grpc, as the OpenTelemetry SDK decides)",
     )
     send.add_argument("--no-events", action="store_true", help="send no evaluation events")
     send.add_argument(
@@ -163,12 +169,18 @@ def _service(args: argparse.Namespace) -> GatewayService:
         raise ValueError(f"--grpc-workers {args.grpc_workers}: must be a whole number ≥ 1")
     timeout = args.export_timeout_seconds
     capacity = gateway_queue_size(args.max_queue_size)
-    spans = span_exporter(args.forward, timeout_seconds=timeout)
-    logs = log_exporter("--forward", args.forward, timeout_seconds=timeout)
+    protocol = args.protocol
+    spans = otlp_span_exporter(args.forward, protocol=protocol, timeout=timeout, setting="--forward")
+    logs = otlp_log_exporter(args.forward, protocol=protocol, timeout=timeout, setting="--forward")
     events: VerdictSink | None = None
     if not args.no_events and not args.no_checks:
         events = EvaluationEventEmitter(
-            log_exporter("--events", args.events or args.forward, timeout_seconds=timeout),
+            otlp_log_exporter(
+                args.events or args.forward,
+                protocol=protocol,
+                timeout=timeout,
+                setting="--events" if args.events else "--forward",
+            ),
             resource=Resource.create({"service.name": GATEWAY_SERVICE_NAME}),
             forward=args.events_forward,
             include_content=True if args.include_content else None,

@@ -13,12 +13,6 @@ from __future__ import annotations
 import enum
 import threading
 import time
-from collections.abc import Callable, Sequence
-
-from opentelemetry.sdk._logs import ReadableLogRecord
-from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 
 class Admission(enum.Enum):
@@ -96,67 +90,3 @@ class AdmissionBudget:
                     return False
                 self._condition.wait(remaining)
             return True
-
-
-class ReleasingSpanExporter(SpanExporter):
-    """Wraps the forwarding span exporter: each exported batch gives its slots back to the budget."""
-
-    def __init__(self, exporter: SpanExporter, release: Callable[[int], None]) -> None:
-        self._exporter = exporter
-        self._release = release
-        self.exported = 0
-        """Spans the exporter reported delivered."""
-        self.failed = 0
-        """Spans in batches the exporter reported failed (after its own retries)."""
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        """Export the batch, then release its slots whatever the outcome."""
-        try:
-            result = self._exporter.export(spans)
-        finally:
-            self._release(len(spans))
-        if result is SpanExportResult.SUCCESS:
-            self.exported += len(spans)
-        else:
-            self.failed += len(spans)
-        return result
-
-    def shutdown(self) -> None:
-        """Shut the wrapped exporter down."""
-        self._exporter.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Flush the wrapped exporter."""
-        return self._exporter.force_flush(timeout_millis)
-
-
-class ReleasingLogExporter(LogRecordExporter):
-    """Wraps the forwarding log exporter: each exported batch gives its slots back to the budget."""
-
-    def __init__(self, exporter: LogRecordExporter, release: Callable[[int], None]) -> None:
-        self._exporter = exporter
-        self._release = release
-        self.exported = 0
-        """Log records the exporter reported delivered."""
-        self.failed = 0
-        """Log records in batches the exporter reported failed."""
-
-    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
-        """Export the batch, then release its slots whatever the outcome."""
-        try:
-            result = self._exporter.export(batch)
-        finally:
-            self._release(len(batch))
-        if result is LogRecordExportResult.SUCCESS:
-            self.exported += len(batch)
-        else:
-            self.failed += len(batch)
-        return result
-
-    def shutdown(self) -> None:
-        """Shut the wrapped exporter down."""
-        self._exporter.shutdown()  # type: ignore[no-untyped-call]
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Flush the wrapped exporter."""
-        return self._exporter.force_flush(timeout_millis)

@@ -9,12 +9,10 @@ as OTLP's partial success expects.
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -23,10 +21,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk._logs import ReadWriteLogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_shapecheck.otlp._json import UnreadableTraceFile, log_records_from_message, spans_from_message
+from otel_shapecheck.otlp._convert import log_records_from_message, spans_from_message
+from otel_shapecheck.otlp._errors import UnreadableTraceFile
+from otel_shapecheck.otlp._ids import InvalidId, ids_as_base64
 
 _SOURCE = "export request"
-_ID_HEX_LENGTHS = {"traceId": 32, "spanId": 16, "parentSpanId": 16}
 _MessageT = TypeVar("_MessageT", bound=Message)
 
 
@@ -73,33 +72,20 @@ def parse_json(body: bytes, message_type: type[_MessageT]) -> _MessageT:
         document = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise UnreadableRequest(f"not JSON ({error})") from None
+    except RecursionError:
+        raise UnreadableRequest("not JSON that an export could be (nested too deeply)") from None
     if not isinstance(document, dict):
         raise UnreadableRequest(f"not an OTLP/JSON {message_type.__name__} (the document is not an object)")
     message = message_type()
     try:
-        json_format.ParseDict(_ids_as_base64(document), message, ignore_unknown_fields=True)
+        json_format.ParseDict(ids_as_base64(document), message, ignore_unknown_fields=True)
+    except InvalidId as invalid:
+        raise UnreadableRequest(f"not an OTLP/JSON {message_type.__name__} ({invalid})") from None
     except (json_format.ParseError, TypeError, ValueError) as error:  # ParseDict raises all three
         raise UnreadableRequest(f"not an OTLP/JSON {message_type.__name__} ({error})") from None
+    except RecursionError:  # nested deeper than any export: a bad request, not a server error
+        raise UnreadableRequest(f"not an OTLP/JSON {message_type.__name__} (nested too deeply)") from None
     return message
-
-
-def _ids_as_base64(node: Any) -> Any:
-    """A copy of the document with hex trace and span ids in the base64 form protobuf's JSON mapping reads.
-
-    Ids already in base64 (protobuf's own mapping) are left as they are.
-    """
-    if isinstance(node, list):
-        return [_ids_as_base64(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    copy: dict[str, Any] = {}
-    for key, value in node.items():
-        length = _ID_HEX_LENGTHS.get(key)
-        if length is not None and isinstance(value, str) and len(value) == length:
-            with contextlib.suppress(ValueError):  # not hex after all: left for protobuf to judge
-                value = base64.b64encode(bytes.fromhex(value)).decode("ascii")
-        copy[key] = _ids_as_base64(value)
-    return copy
 
 
 def decode_spans(request: ExportTraceServiceRequest) -> Decoded:

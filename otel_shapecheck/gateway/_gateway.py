@@ -36,13 +36,9 @@ from otel_shapecheck.environment_variables import (
     OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES,
     OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS,
 )
-from otel_shapecheck.gateway._admission import (
-    Admission,
-    AdmissionBudget,
-    ReleasingLogExporter,
-    ReleasingSpanExporter,
-)
+from otel_shapecheck.gateway._admission import Admission, AdmissionBudget
 from otel_shapecheck.gateway._decode import Decoded
+from otel_shapecheck.otlp._counting import CountingLogExporter, CountingSpanExporter
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._shapecheck import Shapecheck
 from otel_shapecheck.pipeline._sinks import VerdictSink
@@ -160,7 +156,7 @@ class Gateway:
         capacity = gateway_queue_size(max_queue_size)
         self._retry_after = resolve_retry_after(retry_after_seconds)
         self._budget = AdmissionBudget(capacity)
-        self._span_exporter = ReleasingSpanExporter(span_exporter, self._budget.release)
+        self._span_exporter = CountingSpanExporter(span_exporter, after_export=self._budget.release)
         # Sized to hold every admitted item: the batch processor never drops what was acknowledged.
         batch_size = min(_DEFAULT_EXPORT_BATCH_SIZE, capacity)
         self._batch_spans = BatchSpanProcessor(
@@ -169,10 +165,10 @@ class Gateway:
             max_export_batch_size=batch_size,
             schedule_delay_millis=schedule_delay_millis,
         )
-        self._log_exporter: ReleasingLogExporter | None = None
+        self._log_exporter: CountingLogExporter | None = None
         self._batch_logs: LogRecordProcessor | None = None
         if log_exporter is not None:
-            self._log_exporter = ReleasingLogExporter(log_exporter, self._budget.release)
+            self._log_exporter = CountingLogExporter(log_exporter, after_export=self._budget.release)
             self._batch_logs = BatchLogRecordProcessor(
                 self._log_exporter,
                 max_queue_size=capacity,

@@ -11,7 +11,6 @@ Usage::
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping, Sequence
 
 from opentelemetry.sdk._logs import LoggerProvider
@@ -19,23 +18,14 @@ from opentelemetry.sdk._logs.export import LogRecordExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-from otel_shapecheck._settings import choice
 from otel_shapecheck.checks._base import Check
+from otel_shapecheck.otlp._endpoints import otlp_log_exporter, otlp_span_exporter
 from otel_shapecheck.pipeline._events import EvaluationEventEmitter
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._shapecheck import Shapecheck
 from otel_shapecheck.pipeline._sinks import VerdictSink
 
 logger = logging.getLogger(__name__)
-
-OTEL_EXPORTER_OTLP_PROTOCOL = "OTEL_EXPORTER_OTLP_PROTOCOL"
-OTEL_EXPORTER_OTLP_TRACES_PROTOCOL = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
-OTEL_EXPORTER_OTLP_LOGS_PROTOCOL = "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"
-
-GRPC = "grpc"
-HTTP_PROTOBUF = "http/protobuf"
-_PROTOCOLS = (GRPC, HTTP_PROTOBUF)
-_DEFAULT_PROTOCOL = GRPC
 
 
 def configure(
@@ -62,10 +52,12 @@ def configure(
             originals.
         logger_provider: the application's SDK ``LoggerProvider`` when instrumentations write message
             content as log events; the companion log processor is added to it so the checks can read them.
-        endpoint: OTLP endpoint for spans and events (``host:port`` or ``http://host:port`` for gRPC, a
-            base URL for HTTP); default: the standard ``OTEL_EXPORTER_OTLP_*`` variables.
+        endpoint: OTLP endpoint for spans and events; default: the standard ``OTEL_EXPORTER_OTLP_*``
+            variables. Its spelling never changes the protocol: for gRPC ``http://host:port`` is
+            plaintext and ``https://host:port`` TLS; for HTTP it is the base URL the signal paths are
+            appended to (see :mod:`otel_shapecheck.otlp._endpoints`).
         protocol: ``grpc`` or ``http/protobuf``; default ``OTEL_EXPORTER_OTLP_{TRACES,LOGS}_PROTOCOL``,
-            then ``OTEL_EXPORTER_OTLP_PROTOCOL``, then ``grpc``.
+            then ``OTEL_EXPORTER_OTLP_PROTOCOL``, then ``grpc``, as the SDK's auto-configuration decides.
         headers: extra headers for both exporters (default: ``OTEL_EXPORTER_OTLP_HEADERS``).
         timeout_seconds: export timeout of both exporters (default: ``OTEL_EXPORTER_OTLP_TIMEOUT``, 10 s).
         checks: the checks to run (default: every built-in check).
@@ -118,68 +110,3 @@ def configure(
     if logger_provider is not None:
         logger_provider.add_log_record_processor(shapecheck.log_processor)
     return shapecheck
-
-
-def resolve_protocol(signal_variable: str, explicit: str | None) -> str:
-    """The OTLP protocol for one signal: argument, per-signal variable, general variable, ``grpc``.
-
-    This is the SDK's own rule (``opentelemetry.sdk._configuration``), so our exports go where the
-    application's spans go; like the SDK, an unknown protocol is an error, not a warning.
-    """
-    if explicit is not None:
-        return choice("protocol", explicit, None, _DEFAULT_PROTOCOL, _PROTOCOLS)
-    for variable in (signal_variable, OTEL_EXPORTER_OTLP_PROTOCOL):
-        raw = os.environ.get(variable, "").strip()
-        if raw:
-            if raw.lower() not in _PROTOCOLS:
-                raise ValueError(
-                    f"{variable}={raw!r} is not a valid value: "
-                    f"protocol must be one of {', '.join(_PROTOCOLS)}"
-                )
-            return raw.lower()
-    return _DEFAULT_PROTOCOL
-
-
-def otlp_span_exporter(
-    endpoint: str | None,
-    *,
-    protocol: str | None = None,
-    headers: Mapping[str, str] | None = None,
-    timeout: float | None = None,
-) -> SpanExporter:
-    """An OTLP span exporter for the resolved protocol; ``endpoint=None`` defers to the standard variables."""
-    if resolve_protocol(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, protocol) == HTTP_PROTOBUF:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
-
-        return HttpSpanExporter(endpoint=_http_url(endpoint, "traces"), headers=headers, timeout=timeout)
-    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
-
-    return GrpcSpanExporter(endpoint=endpoint, headers=_dict(headers), timeout=timeout)
-
-
-def otlp_log_exporter(
-    endpoint: str | None,
-    *,
-    protocol: str | None = None,
-    headers: Mapping[str, str] | None = None,
-    timeout: float | None = None,
-) -> LogRecordExporter:
-    """An OTLP log exporter for the resolved protocol; ``endpoint=None`` defers to the standard variables."""
-    if resolve_protocol(OTEL_EXPORTER_OTLP_LOGS_PROTOCOL, protocol) == HTTP_PROTOBUF:
-        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
-
-        return HttpLogExporter(endpoint=_http_url(endpoint, "logs"), headers=headers, timeout=timeout)
-    from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
-
-    return GrpcLogExporter(endpoint=endpoint, headers=_dict(headers), timeout=timeout)
-
-
-def _dict(headers: Mapping[str, str] | None) -> dict[str, str] | None:
-    return dict(headers) if headers is not None else None
-
-
-def _http_url(endpoint: str | None, signal: str) -> str | None:
-    """A base URL plus the signal's path, as the OTLP/HTTP specification builds it from the base variable."""
-    if endpoint is None:
-        return None
-    return f"{endpoint.rstrip('/')}/v1/{signal}"

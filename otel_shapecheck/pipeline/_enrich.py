@@ -8,12 +8,13 @@ kind, status, times and the original's dropped counts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.util.types import AnyValue
 
-from otel_shapecheck._attributes import EVALUATION_EVENT
+from otel_shapecheck._attributes import DUPLICATE_OF, EVALUATION_EVENT, EVALUATION_NAME, FLAGGED, FLAGS
 from otel_shapecheck.checks._base import Verdict, enrichment_attributes
 
 
@@ -80,3 +81,29 @@ def enriched_copy(span: ReadableSpan, verdicts: Sequence[Verdict]) -> EnrichedSp
         for verdict in verdicts
     )
     return EnrichedSpan(span, attributes, events)
+
+
+def duplicate_copy(span: ReadableSpan, original_span_id: str) -> EnrichedSpan:
+    """``span`` marked as a second record of the call evaluated on ``original_span_id`` (nothing else)."""
+    attributes = BoundedAttributes(
+        attributes={**(span.attributes or {}), DUPLICATE_OF: original_span_id},
+        immutable=True,
+        max_value_len=None,
+    )
+    return EnrichedSpan(span, attributes, list(span.events))
+
+
+_NAMESPACE = "shapecheck."
+_VERDICT_PREFIXES = ("shapecheck.tool_choice.", "shapecheck.conformance.", "shapecheck.figures.")
+_VERDICT_KEYS = frozenset({FLAGGED, FLAGS, DUPLICATE_OF})
+
+
+def is_verdict_attribute(key: str) -> bool:
+    """Whether ``key`` is an attribute a check writes (not one an application wrote as input)."""
+    return key in _VERDICT_KEYS or key.startswith(_VERDICT_PREFIXES)
+
+
+def is_verdict_event(name: str, attributes: Mapping[str, AnyValue] | None) -> bool:
+    """Whether a span event is one of our ``gen_ai.evaluation.result`` events."""
+    evaluation = (attributes or {}).get(EVALUATION_NAME)
+    return name == EVALUATION_EVENT and isinstance(evaluation, str) and evaluation.startswith(_NAMESPACE)

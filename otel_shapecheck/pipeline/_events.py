@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 from opentelemetry import trace
 from opentelemetry._logs import Logger, SeverityNumber
-from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
-from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter, LogRecordExportResult
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import SpanContext
 
@@ -43,6 +43,8 @@ from otel_shapecheck.environment_variables import (
     OTEL_SHAPECHECK_EVENTS_MAX_QUEUE_SIZE,
     OTEL_SHAPECHECK_EVENTS_SCHEDULE_DELAY_MILLIS,
 )
+from otel_shapecheck.otlp._counting import CountingLogExporter
+from otel_shapecheck.pipeline._bounded_call import BoundedCall
 
 logger = logging.getLogger(__name__)
 
@@ -108,70 +110,6 @@ def evaluation_record_attributes(verdict: Verdict, *, include_content: bool) -> 
     return attributes
 
 
-class _CountingLogExporter(LogRecordExporter):
-    """Wraps the user's exporter to learn when records leave the queue and how their export ended."""
-
-    def __init__(self, exporter: LogRecordExporter, on_taken: Callable[[int], None]) -> None:
-        self._exporter = exporter
-        self._on_taken = on_taken
-        self._lock = threading.Lock()
-        self.exported = 0
-        self.failed = 0
-        self._raised = False
-
-    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
-        self._on_taken(len(batch))
-        try:
-            result = self._exporter.export(batch)
-        except Exception:  # the batch processor would swallow it too; we count it, and log the first one
-            if not self._raised:
-                self._raised = True
-                logger.exception("Evaluation event export raised; %d records lost (logged once)", len(batch))
-            result = LogRecordExportResult.FAILURE
-        with self._lock:
-            if result is LogRecordExportResult.SUCCESS:
-                self.exported += len(batch)
-            else:
-                self.failed += len(batch)
-        return result
-
-    def shutdown(self) -> None:
-        self._exporter.shutdown()  # type: ignore[no-untyped-call]
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self._exporter.force_flush(timeout_millis)
-
-
-class _BoundedCall:
-    """Runs a possibly slow call (a flush into a hung endpoint) on a daemon thread, waiting at most a bound.
-
-    A call still running from an earlier attempt is waited on again instead of being started twice.
-    """
-
-    def __init__(self, name: str, call: Callable[[], object]) -> None:
-        self._name = name
-        self._call = call
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._succeeded = False
-
-    def run(self, timeout_millis: float) -> bool:
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._succeeded = False
-                self._thread = threading.Thread(target=self._target, name=self._name, daemon=True)
-                self._thread.start()
-            thread = self._thread
-        thread.join(max(timeout_millis, 0) / 1000)
-        return not thread.is_alive() and self._succeeded
-
-    def _target(self) -> None:
-        try:
-            self._succeeded = self._call() is not False
-        except Exception:
-            logger.exception("%s failed", self._name)
-
-
 class EvaluationEventEmitter:
     """A verdict sink that emits ``gen_ai.evaluation.result`` log records for the evaluated spans.
 
@@ -226,7 +164,7 @@ class EvaluationEventEmitter:
         self._in_queue = 0
         self._is_shutdown = False
         self._warned: set[str] = set()
-        self._counting: _CountingLogExporter | None = None
+        self._counting: CountingLogExporter | None = None
         self._owns_provider = log_exporter is not None
         if log_exporter is not None:
             logger_provider = self._build_provider(
@@ -237,8 +175,8 @@ class EvaluationEventEmitter:
         assert logger_provider is not None
         self._provider = logger_provider
         self._logger: Logger = logger_provider.get_logger(EVENT_LOGGER_NAME, __version__)
-        self._flush_call = _BoundedCall("shapecheck-events-flush", self._flush_provider)
-        self._shutdown_call = _BoundedCall("shapecheck-events-shutdown", self._shutdown_provider)
+        self._flush_call = BoundedCall("ShapecheckEventsFlush", self._flush_provider)
+        self._shutdown_call = BoundedCall("ShapecheckEventsShutdown", self._shutdown_provider)
         if hasattr(os, "register_at_fork"):
             reinit = weakref.WeakMethod(self._at_fork_reinit)
             os.register_at_fork(after_in_child=lambda: _call_if_alive(reinit))
@@ -247,10 +185,10 @@ class EvaluationEventEmitter:
         """A forked child's batch processor starts with an empty queue; so does the admission count."""
         self._lock = threading.Lock()
         if self._counting is not None:
-            self._counting._lock = threading.Lock()
+            self._counting.reset_after_fork()
         self._in_queue = 0
-        self._flush_call = _BoundedCall("shapecheck-events-flush", self._flush_provider)
-        self._shutdown_call = _BoundedCall("shapecheck-events-shutdown", self._shutdown_provider)
+        self._flush_call.reset_after_fork()
+        self._shutdown_call.reset_after_fork()
 
     def _build_provider(
         self,
@@ -291,7 +229,9 @@ class EvaluationEventEmitter:
             _DEFAULT_SCHEDULE_DELAY_MILLIS,
         )
         self._schedule_delay_millis = delay
-        self._counting = _CountingLogExporter(log_exporter, self._taken_from_queue)
+        self._counting = CountingLogExporter(
+            log_exporter, before_export=self._taken_from_queue, what="Evaluation event export"
+        )
         provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
         provider.add_log_record_processor(
             BatchLogRecordProcessor(
@@ -394,7 +334,7 @@ class EvaluationEventEmitter:
         """Export what was emitted so far; waits at most ``min(timeout_millis, flush_timeout_millis)``."""
         if self._is_shutdown:
             return False
-        return self._flush_call.run(min(timeout_millis, self._flush_timeout_millis))
+        return self._flush_call(min(timeout_millis, self._flush_timeout_millis))
 
     def shutdown(self) -> None:
         """Flush and stop; later verdicts are counted as dropped. Waits at most ``flush_timeout_millis``.
@@ -405,7 +345,7 @@ class EvaluationEventEmitter:
             if self._is_shutdown:
                 return
             self._is_shutdown = True
-        if not self._shutdown_call.run(self._flush_timeout_millis):
+        if not self._shutdown_call(self._flush_timeout_millis):
             logger.warning(
                 "Evaluation event exporter did not shut down within %d ms", self._flush_timeout_millis
             )
@@ -421,14 +361,14 @@ class EvaluationEventEmitter:
             **counts,
         )
 
-    def _flush_provider(self) -> bool:
-        return self._provider.force_flush(self._flush_timeout_millis)
+    def _flush_provider(self, timeout_millis: int) -> bool:
+        return self._provider.force_flush(timeout_millis)
 
-    def _shutdown_provider(self) -> bool:
+    def _shutdown_provider(self, timeout_millis: int) -> bool:
         if self._owns_provider:
             self._provider.shutdown()
             return True
-        return self._provider.force_flush(self._flush_timeout_millis)
+        return self._provider.force_flush(timeout_millis)
 
     def _count(self, name: str, amount: int = 1) -> None:
         with self._lock:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from opentelemetry.sdk._logs import LogRecordProcessor, ReadWriteLogRecord
 
 from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
-from otel_shapecheck.readers._read import is_genai_content_record, names_own_tool_calls
+from otel_shapecheck.readers._classify import is_genai_content_record, names_own_tool_calls
 
 
 class ShapecheckLogRecordProcessor(LogRecordProcessor):

@@ -18,7 +18,7 @@ from opentelemetry.sdk._logs import ReadWriteLogRecord
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_shapecheck.checks._base import Check
-from otel_shapecheck.cli._report import is_verdict_attribute, is_verdict_event
+from otel_shapecheck.pipeline._enrich import is_verdict_attribute, is_verdict_event
 from otel_shapecheck.pipeline._log_processor import ShapecheckLogRecordProcessor
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
@@ -90,6 +90,9 @@ def check_spans(
         # Content events are emitted before the span they describe ends; replay them first, in order.
         for record in sorted(log_records, key=_emit_order):
             content.on_emit(record)
+        # Spans start in start order and a started span is a possible menu ancestor until it ends.
+        for span in sorted(ordered, key=_start_order):
+            processor.span_started(span)
         for span in ordered:
             processor.on_end(span)
         processor.force_flush(_NO_DEADLINE_MILLIS)
@@ -112,6 +115,10 @@ def _distinct(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
 
 def _emit_order(record: ReadWriteLogRecord) -> int:
     return record.log_record.timestamp or record.log_record.observed_timestamp or 0
+
+
+def _start_order(span: ReadableSpan) -> int:
+    return span.start_time or span.end_time or 0
 
 
 def _end_order(span: ReadableSpan) -> int:

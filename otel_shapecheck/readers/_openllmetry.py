@@ -26,6 +26,8 @@ PROMPT_PREFIX = "gen_ai.prompt."
 COMPLETION_PREFIX = "gen_ai.completion."
 FUNCTIONS_PREFIX = "llm.request.functions."
 TOOL_NAME = "gen_ai.tool.name"
+OPENLLMETRY_CONTENT_PREFIXES = (PROMPT_PREFIX, COMPLETION_PREFIX, FUNCTIONS_PREFIX)
+"""Prefixes of every attribute :func:`read_openllmetry_content` reads."""
 TOOL_CALL_ID = "gen_ai.tool.call.id"
 
 COMPLETION_MARKERS = (

@@ -192,8 +192,11 @@ class TestDemo:
     def test_demo_exports_to_an_otlp_endpoint(self, tmp_path: Path, transport: str) -> None:
         """With --otlp-endpoint, spans and flagged events reach a real OTLP receiver; no files are written."""
         with OTLPReceiver() as receiver:
-            endpoint = receiver.grpc_endpoint if transport == "grpc" else receiver.http_endpoint
-            completed = run_cli("demo", "--embedder", "hashing", "--otlp-endpoint", endpoint, cwd=tmp_path)
+            if transport == "grpc":
+                flags = ["--otlp-endpoint", f"http://{receiver.grpc_endpoint}"]
+            else:
+                flags = ["--otlp-endpoint", receiver.http_endpoint, "--protocol", "http/protobuf"]
+            completed = run_cli("demo", "--embedder", "hashing", *flags, cwd=tmp_path)
             assert completed.returncode == 0, completed.stderr
             assert receiver.wait_for(lambda r: len(r.log_records) >= 3 and len(r.spans) >= 10)
             assert {span.transport for span in receiver.spans} == {transport}
@@ -205,7 +208,16 @@ class TestDemo:
     def test_endpoint_that_is_down_exits_1_and_says_so(self, tmp_path: Path) -> None:
         """With nothing listening at the endpoint the demo prints its verdicts, then says so and exits 1."""
         _, http_endpoint = unused_endpoint()
-        completed = run_cli("demo", "--embedder", "hashing", "--otlp-endpoint", http_endpoint, cwd=tmp_path)
+        completed = run_cli(
+            "demo",
+            "--embedder",
+            "hashing",
+            "--otlp-endpoint",
+            http_endpoint,
+            "--protocol",
+            "http/protobuf",
+            cwd=tmp_path,
+        )
         assert completed.returncode == 1
         assert "18 spans, 7 evaluated, 3 flagged" in completed.stdout
         assert (

@@ -17,11 +17,8 @@ from opentelemetry.util.genai.handler import TelemetryHandler
 from cli.console_script import run_cli
 from otel_shapecheck.cli.demo._demo import _TOOL_TURNS, _ScriptedAgent
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
-from otel_shapecheck.otlp._json import (
-    OtlpJsonLinesLogExporter,
-    OtlpJsonLinesSpanExporter,
-    load_telemetry,
-)
+from otel_shapecheck.otlp._files import load_telemetry
+from otel_shapecheck.otlp._jsonl import OtlpJsonLinesLogExporter, OtlpJsonLinesSpanExporter
 
 CAPACITY_TURN = next(turn for turn in _TOOL_TURNS if turn.agent == "capacity-planner")
 
@@ -76,7 +73,18 @@ class TestEventMode:
         with_logs = _report(event_mode_export / "traces.jsonl", event_mode_export / "logs.jsonl")
         assert alone["summary"]["figures"]["answers"] == 0  # type: ignore[index]
         figures = with_logs["summary"]["figures"]  # type: ignore[index]
-        assert figures == {"answers": 1, "checked": 2, "computed": 1, "unsupported": 1}
+        assert figures == {
+            "answers": 1,
+            "checked": 2,
+            "computed": 1,
+            "unsupported": 1,
+            "skipped": 0,
+            "skipped_no_content": 0,
+            "skipped_no_results": 0,
+        }
+        # From the traces alone the answer is unreadable: that is said, not passed over in silence.
+        alone_figures = alone["summary"]["figures"]  # type: ignore[index]
+        assert alone_figures["skipped_no_content"] == alone_figures["skipped"] == 1
         unsupported = [
             entry["attributes"]["shapecheck.figures.unsupported"]
             for entry in with_logs["spans"]  # type: ignore[attr-defined]

@@ -41,7 +41,7 @@ from gateway.running import (
 from otel_shapecheck import _attributes as attrs
 from otel_shapecheck.gateway._gateway import Gateway
 from otel_shapecheck.gateway._service import GatewayService
-from otel_shapecheck.otlp._json import spans_to_otlp_json
+from otel_shapecheck.otlp._convert import spans_to_otlp_json
 from otel_shapecheck.pipeline._events import EvaluationEventEmitter
 
 AGENT_RESOURCE = {"service.name": "capacity-agent", "deployment.environment.name": "test"}

@@ -95,7 +95,7 @@ class TestServeCommand:
             "--http",
             "127.0.0.1:0",
             "--forward",
-            receiver.grpc_endpoint,
+            f"http://{receiver.grpc_endpoint}",
             "--events",
             receiver.logs_url,
             "--embedder",
@@ -161,4 +161,4 @@ class TestServeCommand:
             timeout=60,
         )
         assert result.returncode == 2
-        assert "--forward 'ftp://x/y' is not an OTLP endpoint" in result.stderr
+        assert "--forward 'ftp://x/y' is not an OTLP/gRPC endpoint" in result.stderr

@@ -17,14 +17,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from otel_shapecheck.otlp._json import (
-    UnreadableTraceFile,
-    load_spans,
-    parse_spans,
-    parse_telemetry,
-    spans_to_otlp_json,
-    write_spans_jsonl,
-)
+from otel_shapecheck.otlp._convert import spans_to_otlp_json
+from otel_shapecheck.otlp._errors import UnreadableTraceFile
+from otel_shapecheck.otlp._files import load_spans, parse_spans, parse_telemetry
+from otel_shapecheck.otlp._jsonl import write_spans_jsonl
 
 REMOTE_PARENT = SpanContext(
     trace_id=0x0AF7651916CD43DD8448EB211C80319C,

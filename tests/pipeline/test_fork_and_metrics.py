@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.trace import SpanContext, TraceFlags
 from opentelemetry.util.genai.handler import TelemetryHandler
 
 from otel_shapecheck import ShapecheckSpanProcessor
 from otel_shapecheck._attributes import ANALYST_ATTEMPT, ANALYST_ID, FLAGGED
 from otel_shapecheck.pipeline._metrics import ERRORS_METRIC, SPANS_METRIC
-from otel_shapecheck.pipeline._processor import may_classify
-from otel_shapecheck.readers._read import CLASSIFYING_KEYS, SpanKind, classify_span
+from otel_shapecheck.readers._classify import CLASSIFYING_KEYS, SpanClass, SpanRole, classify_span
 
 from .agent import CountingProcessor, RaisingCheck, RecordingCheck, chat
 
@@ -86,16 +88,41 @@ _VALUES = st.sampled_from(["chat", "execute_tool", "LLM", "TOOL", "tool", "compl
 _NAMES = st.sampled_from(["execute_tool get_capacity", "chat gpt-4o", "GET /x", "tool", ""])
 
 
+def _span(name: str, attributes: dict[str, object]) -> ReadableSpan:
+    context = SpanContext(0x1F, 0x2F, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    return ReadableSpan(name=name, context=context, attributes=attributes, start_time=1, end_time=2)
+
+
 @settings(max_examples=300, deadline=None)
 @given(name=_NAMES, attributes=st.dictionaries(_KEYS, _VALUES, max_size=4))
 def test_pre_classification_never_hides_a_genai_span(name: str, attributes: dict[str, object]) -> None:
-    """Whenever the key-set test skips :func:`classify_span`, it would have answered OTHER."""
-    if not may_classify(name, attributes):
-        assert classify_span(name, attributes) is SpanKind.OTHER
+    """Whenever on_end's key-set test skips :func:`classify_span`, the span is OTHER to the checks."""
+    calls: list[str] = []
+
+    def spy(span_name: str, span_attributes: Mapping[str, object]) -> SpanClass:
+        calls.append(span_name)
+        return classify_span(span_name, span_attributes)
+
+    processor = ShapecheckSpanProcessor(CountingProcessor(), checks=[])
+    with mock.patch("otel_shapecheck.pipeline._processor.classify_span", spy):
+        processor.on_end(_span(name, attributes))
+    processor.shutdown()
+    if not calls:
+        assert classify_span(name, attributes).role is SpanRole.OTHER
 
 
 def test_pre_classification_lets_every_classified_kind_through() -> None:
-    """Spans of each kind the readers know pass the key-set test."""
-    assert may_classify("x", {ANALYST_ID: "a", ANALYST_ATTEMPT: 1})
-    assert may_classify("execute_tool t", {})
-    assert not may_classify("GET /x", {"http.route": "/x"})
+    """Spans of each kind the readers know reach classify_span from on_end; a plain HTTP span does not."""
+    calls: list[str] = []
+
+    def spy(span_name: str, span_attributes: Mapping[str, object]) -> SpanClass:
+        calls.append(span_name)
+        return classify_span(span_name, span_attributes)
+
+    processor = ShapecheckSpanProcessor(CountingProcessor(), checks=[])
+    with mock.patch("otel_shapecheck.pipeline._processor.classify_span", spy):
+        processor.on_end(_span("analyst a attempt", {ANALYST_ID: "a", ANALYST_ATTEMPT: 1}))
+        processor.on_end(_span("execute_tool t", {}))
+        processor.on_end(_span("GET /x", {"http.route": "/x"}))
+    processor.shutdown()
+    assert calls == ["analyst a attempt", "execute_tool t"]

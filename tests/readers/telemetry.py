@@ -24,7 +24,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_shapecheck._model import LLMCall, OfferedTool, ToolParameter
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedReply, ScriptedToolCall
-from otel_shapecheck.readers._read import SpanKind, classify_span, read_llm_call
+from otel_shapecheck.readers._classify import SpanRole, classify_span
+from otel_shapecheck.readers._read import read_llm_call
 
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 """The util-genai setting that says where message content goes (``SPAN_ONLY``, ``EVENT_ONLY``…)."""
@@ -102,14 +103,16 @@ class CapturedTelemetry:
     def spans(self) -> list[ReadableSpan]:
         return list(self.span_exporter.get_finished_spans())
 
-    def spans_of_kind(self, kind: SpanKind) -> list[ReadableSpan]:
+    def spans_of_kind(self, kind: SpanRole) -> list[ReadableSpan]:
         """Finished spans of one kind, in end order."""
-        found = [span for span in self.spans() if classify_span(span.name, span.attributes or {}) is kind]
+        found = [
+            span for span in self.spans() if classify_span(span.name, span.attributes or {}).role is kind
+        ]
         return sorted(found, key=lambda span: span.end_time or 0)
 
     def llm_calls(self) -> list[LLMCall]:
         """The LLM calls the finished spans record, read, in end order; every LLM span must read as one."""
-        calls = [read_llm_call(span) for span in self.spans_of_kind(SpanKind.LLM_CALL)]
+        calls = [read_llm_call(span) for span in self.spans_of_kind(SpanRole.LLM_CALL)]
         assert all(call is not None for call in calls), "an LLM span did not read as an LLM call"
         return [call for call in calls if call is not None]
 

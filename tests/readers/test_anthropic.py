@@ -21,7 +21,7 @@ from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor as Ope
 
 from otel_shapecheck._model import ToolCall, ToolResult
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
-from otel_shapecheck.readers._read import SpanKind, names_own_tool_calls
+from otel_shapecheck.readers._classify import SpanRole, names_own_tool_calls
 
 from .telemetry import (
     ANSWER,
@@ -86,7 +86,7 @@ def test_tool_result_in_a_user_message_keeps_the_turn(instrumented: CapturedTele
     with ScriptedOpenAIServer(weather_script(call_id=TOOL_USE_ID, plan=PLAN)) as server:
         _anthropic_turn(server.root_url)
 
-    spans = instrumented.spans_of_kind(SpanKind.LLM_CALL)
+    spans = instrumented.spans_of_kind(SpanRole.LLM_CALL)
     assert len(spans) == 2
     assert all(names_own_tool_calls(span.attributes or {}) for span in spans)
     first, second = instrumented.llm_calls()

@@ -22,15 +22,13 @@ from opentelemetry.trace import NonRecordingSpan, set_span_in_context
 
 from otel_shapecheck._model import OfferedTool, ToolCall, ToolResult
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer, ScriptedReply
-from otel_shapecheck.readers._read import (
-    SpanKind,
+from otel_shapecheck.readers._classify import (
+    SpanRole,
     classify_span,
     is_genai_content_record,
     names_own_tool_calls,
-    read_llm_call,
-    read_log_records,
-    read_tool_execution,
 )
+from otel_shapecheck.readers._read import read_llm_call, read_log_records, read_tool_execution
 
 from .telemetry import MODEL, QUESTION, TOOLS, CapturedTelemetry, run_openai_turn, weather_script
 
@@ -206,7 +204,7 @@ def test_mcp_and_traceloop_tool_spans(telemetry: CapturedTelemetry) -> None:
             "traceloop.entity.output": json.dumps("rainy"),
         },
     )
-    assert classify_span(mcp.name, mcp.attributes or {}) is SpanKind.TOOL_EXECUTION
+    assert classify_span(mcp.name, mcp.attributes or {}).role is SpanRole.TOOL_EXECUTION
     mcp_execution, traceloop_execution = read_tool_execution(mcp), read_tool_execution(traceloop)
     assert mcp_execution is not None and (mcp_execution.name, mcp_execution.call_id) == ("get-weather", "7")
     assert traceloop_execution is not None
@@ -244,30 +242,30 @@ def test_openinference_multipart_contents_and_tool_messages(telemetry: CapturedT
 @pytest.mark.parametrize(
     ("name", "attributes", "kind"),
     [
-        ("chat m", {"gen_ai.operation.name": "chat"}, SpanKind.LLM_CALL),
-        ("generate_content m", {"gen_ai.operation.name": "generate_content"}, SpanKind.LLM_CALL),
-        ("text_completion m", {"gen_ai.operation.name": "text_completion"}, SpanKind.LLM_CALL),
-        ("embeddings m", {"gen_ai.operation.name": "embeddings"}, SpanKind.OTHER),
-        ("invoke_agent a", {"gen_ai.operation.name": "invoke_agent"}, SpanKind.OTHER),
-        ("execute_tool f", {"gen_ai.operation.name": "execute_tool"}, SpanKind.TOOL_EXECUTION),
-        ("execute_tool f", {}, SpanKind.TOOL_EXECUTION),
-        ("ollama.chat", {"llm.request.type": "chat"}, SpanKind.LLM_CALL),
-        ("ollama.embeddings", {"llm.request.type": "embedding"}, SpanKind.OTHER),
-        ("ChatCompletion", {"openinference.span.kind": "LLM"}, SpanKind.LLM_CALL),
-        ("f", {"openinference.span.kind": "TOOL"}, SpanKind.TOOL_EXECUTION),
-        ("f.tool", {"traceloop.span.kind": "tool"}, SpanKind.TOOL_EXECUTION),
-        ("f.task", {"traceloop.span.kind": "task"}, SpanKind.OTHER),
+        ("chat m", {"gen_ai.operation.name": "chat"}, SpanRole.LLM_CALL),
+        ("generate_content m", {"gen_ai.operation.name": "generate_content"}, SpanRole.LLM_CALL),
+        ("text_completion m", {"gen_ai.operation.name": "text_completion"}, SpanRole.LLM_CALL),
+        ("embeddings m", {"gen_ai.operation.name": "embeddings"}, SpanRole.OTHER),
+        ("invoke_agent a", {"gen_ai.operation.name": "invoke_agent"}, SpanRole.OTHER),
+        ("execute_tool f", {"gen_ai.operation.name": "execute_tool"}, SpanRole.TOOL_EXECUTION),
+        ("execute_tool f", {}, SpanRole.TOOL_EXECUTION),
+        ("ollama.chat", {"llm.request.type": "chat"}, SpanRole.LLM_CALL),
+        ("ollama.embeddings", {"llm.request.type": "embedding"}, SpanRole.OTHER),
+        ("ChatCompletion", {"openinference.span.kind": "LLM"}, SpanRole.LLM_CALL),
+        ("f", {"openinference.span.kind": "TOOL"}, SpanRole.TOOL_EXECUTION),
+        ("f.tool", {"traceloop.span.kind": "tool"}, SpanRole.TOOL_EXECUTION),
+        ("f.task", {"traceloop.span.kind": "task"}, SpanRole.OTHER),
         (
             "analyze",
             {"shapecheck.analyst.id": "a", "shapecheck.analyst.attempt": 1},
-            SpanKind.ANALYST_ATTEMPT,
+            SpanRole.ANALYST_ATTEMPT,
         ),
-        ("analyze", {"shapecheck.analyst.id": "a"}, SpanKind.OTHER),
-        ("chat m", {"gen_ai.operation.name": ["chat"]}, SpanKind.OTHER),
+        ("analyze", {"shapecheck.analyst.id": "a"}, SpanRole.OTHER),
+        ("chat m", {"gen_ai.operation.name": ["chat"]}, SpanRole.OTHER),
     ],
 )
-def test_classification(name: str, attributes: dict[str, Any], kind: SpanKind) -> None:
-    assert classify_span(name, attributes) is kind
+def test_classification(name: str, attributes: dict[str, Any], kind: SpanRole) -> None:
+    assert classify_span(name, attributes).role is kind
 
 
 def test_output_that_stopped_for_tools_but_names_none_leaves_tool_calls_unknown(

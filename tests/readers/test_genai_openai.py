@@ -11,13 +11,8 @@ from opentelemetry.sdk._logs import LogRecordProcessor, ReadWriteLogRecord
 
 from otel_shapecheck._model import ToolCall, ToolResult
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
-from otel_shapecheck.readers._read import (
-    SpanKind,
-    is_genai_content_record,
-    names_own_tool_calls,
-    read_llm_call,
-    read_log_records,
-)
+from otel_shapecheck.readers._classify import SpanRole, is_genai_content_record, names_own_tool_calls
+from otel_shapecheck.readers._read import read_llm_call, read_log_records
 
 from .telemetry import (
     ANSWER,
@@ -41,7 +36,7 @@ def test_content_on_spans_reads_menu_choice_result_and_answer(
     with ScriptedOpenAIServer(weather_script()) as server:
         assert run_openai_turn(server.base_url, stream=stream) == ANSWER
 
-    spans = genai_openai.spans_of_kind(SpanKind.LLM_CALL)
+    spans = genai_openai.spans_of_kind(SpanRole.LLM_CALL)
     assert len(spans) == 2
     assert all(names_own_tool_calls(span.attributes or {}) for span in spans)
     first, second = genai_openai.llm_calls()
@@ -71,7 +66,7 @@ def test_event_only_mode_is_read_through_the_log_records(genai_openai: CapturedT
     with ScriptedOpenAIServer(weather_script()) as server:
         run_openai_turn(server.base_url)
 
-    spans = genai_openai.spans_of_kind(SpanKind.LLM_CALL)
+    spans = genai_openai.spans_of_kind(SpanRole.LLM_CALL)
     assert len(spans) == 2
     assert not any(names_own_tool_calls(span.attributes or {}) for span in spans)
     from_spans = [read_llm_call(span) for span in spans]
@@ -103,7 +98,7 @@ def test_without_content_capture_only_the_response_metadata_is_read(genai_openai
     with ScriptedOpenAIServer(weather_script()) as server:
         run_openai_turn(server.base_url)
 
-    calls = [read_llm_call(span) for span in genai_openai.spans_of_kind(SpanKind.LLM_CALL)]
+    calls = [read_llm_call(span) for span in genai_openai.spans_of_kind(SpanRole.LLM_CALL)]
     assert [call.response_id for call in calls if call] == ["chatcmpl-turn-1", "chatcmpl-turn-2"]
     assert [call.finish_reasons for call in calls if call] == [("tool_calls",), ("stop",)]
     assert all(call is not None and call.tool_calls is None and call.user_text is None for call in calls)

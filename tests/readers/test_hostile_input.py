@@ -21,18 +21,20 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import NonRecordingSpan, SpanContext, set_span_in_context
 
 from otel_shapecheck._model import AnalystAttempt, LLMCall, ToolExecution
-from otel_shapecheck.readers._lenient_json import parse_json, parse_json_or_text
-from otel_shapecheck.readers._read import (
-    SpanKind,
+from otel_shapecheck.readers._classify import (
+    SpanClass,
     classify_span,
     is_genai_content_record,
-    join_tool_executions,
     names_own_tool_calls,
+)
+from otel_shapecheck.readers._lenient_json import parse_json, parse_json_or_text
+from otel_shapecheck.readers._read import (
     read_analyst_attempt,
     read_llm_call,
     read_log_records,
     read_tool_execution,
 )
+from otel_shapecheck.readers._tool_join import join_tool_executions
 
 TRACE_ID = 0x0AF7651916CD43DD8448EB211C80319C
 SPAN_ID = 0x00F067AA0BA902B7
@@ -181,7 +183,7 @@ def _context(span_id: int = SPAN_ID) -> Context:
 
 def _read_everything(span: ReadableSpan) -> None:
     attributes = span.attributes or {}
-    assert isinstance(classify_span(span.name, attributes), SpanKind)
+    assert isinstance(classify_span(span.name, attributes), SpanClass)
     assert isinstance(names_own_tool_calls(attributes), bool)
     call = read_llm_call(span)
     execution = read_tool_execution(span)

@@ -14,15 +14,14 @@ from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck._model import LLMCall, ToolCall, ToolResult
-from otel_shapecheck.otlp._json import parse_telemetry
-from otel_shapecheck.readers._read import (
-    SpanKind,
+from otel_shapecheck.otlp._files import parse_telemetry
+from otel_shapecheck.readers._classify import (
+    SpanRole,
     classify_span,
     is_genai_content_record,
     names_own_tool_calls,
-    read_llm_call,
-    read_log_records,
 )
+from otel_shapecheck.readers._read import read_llm_call, read_log_records
 
 from .telemetry import WEATHER_ARGUMENTS, WEATHER_RESULT, records_by_span
 
@@ -53,7 +52,7 @@ def _calls_from_events(spans: list[ReadableSpan], records: list[LogRecord]) -> l
 
 def test_default_path_per_message_events_are_read() -> None:
     spans, records = _load("events")
-    assert [classify_span(span.name, span.attributes or {}) for span in spans] == [SpanKind.LLM_CALL] * 2
+    assert [classify_span(span.name, span.attributes or {}).role for span in spans] == [SpanRole.LLM_CALL] * 2
     assert not any(names_own_tool_calls(span.attributes or {}) for span in spans)
     assert {record.event_name for record in records} == {
         "gen_ai.system.message",

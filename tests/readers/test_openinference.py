@@ -15,12 +15,9 @@ from openinference.instrumentation.openai import OpenAIInstrumentor
 
 from otel_shapecheck._model import ToolCall, ToolResult
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
-from otel_shapecheck.readers._read import (
-    SpanKind,
-    join_tool_executions,
-    names_own_tool_calls,
-    read_tool_execution,
-)
+from otel_shapecheck.readers._classify import SpanRole, names_own_tool_calls
+from otel_shapecheck.readers._read import read_tool_execution
+from otel_shapecheck.readers._tool_join import join_tool_executions
 
 from .telemetry import (
     ANSWER,
@@ -46,7 +43,7 @@ def test_llm_spans_give_menu_choice_results_and_answer(instrumented: CapturedTel
     with ScriptedOpenAIServer(weather_script()) as server:
         run_openai_turn(server.base_url)
 
-    spans = instrumented.spans_of_kind(SpanKind.LLM_CALL)
+    spans = instrumented.spans_of_kind(SpanRole.LLM_CALL)
     assert len(spans) == 2
     assert all(names_own_tool_calls(span.attributes or {}) for span in spans)
     first, second = instrumented.llm_calls()
@@ -75,7 +72,7 @@ def test_tool_span_is_read_and_joined_by_name(instrumented: CapturedTelemetry) -
     with ScriptedOpenAIServer(weather_script()) as server, agent_span:
         run_openai_turn(server.base_url, run_tool=run_tool)
 
-    (tool_span,) = instrumented.spans_of_kind(SpanKind.TOOL_EXECUTION)
+    (tool_span,) = instrumented.spans_of_kind(SpanRole.TOOL_EXECUTION)
     execution = read_tool_execution(tool_span)
     assert execution is not None
     assert execution.name == "get_weather"

@@ -19,7 +19,8 @@ from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 
 from otel_shapecheck._model import ToolCall, ToolResult
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
-from otel_shapecheck.readers._read import SpanKind, names_own_tool_calls, read_log_records
+from otel_shapecheck.readers._classify import SpanRole, names_own_tool_calls
+from otel_shapecheck.readers._read import read_log_records
 
 from .telemetry import (
     ANSWER,
@@ -56,7 +57,7 @@ def test_openai_json_form(openai_instrumented: CapturedTelemetry) -> None:
     with ScriptedOpenAIServer(weather_script()) as server:
         run_openai_turn(server.base_url)
 
-    spans = openai_instrumented.spans_of_kind(SpanKind.LLM_CALL)
+    spans = openai_instrumented.spans_of_kind(SpanRole.LLM_CALL)
     assert [span.name for span in spans] == ["openai.chat", "openai.chat"]
     assert all(names_own_tool_calls(span.attributes or {}) for span in spans)
     first, second = openai_instrumented.llm_calls()
@@ -86,7 +87,7 @@ def test_cohere_legacy_indexed_form(cohere_instrumented: CapturedTelemetry) -> N
     with ScriptedOpenAIServer(weather_script(plan=PLAN)) as server:
         _cohere_turn(server.root_url)
 
-    spans = cohere_instrumented.spans_of_kind(SpanKind.LLM_CALL)
+    spans = cohere_instrumented.spans_of_kind(SpanRole.LLM_CALL)
     assert [span.name for span in spans] == ["cohere.chat", "cohere.chat"]
     attributes = spans[0].attributes or {}
     assert "gen_ai.input.messages" not in attributes and "gen_ai.prompt.1.content" in attributes
@@ -119,7 +120,7 @@ def test_openai_events_path_puts_tool_calls_beside_the_message(
     with ScriptedOpenAIServer(weather_script(plan=PLAN)) as server:
         run_openai_turn(server.base_url)
 
-    spans = openai_events_instrumented.spans_of_kind(SpanKind.LLM_CALL)
+    spans = openai_events_instrumented.spans_of_kind(SpanRole.LLM_CALL)
     assert not any(names_own_tool_calls(span.attributes or {}) for span in spans)
     grouped = records_by_span(openai_events_instrumented.log_records())
     first, second = (read_log_records(grouped[span.context.span_id]) for span in spans)

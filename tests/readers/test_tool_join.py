@@ -17,11 +17,9 @@ from opentelemetry.util.genai.handler import TelemetryHandler
 
 from otel_shapecheck._model import LLMCall, ToolCall, ToolExecution, ToolResult
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
-from otel_shapecheck.readers._read import (
-    SpanKind,
-    join_tool_executions,
-    read_tool_execution,
-)
+from otel_shapecheck.readers._classify import SpanRole
+from otel_shapecheck.readers._read import read_tool_execution
+from otel_shapecheck.readers._tool_join import join_tool_executions
 
 from .telemetry import (
     CALL_ID,
@@ -59,7 +57,7 @@ def _agent_turn(
         handler.invoke_local_agent(agent_name="weather-agent"),
     ):
         run_openai_turn(server.base_url, run_tool=run_tool)
-    executions = [read_tool_execution(span) for span in telemetry.spans_of_kind(SpanKind.TOOL_EXECUTION)]
+    executions = [read_tool_execution(span) for span in telemetry.spans_of_kind(SpanRole.TOOL_EXECUTION)]
     assert all(execution is not None for execution in executions)
     return telemetry.llm_calls(), [execution for execution in executions if execution is not None]
 

@@ -34,7 +34,9 @@ from otel_shapecheck import (
     ShapecheckSpanProcessor,
     ToolChoiceCheck,
 )
-from otel_shapecheck.otlp._json import UnreadableTraceFile, parse_spans, spans_to_otlp_json
+from otel_shapecheck.otlp._convert import spans_to_otlp_json
+from otel_shapecheck.otlp._errors import UnreadableTraceFile
+from otel_shapecheck.otlp._files import parse_spans
 from otel_shapecheck.pipeline._options import ProcessorOptions
 
 from .telemetry import IdRecorder, agent_turn

@@ -12,6 +12,7 @@ from otel_shapecheck._attributes import (
     FIGURES_CHECKED,
     FIGURES_COMPUTED,
     FIGURES_DERIVATIONS,
+    FIGURES_SKIPPED,
     FIGURES_TRUNCATED,
     FIGURES_UNSUPPORTED,
     FLAG_FIGURES_UNSUPPORTED,
@@ -24,22 +25,40 @@ from otel_shapecheck.checks.figures._text import DEFAULT_MIN_DIGITS
 from otel_shapecheck.environment_variables import (
     OTEL_SHAPECHECK_FIGURES_MIN_DIGITS,
 )
+from otel_shapecheck.readers._content import stopped_for_tools
 
 logger = logging.getLogger(__name__)
 
 
 LABEL_GROUNDED: Final = "grounded"
 LABEL_UNSUPPORTED: Final = "unsupported"
+LABEL_SKIPPED: Final = "skipped"
+
+# Values of ``shapecheck.figures.skipped``: silence is not a verdict.
+SKIP_NO_CONTENT: Final = "no-content"
+"""The call ended a turn, but its answer was not captured or could not be read."""
+SKIP_NO_RESULTS: Final = "no-results"
+"""The turn called tools, but none of their results was captured: there is nothing to check against."""
+
+_SKIP_EXPLANATIONS: Final = {
+    SKIP_NO_CONTENT: "The call ended a turn but its answer was not captured; its figures were not checked.",
+    SKIP_NO_RESULTS: "The turn called tools but no tool result was captured; the figures were not checked.",
+}
 
 
 class FiguresCheck:
     """Checks that every figure of a final answer is carried by a tool result or derived from one.
 
-    A subject is a final answer when its LLM call produced answer text and requested no tool calls.
-    The check applies when the answer could have seen at least one tool result (in the call's input or
-    from earlier tool executions of the trace) or the call offered tools; a plain chat with neither gets
-    no verdict. An answer with no candidate figures gets a ``grounded`` verdict with ``checked = 0``, so
-    a trace shows which answers were checked.
+    A subject is a final answer when its LLM call produced answer text (or answered through an answer
+    tool) and requested no tool calls. The check applies when the answer could have seen at least one
+    tool result (in the call's input or from earlier tool executions of the trace) or the call offered
+    tools; a plain chat with neither gets no verdict. An answer with no candidate figures gets a
+    ``grounded`` verdict with ``checked = 0``, so a trace shows which answers were checked.
+
+    Silence is not a verdict: a call that ends a turn (no tool calls, no finish reason asking for
+    tools) in such a context, or whose output was not captured at all, and whose answer could not be
+    read is ``skipped = no-content``; an answer
+    whose turn called tools of which no result was captured is ``skipped = no-results``.
 
     Configuration: ``min_digits``, else :envvar:`OTEL_SHAPECHECK_FIGURES_MIN_DIGITS`, else 4.
     """
@@ -63,9 +82,17 @@ class FiguresCheck:
     def verdict_for(self, subject: Subject) -> Verdict | None:
         """The verdict on one subject's answer, or ``None`` when it carries no checkable final answer."""
         call = subject.llm_call
-        if call is None or not _is_final_answer(call):
+        if call is None:
             return None
         tool_results = _distinct(call.tool_results + subject.trace_tool_results)
+        in_tool_context = bool(tool_results or call.offered_tools or call.turn_tool_calls)
+        if not _is_final_answer(call):
+            # Output not captured at all (content capture off) is as silent as an unreadable one.
+            if (in_tool_context or call.tool_calls is None) and _ends_turn_unread(call):
+                return _skipped(SKIP_NO_CONTENT, call.response_id)
+            return None
+        if not tool_results and call.turn_tool_calls:
+            return _skipped(SKIP_NO_RESULTS, call.response_id)
         if not tool_results and not call.offered_tools:
             return None
         user_texts = call.user_texts or ((call.user_text,) if call.user_text else ())
@@ -92,6 +119,25 @@ def _distinct(results: tuple[ToolResult, ...]) -> tuple[ToolResult, ...]:
 
 def _is_final_answer(call: LLMCall) -> bool:
     return bool(call.answer_text and call.answer_text.strip()) and not call.tool_calls
+
+
+def _ends_turn_unread(call: LLMCall) -> bool:
+    """No tool calls, no finish reason asking for tools, and no readable answer."""
+    return (
+        not call.tool_calls
+        and not stopped_for_tools(call.finish_reasons)
+        and not (call.answer_text or "").strip()
+    )
+
+
+def _skipped(reason: str, response_id: str | None) -> Verdict:
+    return Verdict(
+        evaluation=EVALUATION_FIGURES,
+        attributes={FIGURES_SKIPPED: reason},
+        label=LABEL_SKIPPED,
+        explanation=_SKIP_EXPLANATIONS[reason],
+        response_id=response_id,
+    )
 
 
 def _verdict(finding: FiguresFinding, response_id: str | None) -> Verdict:

@@ -27,16 +27,11 @@ from otel_shapecheck._attributes import (
     FLAG_TOOL_CHOICE_NARROW,
     FLAG_TOOL_CHOICE_PROXY_DISAGREEMENT,
     TOOL_CHOICE_CHOSEN,
-    TOOL_CHOICE_COSINE_MARGIN,
     TOOL_CHOICE_EMBEDDER,
-    TOOL_CHOICE_MARGIN,
-    TOOL_CHOICE_NARROW,
+    TOOL_CHOICE_MENU_SOURCE,
     TOOL_CHOICE_OFFERED_COUNT,
-    TOOL_CHOICE_PROXY_DISAGREEMENT,
     TOOL_CHOICE_SCORING,
     TOOL_CHOICE_SKIPPED,
-    TOOL_CHOICE_TOP,
-    TOOL_CHOICE_WEAKEST,
 )
 from otel_shapecheck._model import LLMCall, OfferedTool
 from otel_shapecheck.checks._base import AttributeValue, Subject, Verdict
@@ -44,9 +39,11 @@ from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache, cached
 from otel_shapecheck.checks.tool_choice._embedders import Embedder, MiniLMEmbedder
 from otel_shapecheck.checks.tool_choice._index import ToolIndex, confusability_text, parameter_text
 from otel_shapecheck.checks.tool_choice._labels import (
+    SKIP_ANSWER_TOOL,
     SKIP_MENU_TOO_LARGE,
     SKIP_NO_MENU,
     explanation,
+    result_attributes,
     skip_reason,
 )
 from otel_shapecheck.checks.tool_choice._margin import (
@@ -95,6 +92,8 @@ class ToolChoiceCall:
     """The ranking, once scored; stays ``None`` when ``skipped`` says why it never will be."""
     skipped: str | None = None
     response_id: str | None = None
+    menu_source: str | None = None
+    """``span`` or ``ancestor``: whose span the menu was read from."""
 
     @property
     def flagged(self) -> bool:
@@ -284,6 +283,8 @@ class ToolChoiceCheck:
         for tool in call.offered_tools or ():
             unique.setdefault(tool.name, tool)
         offered = tuple(unique.values())
+        if call.answer_tool is not None and not call.chosen:
+            return self._unscored(call, offered, SKIP_ANSWER_TOOL)
         if not offered:
             if call.chosen and not call.offered_tools:
                 return self._unscored(call, (), SKIP_NO_MENU)
@@ -318,6 +319,7 @@ class ToolChoiceCheck:
             segments=segments,
             skipped=skipped,
             response_id=call.response_id,
+            menu_source=call.menu_source if offered else None,
         )
 
     def _scored(self, calls: Sequence[ToolChoiceCall]) -> list[ToolChoiceCall]:
@@ -367,22 +369,16 @@ class ToolChoiceCheck:
         attributes: dict[str, AttributeValue] = {TOOL_CHOICE_CHOSEN: call.chosen}
         if call.offered:
             attributes[TOOL_CHOICE_OFFERED_COUNT] = len(call.offered)
+            if call.menu_source:
+                attributes[TOOL_CHOICE_MENU_SOURCE] = call.menu_source
         flags: list[str] = []
         result = call.result
         if call.skipped is not None:
             attributes[TOOL_CHOICE_SKIPPED] = call.skipped
         if result is not None:
-            attributes[TOOL_CHOICE_TOP] = result.top
-            attributes[TOOL_CHOICE_NARROW] = result.narrow
-            attributes[TOOL_CHOICE_PROXY_DISAGREEMENT] = result.proxy_disagreement
+            attributes.update(result_attributes(result))
             attributes[TOOL_CHOICE_EMBEDDER] = self._index.embedder.id
             attributes[TOOL_CHOICE_SCORING] = self._scoring
-            if result.margin is not None:
-                attributes[TOOL_CHOICE_MARGIN] = result.margin
-            if result.cosine_margin is not None:
-                attributes[TOOL_CHOICE_COSINE_MARGIN] = result.cosine_margin
-            if result.weakest is not None:
-                attributes[TOOL_CHOICE_WEAKEST] = result.weakest
             if result.narrow:
                 flags.append(FLAG_TOOL_CHOICE_NARROW)
             if result.proxy_disagreement:

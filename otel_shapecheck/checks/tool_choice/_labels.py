@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from typing import Final
 
+from otel_shapecheck._attributes import (
+    TOOL_CHOICE_COSINE_MARGIN,
+    TOOL_CHOICE_MARGIN,
+    TOOL_CHOICE_NARROW,
+    TOOL_CHOICE_PROXY_DISAGREEMENT,
+    TOOL_CHOICE_TOP,
+    TOOL_CHOICE_WEAKEST,
+)
 from otel_shapecheck._model import LLMCall
+from otel_shapecheck.checks._base import AttributeValue
 from otel_shapecheck.checks.tool_choice._margin import MarginResult
 from otel_shapecheck.readers._content import stopped_for_tools
 
@@ -19,6 +28,7 @@ SKIP_NO_MENU: Final = "no-menu"
 SKIP_NO_CONTEXT: Final = "no-context"
 SKIP_INCOMPLETE: Final = "incomplete"
 SKIP_MENU_TOO_LARGE: Final = "menu-too-large"
+SKIP_ANSWER_TOOL: Final = "answer-tool"
 
 # Values of ``gen_ai.evaluation.score.label`` for tool choice.
 LABEL_CLEAR: Final = "clear"
@@ -39,6 +49,7 @@ _SKIP_EXPLANATIONS: Final = {
     SKIP_NO_CONTEXT: "No user message was captured for the turn, so there is no context to rank against.",
     SKIP_INCOMPLETE: "The call's output was not seen before the span was released, so the choice is unknown.",
     SKIP_MENU_TOO_LARGE: "The menu has more tools than the check ranks per call, so it was not scored.",
+    SKIP_ANSWER_TOOL: "The call answered through an output tool: an answer, not a tool choice.",
 }
 
 
@@ -55,6 +66,22 @@ def skip_reason(call: LLMCall, incomplete: bool) -> str | None:
     if not (call.user_text or "").strip():
         return SKIP_NO_CONTEXT
     return None
+
+
+def result_attributes(result: MarginResult) -> dict[str, AttributeValue]:
+    """The ``shapecheck.tool_choice.*`` attributes of a ranking (the check adds embedder and scoring)."""
+    attributes: dict[str, AttributeValue] = {
+        TOOL_CHOICE_TOP: result.top,
+        TOOL_CHOICE_NARROW: result.narrow,
+        TOOL_CHOICE_PROXY_DISAGREEMENT: result.proxy_disagreement,
+    }
+    if result.margin is not None:
+        attributes[TOOL_CHOICE_MARGIN] = result.margin
+    if result.cosine_margin is not None:
+        attributes[TOOL_CHOICE_COSINE_MARGIN] = result.cosine_margin
+    if result.weakest is not None:
+        attributes[TOOL_CHOICE_WEAKEST] = result.weakest
+    return attributes
 
 
 def explanation(result: MarginResult | None, skipped: str | None, threshold: float) -> tuple[str, str]:

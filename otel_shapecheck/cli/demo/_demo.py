@@ -17,25 +17,19 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 import openai
 from openai.types.chat import ChatCompletionToolParam
-from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
-from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
-from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
 from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 from opentelemetry.sdk._logs.export import LogRecordExporter
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, SynchronousMultiSpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace import SynchronousMultiSpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.util.genai.handler import TelemetryHandler
 from pydantic import BaseModel
 from rich.console import Console
@@ -51,7 +45,9 @@ from otel_shapecheck.checks._builtin import build_checks
 from otel_shapecheck.cli._report import summary, verdict_rows
 from otel_shapecheck.cli._terminal import print_summary, print_verdicts, stdout_console
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer, ScriptedReply, ScriptedToolCall
-from otel_shapecheck.otlp._json import OtlpJsonLinesLogExporter, OtlpJsonLinesSpanExporter
+from otel_shapecheck.otlp._counting import CountingSpanExporter
+from otel_shapecheck.otlp._endpoints import describe, otlp_log_exporter, otlp_span_exporter
+from otel_shapecheck.otlp._jsonl import OtlpJsonLinesLogExporter, OtlpJsonLinesSpanExporter
 from otel_shapecheck.pipeline._offline import CollectingSpanProcessor
 
 TRACES_FILE = "traces.jsonl"
@@ -299,7 +295,7 @@ def run_demo(output: DemoOutput, *, embedder: str, console: Console | None = Non
     Returns 0, or 1 when spans or evaluation events could not be delivered (the endpoint is down).
     """
     console = console or stdout_console()
-    span_exporter = _DeliveryCountingSpanExporter(output.span_exporter)
+    span_exporter = CountingSpanExporter(output.span_exporter)
     log_exporter, destination = output.log_exporter, output.destination
     collector = CollectingSpanProcessor()
     downstream = SynchronousMultiSpanProcessor()  # type: ignore[no-untyped-call]  # SDK lacks the hint
@@ -336,43 +332,12 @@ def run_demo(output: DemoOutput, *, embedder: str, console: Console | None = Non
     return 0
 
 
-class _DeliveryCountingSpanExporter(SpanExporter):
-    """Passes batches to an exporter and counts the spans of batches it reports as failed."""
-
-    def __init__(self, exporter: SpanExporter) -> None:
-        self._exporter = exporter
-        self._lock = threading.Lock()
-        self._failed = 0
-
-    @property
-    def failed(self) -> int:
-        """Spans in batches the exporter could not deliver."""
-        with self._lock:
-            return self._failed
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        """Export the batch and count it when it failed."""
-        result = self._exporter.export(spans)
-        if result is not SpanExportResult.SUCCESS:
-            with self._lock:
-                self._failed += len(spans)
-        return result
-
-    def shutdown(self) -> None:
-        """Shut the wrapped exporter down."""
-        self._exporter.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Flush the wrapped exporter."""
-        return self._exporter.force_flush(timeout_millis)
-
-
-def demo_output(out_dir: Path, otlp_endpoint: str | None) -> DemoOutput:
+def demo_output(out_dir: Path, otlp_endpoint: str | None, protocol: str | None = None) -> DemoOutput:
     """File exporters under ``out_dir`` (earlier demo files removed), or OTLP exporters for an endpoint.
 
     Raises:
-        ValueError: ``out_dir`` cannot be written, or ``otlp_endpoint`` is not ``http(s)://HOST:PORT``,
-            ``grpc://HOST:PORT`` or ``HOST:PORT``.
+        ValueError: ``out_dir`` cannot be written, or ``otlp_endpoint`` or ``protocol`` is not valid for
+            the protocol the OTLP rule resolves (see :mod:`otel_shapecheck.otlp._endpoints`).
     """
     if otlp_endpoint is None:
         try:
@@ -386,25 +351,17 @@ def demo_output(out_dir: Path, otlp_endpoint: str | None) -> DemoOutput:
             OtlpJsonLinesLogExporter(out_dir / EVENTS_FILE),
             f"{out_dir / TRACES_FILE} and {out_dir / EVENTS_FILE}",
         )
-    parts = urlsplit(otlp_endpoint if "://" in otlp_endpoint else f"grpc://{otlp_endpoint}")
-    if parts.scheme in ("http", "https") and parts.hostname:
-        base = otlp_endpoint.rstrip("/")
-        return DemoOutput(
-            HttpSpanExporter(endpoint=f"{base}/v1/traces", timeout=_EXPORT_TIMEOUT_S),
-            HttpLogExporter(endpoint=f"{base}/v1/logs", timeout=_EXPORT_TIMEOUT_S),
-            f"OTLP/HTTP {base}",
-        )
-    if parts.scheme == "grpc" and parts.hostname and parts.port:
-        target = f"{parts.hostname}:{parts.port}"
-        return DemoOutput(
-            GrpcSpanExporter(endpoint=target, insecure=True, timeout=_EXPORT_TIMEOUT_S),
-            GrpcLogExporter(endpoint=target, insecure=True, timeout=_EXPORT_TIMEOUT_S),
-            f"OTLP/gRPC {target}",
-        )
-    raise ValueError(
-        f"--otlp-endpoint {otlp_endpoint!r} is not an OTLP endpoint: give http://HOST:PORT (OTLP/HTTP) "
-        "or grpc://HOST:PORT or HOST:PORT (OTLP/gRPC)"
+    spans = otlp_span_exporter(
+        otlp_endpoint, protocol=protocol, timeout=_EXPORT_TIMEOUT_S, setting="--otlp-endpoint"
     )
+    try:
+        logs = otlp_log_exporter(
+            otlp_endpoint, protocol=protocol, timeout=_EXPORT_TIMEOUT_S, setting="--otlp-endpoint"
+        )
+    except ValueError:
+        spans.shutdown()
+        raise
+    return DemoOutput(spans, logs, describe(otlp_endpoint, "traces", protocol))
 
 
 @contextmanager

@@ -22,7 +22,8 @@ from otel_shapecheck._attributes import (
 )
 from otel_shapecheck._model import AnalystRun
 from otel_shapecheck.checks.conformance._record import conformance_attributes
-from otel_shapecheck.readers._read import SpanKind, classify_span, read_analyst_attempt
+from otel_shapecheck.readers._classify import SpanRole, classify_span
+from otel_shapecheck.readers._read import read_analyst_attempt
 
 from .analysts import AsyncScriptedAnalyst, RecordingContext, ScriptedAnalyst, Step, collapse, success
 
@@ -59,8 +60,8 @@ def test_analyst_and_attempt_spans_carry_the_contract(
         assert attempt.parent is not None
         assert attempt.parent.span_id == analyst.context.span_id
         assert attempt.context.trace_id == analyst.context.trace_id
-        assert classify_span(attempt.name, attempt.attributes or {}) is SpanKind.ANALYST_ATTEMPT
-    assert classify_span(analyst.name, analyst.attributes or {}) is not SpanKind.ANALYST_ATTEMPT
+        assert classify_span(attempt.name, attempt.attributes or {}).role is SpanRole.ANALYST_ATTEMPT
+    assert classify_span(analyst.name, analyst.attributes or {}).role is not SpanRole.ANALYST_ATTEMPT
     expected = AnalystConformanceRecord(
         analyst_id="probe",
         attempts=2,

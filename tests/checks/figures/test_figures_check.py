@@ -70,7 +70,10 @@ class TestApplies:
         assert check.min_digits == 4
 
     def test_one_entry_per_subject_in_order(self) -> None:
-        """evaluate returns one entry per subject, None where the check does not apply."""
+        """evaluate returns one entry per subject, None where the check does not apply.
+
+        An answer that could not be read where tool results exist is a skipped verdict, not silence.
+        """
         subjects = [
             answer_subject("CLUSTER-A01 is 59.2% used.", tool_results=(capacity_result(),)),
             Subject(span_id="00f067aa0ba902b7", trace_id=TRACE_ID),
@@ -82,7 +85,11 @@ class TestApplies:
         verdicts = FiguresCheck().evaluate(subjects)
         assert len(verdicts) == 4
         assert verdicts[0] is not None
-        assert verdicts[1:] == [None, None, None]
+        assert verdicts[1] is None and verdicts[3] is None
+        assert verdicts[2] is not None and verdicts[2].attributes == {
+            "shapecheck.figures.skipped": "no-content"
+        }
+        assert verdicts[2].label == "skipped" and not verdicts[2].flagged
 
     def test_plain_chat_without_tools_gets_no_verdict(self) -> None:
         """An answer that saw no tool result and was offered no tool is not an agent's answer."""

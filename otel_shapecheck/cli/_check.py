@@ -1,0 +1,146 @@
+"""``otel-shapecheck check``: the checks over exported traces, through the live span processor."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+from otel_shapecheck.checks._builtin import EMBEDDERS, build_checks
+from otel_shapecheck.cli._exit import EXIT_FLAGGED, EXIT_OK, UsageError
+from otel_shapecheck.cli._report import json_report, summary, verdict_rows
+from otel_shapecheck.cli._terminal import (
+    print_summary,
+    print_verdicts,
+    reading_status,
+    span_progress,
+    stdout_console,
+)
+from otel_shapecheck.otlp._errors import STDIN
+from otel_shapecheck.otlp._files import (
+    DEFAULT_MAX_INPUT_BYTES,
+    DEFAULT_MAX_LINE_BYTES,
+    InputLimits,
+    load_telemetry,
+)
+from otel_shapecheck.otlp._jsonl import write_spans_jsonl
+from otel_shapecheck.pipeline._offline import check_spans
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    check = subparsers.add_parser(
+        "check",
+        help="run the checks offline over exported traces",
+        description=(
+            "Run the tool-choice, conformance and figures checks over exported traces: OTLP/JSON "
+            '({"resourceSpans": ...}, one document or JSON Lines), a Tempo trace API response '
+            '({"batches": ...}) or a Jaeger OTLP API response ({"result": {"resourceSpans": ...}}). '
+            'OTLP/JSON logs ({"resourceLogs": ...}) given beside them supply the message content that '
+            "instrumentations in event mode put into log events. "
+            "Exit 0 when done, 1 when something was flagged under --fail-on flagged, 2 on a usage "
+            "error or unreadable input, 3 on an internal error."
+        ),
+    )
+    check.add_argument("paths", nargs="+", metavar="PATH", help="an exported-traces file, or - for stdin")
+    check.add_argument("--json", action="store_true", help="print the verdicts and counts as JSON")
+    check.add_argument("--out", metavar="FILE", help="write the enriched traces as OTLP/JSON Lines")
+    check.add_argument(
+        "--embedder", choices=EMBEDDERS, default="minilm", help="embedder for tool choice (default: minilm)"
+    )
+    check.add_argument(
+        "--fail-on",
+        choices=("flagged", "never"),
+        default="never",
+        help="exit 1 when any span is flagged (flagged), or only report (never; the default)",
+    )
+    check.add_argument(
+        "--max-input-bytes",
+        type=_whole_number,
+        default=DEFAULT_MAX_INPUT_BYTES,
+        metavar="N",
+        help=f"largest input, after gzip inflation (default {DEFAULT_MAX_INPUT_BYTES})",
+    )
+    check.add_argument(
+        "--max-line-bytes",
+        type=_whole_number,
+        default=DEFAULT_MAX_LINE_BYTES,
+        metavar="N",
+        help=f"longest line, i.e. one JSON Lines document (default {DEFAULT_MAX_LINE_BYTES})",
+    )
+    check.set_defaults(run=run)
+
+
+def _whole_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ≥ 1")
+    return value
+
+
+def run(arguments: argparse.Namespace) -> int:
+    paths: list[str] = arguments.paths
+    if paths.count(STDIN) > 1:
+        raise UsageError("standard input (-) can be read only once")
+    out = Path(arguments.out) if arguments.out else None
+    if out is not None and (out.is_dir() or not out.parent.is_dir()):
+        raise UsageError(f"--out {out}: not a file in an existing directory")
+    limits = InputLimits(arguments.max_input_bytes, arguments.max_line_bytes)
+    inputs = []
+    for path in paths:
+        with reading_status("<stdin>" if path == STDIN else path, _size(path)):
+            inputs.append(load_telemetry(path, limits))
+    spans = [span for telemetry in inputs for span in telemetry.spans]
+    log_records = [record for telemetry in inputs for record in telemetry.log_records]
+    checks = build_checks(arguments.embedder)
+    with span_progress(len(spans)) as progress:
+        checked = check_spans(spans, checks, log_records=log_records, on_span_done=progress.advance)
+    checked = _in_input_order(checked, spans)
+    if out is not None:
+        _write_traces(out, checked)
+    if arguments.json:
+        json.dump(json_report(checked), sys.stdout, separators=(",", ":"))
+        sys.stdout.write("\n")
+    else:
+        console = stdout_console()
+        print_verdicts(console, verdict_rows(checked))
+        print_summary(console, summary(checked))
+        if out is not None:
+            console.print(f"Enriched traces ({len(checked)} spans): {out}")
+    flagged = summary(checked)["flagged"] > 0
+    return EXIT_FLAGGED if arguments.fail_on == "flagged" and flagged else EXIT_OK
+
+
+def _size(path: str) -> int | None:
+    """The file's size in bytes: ``None`` for stdin, 0 when it cannot be read (the loader then says why)."""
+    if path == STDIN:
+        return None
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _in_input_order(checked: Sequence[ReadableSpan], original: Sequence[ReadableSpan]) -> list[ReadableSpan]:
+    """The checked spans in the order the inputs listed them (the processor forwards them as they settle)."""
+    position = {_span_key(span): index for index, span in enumerate(original)}
+    return sorted(checked, key=lambda span: position.get(_span_key(span), len(position)))
+
+
+def _span_key(span: ReadableSpan) -> tuple[int, int]:
+    return (span.context.trace_id, span.context.span_id) if span.context else (0, 0)
+
+
+def _write_traces(path: Path, spans: Sequence[ReadableSpan]) -> None:
+    try:
+        with path.open("w", encoding="utf-8") as stream:
+            write_spans_jsonl(spans, stream)
+    except OSError as error:
+        raise UsageError(f"{path}: cannot be written ({error.strerror or error})") from None

@@ -1,0 +1,86 @@
+"""The one codec for trace and span ids in OTLP/JSON: hex as the specification writes them, base64 as
+protobuf's own JSON mapping reads them.
+
+OTLP/JSON (the specification, the Collector's file exporter, Jaeger's and Tempo's current APIs) writes ids
+as lowercase hex; ``google.protobuf.json_format`` reads and writes ``bytes`` fields as base64, and older
+Tempo versions print that form. Reading accepts either, strictly: an id must decode to exactly its size
+(16 bytes for a trace id, 8 for a span or parent id) or the document is refused, so a malformed id can
+never reach an encoder that would fail on it later. An empty string is "no id" (a root span's parent).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Any, Final
+
+ID_BYTES: Final = {"traceId": 16, "spanId": 8, "parentSpanId": 8}
+"""The id fields of OTLP/JSON spans, links and log records, with their sizes in bytes."""
+
+
+class InvalidId(ValueError):
+    """An id field whose value is neither hex nor base64 of its size."""
+
+    def __init__(self, key: str, value: object, size: int) -> None:
+        super().__init__(f"{key} {value!r} is not a {size}-byte id (hex or base64)")
+        self.key = key
+        self.value = value
+        self.size = size
+
+
+def id_as_base64(key: str, value: object) -> object:
+    """One id field's value in the base64 form protobuf reads; other fields are returned as they are.
+
+    Raises:
+        InvalidId: ``key`` is an id field and ``value`` is not a valid id of its size.
+    """
+    size = ID_BYTES.get(key)
+    if size is None or value == "" or value is None:
+        return value
+    if isinstance(value, str):
+        if len(value) == 2 * size:
+            try:
+                return base64.b64encode(bytes.fromhex(value)).decode("ascii")
+            except ValueError:
+                pass
+        try:
+            if len(base64.b64decode(value, validate=True)) == size:
+                return value
+        except (binascii.Error, ValueError):  # ValueError: b64decode of non-ASCII text
+            pass
+    raise InvalidId(key, value, size)
+
+
+def ids_as_base64(node: Any) -> Any:
+    """A copy of a decoded OTLP/JSON document with every id field, wherever it sits, in base64.
+
+    Raises:
+        InvalidId: the first id that is not valid for its size.
+    """
+    if isinstance(node, Mapping):
+        return {
+            key: id_as_base64(key, value) if key in ID_BYTES else ids_as_base64(value)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [ids_as_base64(item) for item in node]
+    return node
+
+
+def ids_as_hex(node: Any) -> None:
+    """Rewrite, in place, every id field of a ``json_format.MessageToDict`` result from base64 to hex."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ID_BYTES and isinstance(value, str):
+                node[key] = base64.b64decode(value).hex()
+            else:
+                ids_as_hex(value)
+    elif isinstance(node, list):
+        for item in node:
+            ids_as_hex(item)
+
+
+def hex_id(value: bytes) -> str:
+    """An id's bytes as OTLP/JSON writes them (lowercase hex; empty for none)."""
+    return value.hex()

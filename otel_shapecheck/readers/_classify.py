@@ -1,0 +1,225 @@
+"""What a span is to the checks, and in which convention it is written: decided once, on the hot path.
+
+:func:`classify_span` runs in ``on_end`` on the application's thread, so it only looks up the few
+attributes that say a span's role; its :class:`SpanClass` travels with the held span to the worker,
+which then runs the reader of that convention (and of any other convention whose content the span
+also carries) instead of classifying again. :func:`names_own_tool_calls` and
+:func:`is_genai_content_record` are the other two hot-path questions.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from opentelemetry._logs import LogRecord
+from opentelemetry.sdk._logs import ReadableLogRecord, ReadWriteLogRecord
+
+from otel_shapecheck._attributes import ANALYST_ATTEMPT, ANALYST_ID
+from otel_shapecheck.readers._content import stopped_for_tools
+from otel_shapecheck.readers._genai import (
+    EXECUTE_TOOL_SPAN_PREFIX,
+    FINISH_REASONS,
+    GENAI_CONTENT_KEYS,
+    OPERATION_NAME,
+    OUTPUT_MESSAGES,
+)
+from otel_shapecheck.readers._genai_events import CONTENT_EVENT_NAMES, event_name_of
+from otel_shapecheck.readers._openinference import FINISH_REASON as OPENINFERENCE_FINISH_REASON
+from otel_shapecheck.readers._openinference import (
+    OPENINFERENCE_CONTENT_PREFIXES,
+    OPENINFERENCE_SPAN_KIND,
+    OUTPUT_MESSAGE_MARKERS,
+    OUTPUT_TOOL_CALL_MARKER,
+    OUTPUT_VALUE,
+)
+from otel_shapecheck.readers._openllmetry import (
+    COMPLETION_FINISH_REASON,
+    COMPLETION_MARKERS,
+    COMPLETION_TOOL_CALL_MARKER,
+    LLM_REQUEST_TYPE,
+    OPENLLMETRY_CONTENT_PREFIXES,
+    TRACELOOP_SPAN_KIND,
+)
+
+AnyLogRecord: TypeAlias = "LogRecord | ReadableLogRecord | ReadWriteLogRecord"
+"""A log record as the API emits it, or as the SDK hands it to processors and exporters."""
+
+MCP_METHOD_NAME = "mcp.method.name"
+
+_LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
+_LEGACY_LLM_REQUEST_TYPES = frozenset({"chat", "completion"})
+_EXECUTE_TOOL = "execute_tool"
+_MCP_TOOLS_CALL = "tools/call"
+
+CLASSIFYING_KEYS = frozenset(
+    {
+        ANALYST_ID,
+        ANALYST_ATTEMPT,
+        OPERATION_NAME,
+        OPENINFERENCE_SPAN_KIND,
+        LLM_REQUEST_TYPE,
+        TRACELOOP_SPAN_KIND,
+        MCP_METHOD_NAME,
+    }
+)
+"""Every attribute :func:`classify_span` reads; a span with none of them (and no tool-span name) is OTHER."""
+
+_OUTPUT_KEYS = frozenset(
+    {OUTPUT_MESSAGES, OUTPUT_VALUE, *COMPLETION_MARKERS, *OUTPUT_MESSAGE_MARKERS}
+    | {COMPLETION_FINISH_REASON, OPENINFERENCE_FINISH_REASON, FINISH_REASONS}
+)
+"""Every attribute :func:`names_own_tool_calls` reads."""
+
+
+class SpanRole(enum.Enum):
+    """What a span is to the checks (not to be confused with OpenTelemetry's ``SpanKind``)."""
+
+    LLM_CALL = "llm_call"
+    TOOL_EXECUTION = "tool_execution"
+    ANALYST_ATTEMPT = "analyst_attempt"
+    OTHER = "other"
+
+
+class Convention(enum.Flag):
+    """The attribute conventions a span is written in; a span may carry more than one."""
+
+    NONE = 0
+    GENAI = enum.auto()
+    """OpenTelemetry GenAI semantic conventions (``gen_ai.operation.name``, JSON content attributes)."""
+    OPENLLMETRY = enum.auto()
+    """OpenLLMetry / Traceloop (``llm.request.type``, indexed ``gen_ai.prompt.N.*``)."""
+    OPENINFERENCE = enum.auto()
+    """OpenInference (``openinference.span.kind``, indexed ``llm.input_messages.N.*``)."""
+    SHAPECHECK = enum.auto()
+    """Our own analyst-attempt spans (``shapecheck.analyst.*``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpanClass:
+    """A span's role and the convention that said so (one shared instance per combination in use)."""
+
+    role: SpanRole
+    convention: Convention
+
+
+OTHER = SpanClass(SpanRole.OTHER, Convention.NONE)
+"""The class of every span that is nothing to the checks."""
+LLM_CALL_GENAI = SpanClass(SpanRole.LLM_CALL, Convention.GENAI)
+LLM_CALL_OPENINFERENCE = SpanClass(SpanRole.LLM_CALL, Convention.OPENINFERENCE)
+LLM_CALL_OPENLLMETRY = SpanClass(SpanRole.LLM_CALL, Convention.OPENLLMETRY)
+TOOL_EXECUTION_GENAI = SpanClass(SpanRole.TOOL_EXECUTION, Convention.GENAI)
+TOOL_EXECUTION_OPENINFERENCE = SpanClass(SpanRole.TOOL_EXECUTION, Convention.OPENINFERENCE)
+TOOL_EXECUTION_OPENLLMETRY = SpanClass(SpanRole.TOOL_EXECUTION, Convention.OPENLLMETRY)
+ANALYST_ATTEMPT_SPAN = SpanClass(SpanRole.ANALYST_ATTEMPT, Convention.SHAPECHECK)
+# Shared instances: classify_span runs on the application's thread and must not build objects (nor look
+# them up by enum members, whose hashing runs Python code).
+
+
+def classify_span(name: str, attributes: Mapping[str, object]) -> SpanClass:
+    """The role of a span and its convention, from the few attributes that say it and a name prefix.
+
+    Only keys the span has are looked up: the SDK's attribute mapping answers a missing key by raising
+    and catching ``KeyError``, which would dominate the cost for the many spans that are not GenAI.
+    """
+    present = CLASSIFYING_KEYS.intersection(attributes)
+    is_tool_name = isinstance(name, str) and name.startswith(EXECUTE_TOOL_SPAN_PREFIX)
+    if not present:
+        return TOOL_EXECUTION_GENAI if is_tool_name else OTHER
+    values = {key: attributes[key] for key in present}
+    if ANALYST_ID in values and ANALYST_ATTEMPT in values:
+        return ANALYST_ATTEMPT_SPAN
+    operation = _string(values.get(OPERATION_NAME))
+    if operation in _LLM_OPERATIONS:
+        return LLM_CALL_GENAI
+    openinference_kind = _string(values.get(OPENINFERENCE_SPAN_KIND))
+    traceloop_kind = _string(values.get(TRACELOOP_SPAN_KIND))
+    if operation == _EXECUTE_TOOL:
+        return _tool_class(openinference_kind, traceloop_kind)
+    if openinference_kind == "LLM":
+        return LLM_CALL_OPENINFERENCE
+    if _string(values.get(LLM_REQUEST_TYPE)) in _LEGACY_LLM_REQUEST_TYPES:
+        return LLM_CALL_OPENLLMETRY
+    if (
+        openinference_kind == "TOOL"
+        or traceloop_kind == "tool"
+        or _string(values.get(MCP_METHOD_NAME)) == _MCP_TOOLS_CALL
+        or is_tool_name
+    ):
+        return _tool_class(openinference_kind, traceloop_kind)
+    return OTHER
+
+
+def _tool_class(openinference_kind: str | None, traceloop_kind: str | None) -> SpanClass:
+    """Whose reader reads a tool span: OpenInference's TOOL spans and Traceloop's tool tasks keep their
+    arguments and results in their own attributes; every other tool span is read as ``execute_tool``."""
+    if openinference_kind == "TOOL":
+        return TOOL_EXECUTION_OPENINFERENCE
+    if traceloop_kind == "tool":
+        return TOOL_EXECUTION_OPENLLMETRY
+    return TOOL_EXECUTION_GENAI
+
+
+def content_conventions(attributes: Mapping[str, object]) -> Convention:
+    """The conventions whose LLM-call content a span's attributes carry (one pass over the keys).
+
+    The worker reads a span with the reader of its classified convention and of each convention found
+    here, so a span written in two conventions (a provider instrumentation beside a framework's, or
+    OpenLLMetry's JSON attributes under its legacy request type) is read in both and merged.
+    """
+    found = Convention.NONE
+    for key in attributes:
+        if not isinstance(key, str):
+            continue
+        if key in GENAI_CONTENT_KEYS:
+            found |= Convention.GENAI
+        elif key.startswith(OPENLLMETRY_CONTENT_PREFIXES):
+            found |= Convention.OPENLLMETRY
+        elif key.startswith(OPENINFERENCE_CONTENT_PREFIXES):
+            found |= Convention.OPENINFERENCE
+    return found
+
+
+def names_own_tool_calls(attributes: Mapping[str, object]) -> bool:
+    """Whether a span's own attributes carry its output, so its tool calls are known at its end.
+
+    Flattened output that says the model stopped to call tools but names no tool call does not count:
+    some instrumentations record the text of a reply and never its tool calls. A raw ``output.value``
+    with no flattened output (an OpenInference LLM span of a streamed reply) is the whole reply.
+    """
+    present = _OUTPUT_KEYS.intersection(attributes)
+    if not present:
+        return False
+    if OUTPUT_MESSAGES in present:
+        return True
+    if not present.isdisjoint(COMPLETION_MARKERS):
+        tool_call_marker, finish_reason_key = COMPLETION_TOOL_CALL_MARKER, COMPLETION_FINISH_REASON
+    elif not present.isdisjoint(OUTPUT_MESSAGE_MARKERS):
+        tool_call_marker, finish_reason_key = OUTPUT_TOOL_CALL_MARKER, OPENINFERENCE_FINISH_REASON
+    else:
+        return OUTPUT_VALUE in present
+    if tool_call_marker in present:
+        return True
+    reasons = [attributes[key] for key in (finish_reason_key, FINISH_REASONS) if key in present]
+    return not any(stopped_for_tools(reason) for reason in reasons)
+
+
+def is_genai_content_record(log_record: AnyLogRecord) -> bool:
+    """Whether a log record is a GenAI event that carries LLM-call content."""
+    log_record = api_record(log_record)
+    attributes = log_record.attributes
+    name = event_name_of(log_record.event_name, attributes if isinstance(attributes, Mapping) else None)
+    return name in CONTENT_EVENT_NAMES
+
+
+def api_record(record: AnyLogRecord) -> LogRecord:
+    """The API log record inside the SDK's processor and exporter wrappers."""
+    if isinstance(record, ReadableLogRecord | ReadWriteLogRecord):
+        return record.log_record
+    return record
+
+
+def _string(value: object) -> str | None:
+    return value if isinstance(value, str) else None
