@@ -22,6 +22,9 @@ TOOL_CHOICE_PROXY_DISAGREEMENT: Final = "shapecheck.tool_choice.proxy_disagreeme
 TOOL_CHOICE_SKIPPED: Final = "shapecheck.tool_choice.skipped"
 TOOL_CHOICE_EMBEDDER: Final = "shapecheck.tool_choice.embedder"
 TOOL_CHOICE_MENU_SOURCE: Final = "shapecheck.tool_choice.menu_source"
+TOOL_CHOICE_SCORING: Final = "shapecheck.tool_choice.scoring"
+TOOL_CHOICE_COSINE_MARGIN: Final = "shapecheck.tool_choice.cosine_margin"
+TOOL_CHOICE_WEAKEST: Final = "shapecheck.tool_choice.weakest_chosen"
 
 # Conformance, on an analyst span.
 CONFORMANCE_ANALYST_ID: Final = "shapecheck.conformance.analyst_id"

@@ -18,6 +18,7 @@ from otel_shapecheck.readers._lenient_json import (
     parse_json_or_text,
     to_json_value,
 )
+from otel_shapecheck.readers._tool_schema import schema_of, tool_parameters
 
 OPERATION_NAME = "gen_ai.operation.name"
 INPUT_MESSAGES = "gen_ai.input.messages"
@@ -137,7 +138,11 @@ def offered_tool_from_json(item: Mapping[str, JSONValue]) -> OfferedTool | None:
     name = optional_string(definition.get("name"))
     if not name:
         return None
-    return OfferedTool(name=name, description=optional_string(definition.get("description")))
+    return OfferedTool(
+        name=name,
+        description=optional_string(definition.get("description")),
+        parameters=tool_parameters(schema_of(definition)),
+    )
 
 
 def read_string_list(value: object) -> tuple[str, ...]:
