@@ -15,11 +15,13 @@ from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck._model import ToolExecution
-from otel_shapecheck.readers._classify import SpanClass, SpanRole
+from otel_shapecheck.readers._classify import ROLE_LLM_CALL, SpanClass
 
 _SAMPLED_ITEMS = 16
 """Items of a long sequence or mapping that are measured; the rest are assumed of the same size."""
 _SCALAR_BYTES = 8
+_SCALAR_TYPES = frozenset({int, float, bool})
+"""Values that count as :data:`_SCALAR_BYTES` (what the general walk answers for them)."""
 
 
 @dataclass(eq=False, slots=True)
@@ -34,7 +36,7 @@ class HeldSpan:
     """The hot path's classification, so the worker reads the span without classifying it again."""
     analyst: bool
     deadline: float
-    """``time.monotonic()`` past which the span is released as incomplete."""
+    """``time.monotonic()`` past which the span is released as incomplete (set when it starts to wait)."""
     awaits_parent: bool = False
     """Whether it waits for its parent to end (its tool calls come from sibling executions)."""
     incomplete: bool = False
@@ -44,7 +46,7 @@ class HeldSpan:
     @property
     def llm_call(self) -> bool:
         """Whether the span is an LLM call (else it is an analyst span)."""
-        return self.classified.role is SpanRole.LLM_CALL
+        return self.classified.role is ROLE_LLM_CALL
 
 
 @dataclass(eq=False)
@@ -136,14 +138,34 @@ def attribute_mapping(span: ReadableSpan) -> Mapping[str, object]:
 
 
 def approximate_bytes(attributes: Mapping[str, object] | None, body: object = None) -> int:
-    """What a span's or log record's attributes (and a record's body) keep alive, roughly, in bytes."""
+    """What a span's or log record's attributes (and a record's body) keep alive, roughly, in bytes.
+
+    Runs on the application's thread for every GenAI span: the value types attributes hold (text,
+    numbers, tuples) are told apart by exact type before the general (ABC-based) walk.
+    """
     total = _value_bytes(body, 3) if body is not None else 0
-    for key, value in (attributes or {}).items():
-        total += len(key) + _value_bytes(value, 3)
+    if not attributes:
+        return total
+    total += sum(map(len, attributes))  # the keys
+    for value in attributes.values():
+        if type(value) is str:
+            total += len(value)
+        elif type(value) in _SCALAR_TYPES:
+            total += _SCALAR_BYTES
+        else:
+            total += _value_bytes(value, 3)
     return total
 
 
 def _value_bytes(value: object, depth: int) -> int:
+    if type(value) is str or type(value) is bytes:
+        return len(value)
+    if type(value) is tuple and depth > 0:  # a Sequence: the branch below, without the ABC checks
+        first = value[:_SAMPLED_ITEMS]
+        sample = 0
+        for item in first:
+            sample += len(item) if type(item) is str else _value_bytes(item, depth - 1)
+        return sample * len(value) // max(len(first), 1)
     if isinstance(value, str | bytes):
         return len(value)
     if depth <= 0:

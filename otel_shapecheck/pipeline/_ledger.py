@@ -37,7 +37,12 @@ from otel_shapecheck.pipeline._facts import (
     attribute_mapping,
 )
 from otel_shapecheck.pipeline._metrics import ProcessorCounters
-from otel_shapecheck.readers._classify import SpanClass, SpanRole
+from otel_shapecheck.readers._classify import (
+    ROLE_ANALYST_ATTEMPT,
+    ROLE_LLM_CALL,
+    ROLE_TOOL_EXECUTION,
+    SpanClass,
+)
 
 _FORGOTTEN_PER_KEPT_TRACE = 16
 
@@ -115,19 +120,27 @@ class Ledger:
         ``wake_at`` spans are ready for the worker; ``overflow`` holds earlier spans this end released
         that found the worker's queue full (the caller forwards them as they are).
         """
-        context = span.context
+        context = span._context  # the field ReadableSpan.context returns, read without the property call
         if context is None:
             return False, False, None
+        role = classified.role
+        # A fact's size is estimated before the lock is taken: it walks the span's attribute values.
+        nbytes = (
+            approximate_bytes(attribute_mapping(span))
+            if role is ROLE_LLM_CALL or role is ROLE_TOOL_EXECUTION or role is ROLE_ANALYST_ATTEMPT
+            else 0
+        )
         with self._lock:
             if self._closed:
                 return False, False, None
             held, wake = self._record(
                 span,
-                context.span_id,
-                context.trace_id,
+                context[1],  # a SpanContext is a tuple: (trace id, span id, is remote, ...)
+                context[0],
                 classified,
                 names_own_tool_calls or parent_ended,
                 ancestor_menu,
+                nbytes,
             )
             overflow = self._take_overflow() if self._overflow else None
         return held, wake, overflow
@@ -140,13 +153,14 @@ class Ledger:
         classified: SpanClass,
         final_at_end: bool,
         ancestor_menu: Mapping[str, object] | None = None,
+        nbytes: int = 0,
     ) -> tuple[bool, bool]:
         role = classified.role
-        llm_call = role is SpanRole.LLM_CALL
-        tool_execution = role is SpanRole.TOOL_EXECUTION
-        analyst_attempt = role is SpanRole.ANALYST_ATTEMPT
-        parent = span.parent
-        parent_id = parent.span_id if parent is not None else None
+        llm_call = role is ROLE_LLM_CALL
+        tool_execution = role is ROLE_TOOL_EXECUTION
+        analyst_attempt = role is ROLE_ANALYST_ATTEMPT
+        parent = span._parent
+        parent_id = parent[1] if parent is not None else None
         counts = self._counters
         wake = span_id in self._waiting_by_parent and self._release_children(span_id)
         facts = self._traces.get(trace_id)
@@ -158,45 +172,50 @@ class Ledger:
             if len(facts.ended) < self._max_facts:
                 facts.ended.add(span_id)
             if tool_execution or (analyst_attempt and parent_id is not None):
-                nbytes = self._admit_fact(trace_id, facts, attribute_mapping(span))
-                if nbytes < 0:
+                admitted = self._admit_fact(trace_id, facts, nbytes)
+                if admitted < 0:
                     counts.facts_dropped += 1
                 elif tool_execution:
                     facts.executions.append(ExecutionFact(span, parent_id, classified))
                 elif parent_id is not None:
                     facts.attempts.setdefault(parent_id, []).append(span)
-                    facts.attempt_bytes[parent_id] = facts.attempt_bytes.get(parent_id, 0) + nbytes
+                    facts.attempt_bytes[parent_id] = facts.attempt_bytes.get(parent_id, 0) + admitted
                     self._analyst_parents[parent_id] = trace_id
-            if llm_call and self._admit_fact(trace_id, facts, attribute_mapping(span)) >= 0:
-                facts.calls.append((parent_id, span, classified))
+            if llm_call:
+                if (  # _admit_fact()'s common case, inline: room in the trace and in the byte budget
+                    facts.size < facts.limit and self._fact_bytes + nbytes <= self._max_fact_bytes
+                ):
+                    facts.size += 1
+                    facts.bytes += nbytes
+                    self._fact_bytes += nbytes
+                    facts.calls.append((parent_id, span, classified))
+                elif self._admit_fact(trace_id, facts, nbytes) >= 0:
+                    facts.calls.append((parent_id, span, classified))
         analyst = self._analyst_parents.pop(span_id, None) is not None
         if not (llm_call or analyst):
             return False, wake
-        held = HeldSpan(
-            span, span_id, trace_id, parent_id, classified, analyst, time.monotonic() + self._max_wait
-        )
+        held = HeldSpan(span, span_id, trace_id, parent_id, classified, analyst, 0.0)
         held.ancestor_menu = ancestor_menu
         awaits_parent = (
             llm_call
             and parent is not None
-            and not parent.is_remote
+            and not parent[2]  # is remote
             and not final_at_end
-            and (
-                facts is None
-                or (parent.span_id not in facts.ended and span_id not in facts.content_names_calls)
-            )
+            and (facts is None or (parent_id not in facts.ended and span_id not in facts.content_names_calls))
         )
         if awaits_parent and parent_id is not None:
             if len(self._waiting) >= self._max_pending:
                 self._release_oldest_waiting()
+            held.deadline = time.monotonic() + self._max_wait  # only a waiting span has one
             held.awaits_parent = True
             self._waiting[held] = None
             self._waiting_by_parent.setdefault(parent_id, []).append(held)
         elif self._ready_spans >= self._max_queue:
             counts.forwarded_unevaluated += 1
             return False, wake
-        else:
-            self._push_ready((held,))
+        else:  # _push_ready((held,)) without its cap test: the test above made room
+            self._ready.append((held,))
+            self._ready_spans += 1
             wake = wake or self._ready_spans >= self._wake_at
         counts.held += 1
         if facts is not None:
@@ -207,6 +226,8 @@ class Ledger:
         self, trace_id: int, span_id: int, record: LogRecord, *, names_own_tool_calls: bool
     ) -> None:
         """Keep a GenAI content log record for the span it belongs to."""
+        attributes = record.attributes if isinstance(record.attributes, Mapping) else None
+        size = approximate_bytes(attributes, record.body)  # before the lock: it walks the body
         with self._lock:
             if self._closed:
                 return
@@ -215,8 +236,7 @@ class Ledger:
                 facts = self._new_trace(trace_id)
             else:
                 self._traces.move_to_end(trace_id)
-            attributes = record.attributes if isinstance(record.attributes, Mapping) else None
-            nbytes = self._admit_fact(trace_id, facts, attributes, record.body)
+            nbytes = self._admit_fact(trace_id, facts, size)
             if nbytes < 0:
                 self._counters.facts_dropped += 1
                 return
@@ -309,17 +329,15 @@ class Ledger:
             if len(self._forgotten) > _FORGOTTEN_PER_KEPT_TRACE * self._max_traces:
                 self._forgotten.popitem(last=False)
 
-    def _admit_fact(
-        self, trace_id: int, facts: TraceFacts, attributes: Mapping[str, object] | None, body: object = None
-    ) -> int:
-        """Make room for one more fact of ``trace_id``; its estimated bytes, or -1 when it cannot be kept.
+    def _admit_fact(self, trace_id: int, facts: TraceFacts, nbytes: int) -> int:
+        """Make room for one more fact of ``trace_id`` of ``nbytes`` estimated bytes (see
+        :func:`approximate_bytes`); ``nbytes``, or -1 when it cannot be kept.
 
         Past ``max_facts_per_trace`` it is not kept; past ``max_fact_bytes`` the least recently active
         other traces are forgotten first, and a fact that still does not fit is not kept.
         """
         if facts.size >= facts.limit:
             return -1
-        nbytes = approximate_bytes(attributes, body)
         if self._fact_bytes + nbytes > self._max_fact_bytes:
             self._counters.fact_bytes_exceeded += 1
             while self._fact_bytes + nbytes > self._max_fact_bytes and next(iter(self._traces)) != trace_id:

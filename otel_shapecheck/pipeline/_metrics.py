@@ -86,6 +86,10 @@ class ProcessorCounters:
     interpreter only switches threads at calls and backward jumps, never inside such a statement, so
     the counts are exact there (on a free-threaded build they may undercount under contention). Error
     counts, which are rare, are kept under a lock.
+
+    ``passed_at_once`` counts the spans ``on_end`` forwarded without looking further (no classifying
+    key, nothing waiting for them): one increment instead of two on the path every ordinary span takes,
+    added to both ``seen`` and ``forwarded_untouched`` in :meth:`snapshot`.
     """
 
     def __init__(self) -> None:
@@ -104,12 +108,17 @@ class ProcessorCounters:
         """The counts as they are now."""
         with self._lock:
             errors = tuple(sorted(self._errors.items()))
-        return ProcessorCounts(**{name: getattr(self, name) for name in _COUNT_FIELDS}, errors=errors)
+        counts = {name: getattr(self, name) for name in _COUNT_FIELDS}
+        passed = self.passed_at_once
+        counts["seen"] += passed
+        counts["forwarded_untouched"] += passed
+        return ProcessorCounts(**counts, errors=errors)
 
     def reset(self) -> None:
         """Start from zero with a fresh lock (a forked child counts only its own work)."""
         self._lock = threading.Lock()
         self._errors: dict[str, int] = {}
+        self.passed_at_once = 0
         self.seen = 0
         self.forwarded_untouched = 0
         self.held = 0

@@ -25,14 +25,16 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from typing import Final
 
+from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
 from otel_shapecheck.checks._base import Check
 from otel_shapecheck.pipeline._bounded_call import BoundedCall
-from otel_shapecheck.pipeline._facts import attribute_mapping
 from otel_shapecheck.pipeline._ledger import Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters, ProcessorCounts
 from otel_shapecheck.pipeline._options import ProcessorOptions
@@ -41,8 +43,8 @@ from otel_shapecheck.pipeline._worker import EvaluationWorker
 from otel_shapecheck.readers._classify import (
     CLASSIFYING_KEYS,
     OTHER,
+    ROLE_LLM_CALL,
     SpanClass,
-    SpanRole,
     classify_span,
     names_own_tool_calls,
 )
@@ -54,6 +56,22 @@ logger = logging.getLogger(__name__)
 
 _MAX_ANCESTOR_DEPTH = 32
 """Ancestors looked at for a menu, nearest first."""
+
+_SPAN_ID: Final = 1
+_IS_REMOTE: Final = 2
+"""Items of a ``SpanContext`` (a tuple): reading them skips the property calls on the hot path."""
+
+_AFTER_TOOL_SPAN_NAMES: Final = EXECUTE_TOOL_SPAN_PREFIX[:-1] + chr(ord(EXECUTE_TOOL_SPAN_PREFIX[-1]) + 1)
+"""The first string after every name that starts with the tool-span prefix (in code-point order)."""
+
+_NO_OP_ON_START = frozenset(
+    {SpanProcessor.on_start, BatchSpanProcessor.on_start, SimpleSpanProcessor.on_start}
+)
+"""The SDK's ``on_start`` implementations that do nothing: a downstream using one is not called."""
+_NO_OP_ON_ENDING = frozenset(
+    {SpanProcessor._on_ending, BatchSpanProcessor._on_ending, SimpleSpanProcessor._on_ending}
+)
+"""The SDK's ``_on_ending`` implementations that do nothing."""
 
 
 class ShapecheckSpanProcessor(SpanProcessor):
@@ -97,6 +115,14 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 f"checks={checks!r} is not a valid value: every check needs a name and evaluate()"
             )
         self._downstream = downstream
+        self._downstream_starts = type(downstream).on_start not in _NO_OP_ON_START or "on_start" in vars(
+            downstream
+        )
+        """Whether ``on_start`` is passed on: not to a downstream whose ``on_start`` is the SDK's no-op."""
+        self._downstream_endings = type(
+            downstream
+        )._on_ending not in _NO_OP_ON_ENDING or "_on_ending" in vars(downstream)
+        """Whether ``_on_ending`` is passed on: not to a downstream whose ``_on_ending`` is a no-op."""
         self._events = events
         self._counters = ProcessorCounters()
         self._ledger = Ledger(
@@ -170,15 +196,16 @@ class ShapecheckSpanProcessor(SpanProcessor):
             self._sees_starts = True
             live = self._live
             if len(live) < self._max_live:
-                live[span.context.span_id] = span
+                live[span._context[_SPAN_ID]] = span  # type: ignore[index]  # a started span has a context
             else:
                 self._counters.started_untracked += 1
         except Exception:
             self._counters.error("on_start", "Keeping a started span failed")
-        try:
-            self._downstream.on_start(span, parent_context=parent_context)
-        except Exception:
-            self._counters.error("downstream", "The downstream span processor failed in on_start")
+        if self._downstream_starts:
+            try:
+                self._downstream.on_start(span, parent_context=parent_context)
+            except Exception:
+                self._counters.error("downstream", "The downstream span processor failed in on_start")
 
     def span_started(self, span: ReadableSpan | Span) -> None:
         """Keep ``span`` as a possible menu ancestor until it ends (one dictionary store; never raises).
@@ -202,6 +229,8 @@ class ShapecheckSpanProcessor(SpanProcessor):
 
     def _on_ending(self, span: Span) -> None:
         """Pass the SDK's ending hook on, so a downstream implementing it works behind the wrapper."""
+        if not self._downstream_endings:
+            return
         try:
             self._downstream._on_ending(span)
         except Exception:
@@ -211,21 +240,28 @@ class ShapecheckSpanProcessor(SpanProcessor):
         """Forward the span at once, or hold it for evaluation when it is an LLM call or analyst span."""
         held = False
         try:
-            context = span.context
-            if context is not None:
-                self._live.pop(context.span_id, None)
-            attributes = attribute_mapping(span)
-            name = span.name
+            # Every span the application ends comes through here, so the span is read through its
+            # fields, not its properties (each a Python call; `attributes` builds a view per call):
+            # ReadableSpan's properties return these fields, and tests/pipeline/test_sdk_fields.py pins
+            # them. A SpanContext is a tuple; its span id is item 1.
+            context = span._context
+            span_id = context[_SPAN_ID] if context is not None else None
+            if span_id is not None:
+                self._live.pop(span_id, None)
+            stored = span._attributes
+            attributes = stored._dict if type(stored) is BoundedAttributes else (span.attributes or {})
+            name = span._name
             # This test is the whole cost an ordinary span pays: without any classifying key and a
-            # tool-span name, classify_span() would answer OTHER.
-            if not CLASSIFYING_KEYS.isdisjoint(attributes) or name.startswith(EXECUTE_TOOL_SPAN_PREFIX):
+            # tool-span name, classify_span() would answer OTHER. The name test is
+            # name.startswith(EXECUTE_TOOL_SPAN_PREFIX) as two string comparisons (no method call).
+            if not CLASSIFYING_KEYS.isdisjoint(attributes) or (
+                EXECUTE_TOOL_SPAN_PREFIX <= name < _AFTER_TOOL_SPAN_NAMES
+            ):
                 held = self._record(span, classify_span(name, attributes), attributes)
-            elif context is not None and self._ledger.concerns(context.span_id):
+            elif span_id is not None and self._ledger.concerns(span_id):
                 held = self._record(span, OTHER, attributes)
             else:
-                counters = self._counters
-                counters.seen += 1
-                counters.forwarded_untouched += 1
+                self._counters.passed_at_once += 1
         except Exception:
             self._counters.error("on_end", "Recording an ended span failed; forwarding it as it is")
         if not held:
@@ -235,14 +271,14 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 self._counters.error("downstream", "The downstream span processor failed in on_end")
 
     def _record(self, span: ReadableSpan, classified: SpanClass, attributes: Mapping[str, object]) -> bool:
-        llm_call = classified.role is SpanRole.LLM_CALL
+        llm_call = classified.role is ROLE_LLM_CALL
         held, wake, overflow = self._ledger.span_ended(
             span,
             classified,
             names_own_tool_calls=llm_call
             and (
                 names_own_tool_calls(attributes)
-                or (bool(span.events) and events_name_tool_calls(span.events))
+                or (bool(span._events) and events_name_tool_calls(span.events))
             ),
             parent_ended=llm_call and self._parent_ended(span),
             ancestor_menu=self._ancestor_menu(span) if llm_call and not has_own_menu(attributes) else None,
@@ -265,8 +301,8 @@ class ShapecheckSpanProcessor(SpanProcessor):
         start went untracked (``max_pending_spans`` live spans were already kept) a parent missing from
         the live spans may still be open, so from then on the child waits as before.
         """
-        parent = span.parent
-        if not self._sees_starts or parent is None or parent.is_remote or parent.span_id in self._live:
+        parent = span._parent
+        if not self._sees_starts or parent is None or parent[_IS_REMOTE] or parent[_SPAN_ID] in self._live:
             return False
         return self._counters.started_untracked == 0
 

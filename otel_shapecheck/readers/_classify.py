@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 from opentelemetry._logs import LogRecord
 from opentelemetry.sdk._logs import ReadableLogRecord, ReadWriteLogRecord
@@ -90,6 +90,13 @@ class SpanRole(enum.Enum):
     OTHER = "other"
 
 
+ROLE_LLM_CALL: Final = SpanRole.LLM_CALL
+ROLE_TOOL_EXECUTION: Final = SpanRole.TOOL_EXECUTION
+ROLE_ANALYST_ATTEMPT: Final = SpanRole.ANALYST_ATTEMPT
+# The roles as module names, for the hot path: on Python 3.11 reading a member off an Enum class
+# (``SpanRole.LLM_CALL``) runs the enum metaclass's attribute hook, about 150 ns a read.
+
+
 class Convention(enum.Flag):
     """The attribute conventions a span is written in; a span may carry more than one."""
 
@@ -128,14 +135,19 @@ ANALYST_ATTEMPT_SPAN = SpanClass(SpanRole.ANALYST_ATTEMPT, Convention.SHAPECHECK
 def classify_span(name: str, attributes: Mapping[str, object]) -> SpanClass:
     """The role of a span and its convention, from the few attributes that say it and a name prefix.
 
-    Only keys the span has are looked up: the SDK's attribute mapping answers a missing key by raising
-    and catching ``KeyError``, which would dominate the cost for the many spans that are not GenAI.
+    A plain dict (what the hot path hands over: an ended span's frozen attribute dict) is read as it
+    is; any other mapping only for the keys it has, because the SDK's attribute mapping answers a
+    missing key by raising and catching ``KeyError``. Both read the same: a key that is missing and
+    one that holds no text match nothing below.
     """
-    present = CLASSIFYING_KEYS.intersection(attributes)
     is_tool_name = isinstance(name, str) and name.startswith(EXECUTE_TOOL_SPAN_PREFIX)
-    if not present:
-        return TOOL_EXECUTION_GENAI if is_tool_name else OTHER
-    values = {key: attributes[key] for key in present}
+    if type(attributes) is dict:
+        values: Mapping[str, object] = attributes
+    else:
+        present = CLASSIFYING_KEYS.intersection(attributes)
+        if not present:
+            return TOOL_EXECUTION_GENAI if is_tool_name else OTHER
+        values = {key: attributes[key] for key in present}
     if ANALYST_ID in values and ANALYST_ATTEMPT in values:
         return ANALYST_ATTEMPT_SPAN
     operation = _string(values.get(OPERATION_NAME))
@@ -217,11 +229,11 @@ def names_own_tool_calls(attributes: Mapping[str, object]) -> bool:
     some instrumentations record the text of a reply and never its tool calls. A raw ``output.value``
     with no flattened output (an OpenInference LLM span of a streamed reply) is the whole reply.
     """
+    if OUTPUT_MESSAGES in attributes:  # the GenAI convention's output: the common case, first
+        return True
     present = _OUTPUT_KEYS.intersection(attributes)
     if not present:
         return False
-    if OUTPUT_MESSAGES in present:
-        return True
     if not present.isdisjoint(COMPLETION_MARKERS):
         tool_call_marker, finish_reason_key = COMPLETION_TOOL_CALL_MARKER, COMPLETION_FINISH_REASON
     elif not present.isdisjoint(OUTPUT_MESSAGE_MARKERS):
