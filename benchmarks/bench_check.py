@@ -6,6 +6,12 @@ the OTLP/JSON Lines bytes and checking every span through the span processor, an
 baseline measured in the same run: reading the same bytes into spans without checking them, the least
 any offline pass must pay (the ratio is the share of that read-only rate the full check keeps). Run
 alone with ``python -m benchmarks.bench_check``.
+
+The ``check.read`` rows time reading alone: the OTLP/JSON reader (``parse_spans``) and the path it
+replaced (ids rewritten to base64, ``json_format.ParseDict``, the proto conversion), each against the
+least any reader of these files pays, measured in the same run: ``json.loads`` of every line plus
+building the same SDK spans from the decoded dicts with no checking at all. The ratio is that floor's
+time over the reader's (the target is ≥ 0.8).
 """
 
 from __future__ import annotations
@@ -19,16 +25,30 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from google.protobuf import json_format
+from opentelemetry.attributes import BoundedAttributes
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
+from opentelemetry.trace.status import Status, StatusCode
 from rich.console import Console
 
 from otel_shapecheck.checks._builtin import build_checks
 from otel_shapecheck.cli._report import summary
 from otel_shapecheck.cli.demo._demo import TRACES_FILE, demo_output, run_demo
+from otel_shapecheck.otlp._convert import spans_from_message
 from otel_shapecheck.otlp._files import parse_spans
+from otel_shapecheck.otlp._ids import ids_as_base64
 from otel_shapecheck.pipeline._offline import check_spans
 
 _SCENARIOS_PER_COPY = 4
 _TARGET_TRACES_PER_MINUTE = 2000
+_READ_TARGET = 0.8
+_KINDS = [SpanKind.INTERNAL, SpanKind.INTERNAL, SpanKind.SERVER, SpanKind.CLIENT, SpanKind.PRODUCER]
+_KINDS.append(SpanKind.CONSUMER)
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 
 
 def demo_documents() -> list[dict[str, Any]]:
@@ -74,6 +94,106 @@ def _rewrite(node: Any, fresh: Callable[[str, int], str], copy: int) -> None:
             _rewrite(item, fresh, copy)
 
 
+def _plain(value: dict[str, Any]) -> Any:
+    """An AnyValue's value, trusting its shape (the floor does no checking)."""
+    ((kind, item),) = value.items()
+    if kind == "intValue":
+        return int(item)
+    if kind == "arrayValue":
+        return tuple(_plain(element) for element in item.get("values", ()))
+    if kind == "kvlistValue":
+        return {pair["key"]: _plain(pair["value"]) for pair in item.get("values", ())}
+    return item
+
+
+def _attributes(key_values: list[dict[str, Any]]) -> dict[str, Any]:
+    return {pair["key"]: _plain(pair["value"]) for pair in key_values}
+
+
+def floor_read(data: bytes) -> list[ReadableSpan]:
+    """``json.loads`` of each line, then the same SDK spans built from the dicts without any checking."""
+    spans: list[ReadableSpan] = []
+    for line in data.splitlines():
+        for resource_spans in json.loads(line)["resourceSpans"]:
+            resource = Resource(_attributes(resource_spans.get("resource", {}).get("attributes", [])))
+            for scope_spans in resource_spans.get("scopeSpans", ()):
+                scope_json = scope_spans.get("scope", {})
+                scope = InstrumentationScope(scope_json.get("name", ""), scope_json.get("version", ""))
+                for span in scope_spans.get("spans", ()):
+                    trace_id = int(span["traceId"], 16)
+                    parent = span.get("parentSpanId")
+                    status = span.get("status", {})
+                    spans.append(
+                        ReadableSpan(
+                            name=span["name"],
+                            context=SpanContext(trace_id, int(span["spanId"], 16), False, _SAMPLED),
+                            parent=SpanContext(trace_id, int(parent, 16), False, _SAMPLED)
+                            if parent
+                            else None,
+                            resource=resource,
+                            attributes=BoundedAttributes(
+                                attributes=_attributes(span.get("attributes", [])), immutable=True
+                            ),
+                            events=tuple(
+                                Event(
+                                    event["name"],
+                                    BoundedAttributes(
+                                        attributes=_attributes(event.get("attributes", [])), immutable=True
+                                    ),
+                                    int(event.get("timeUnixNano", 0)),
+                                )
+                                for event in span.get("events", ())
+                            ),
+                            kind=_KINDS[span.get("kind", 0)],
+                            status=Status(StatusCode(status.get("code", 0)), status.get("message")),
+                            start_time=int(span["startTimeUnixNano"]),
+                            end_time=int(span["endTimeUnixNano"]),
+                            instrumentation_scope=scope,
+                        )
+                    )
+    return spans
+
+
+def json_format_read(data: bytes) -> list[ReadableSpan]:
+    """The reader ``check`` had before: ids to base64, ``json_format.ParseDict``, the proto conversion."""
+    spans: list[ReadableSpan] = []
+    for number, line in enumerate(data.splitlines(), start=1):
+        for resource_spans in json.loads(line)["resourceSpans"]:
+            message = ResourceSpans()
+            json_format.ParseDict(ids_as_base64(resource_spans), message, ignore_unknown_fields=True)
+            spans.extend(spans_from_message(message, "bench", number))
+    return spans
+
+
+def measure_reading(data: bytes, label: str) -> list[dict[str, Any]]:
+    """Reading alone: the reader and the json_format path, each against the floor, best of 3."""
+    spans = len(parse_spans(data, "bench"))
+    assert len(floor_read(data)) == len(json_format_read(data)) == spans
+    timings: dict[str, list[float]] = {"floor": [], "reader": [], "json_format": []}
+    for _ in range(3):  # alternating, so load on the machine falls on every reader alike
+        timings["floor"].append(_seconds(lambda: floor_read(data)))
+        timings["reader"].append(_seconds(lambda: parse_spans(data, "bench")))
+        timings["json_format"].append(_seconds(lambda: json_format_read(data)))
+    floor = min(timings["floor"])
+    rows = []
+    for name in ("reader", "json_format"):
+        value = min(timings[name])
+        rows.append(
+            {
+                "name": f"check.read.{name}: {label} ({spans} spans, {len(data) / 1e6:.1f} MB)",
+                "value": round(value, 3),
+                "unit": "s",
+                "baseline": round(floor, 3),
+                "ratio": round(floor / value, 3),
+                "target": f">= {_READ_TARGET}x the floor (json.loads + building the spans)"
+                if name == "reader"
+                else "before: report",
+                "spans_per_second": round(spans / value),
+            }
+        )
+    return rows
+
+
 def _seconds(action: Callable[[], object]) -> float:
     start = time.perf_counter()
     action()
@@ -110,6 +230,7 @@ def run() -> list[dict[str, Any]]:
     documents = demo_documents()
     one = summary(check_spans(parse_spans(copied_traces(documents, 1), "bench"), build_checks("hashing")))
     return [
+        *measure_reading(copied_traces(documents, 500), "2 000 demo traces"),
         _measure(documents, 100, one["evaluated"]),
         _measure(documents, 500, one["evaluated"]),
         _measure(documents, 100, one["evaluated"], embedder="minilm"),

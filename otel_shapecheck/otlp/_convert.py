@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -22,7 +22,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord as ProtoLogRecord
 from opentelemetry.proto.logs.v1.logs_pb2 import ResourceLogs
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, SpanFlags, Status
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, SpanFlags
 from opentelemetry.sdk._logs import ReadableLogRecord, ReadWriteLogRecord
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -48,6 +48,15 @@ logger = logging.getLogger(__name__)
 # Proto SpanKind counts from UNSPECIFIED = 0; the SDK's SpanKind from INTERNAL = 0.
 _SPAN_KINDS = {0: SpanKind.INTERNAL, 1: SpanKind.INTERNAL, 2: SpanKind.SERVER, 3: SpanKind.CLIENT}
 _SPAN_KINDS.update({4: SpanKind.PRODUCER, 5: SpanKind.CONSUMER})
+# Module constants, not enum members looked up per span: on Python 3.11 reading a member off an enum
+# class runs the enum metaclass's attribute hook. Statuses and the empty trace state are immutable.
+_INTERNAL = SpanKind.INTERNAL
+_CONTEXT_IS_REMOTE = int(SpanFlags.SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK)
+_TRACE_FLAGS_MASK = int(SpanFlags.SPAN_FLAGS_TRACE_FLAGS_MASK)
+_TRACE_FLAGS = [TraceFlags(byte | TraceFlags.SAMPLED) for byte in range(_TRACE_FLAGS_MASK + 1)]
+_NO_TRACE_STATE = TraceState()
+_OK_STATUS = SdkStatus(StatusCode.OK)
+_UNSET_STATUS = SdkStatus(StatusCode.UNSET)
 
 
 class _LoadedSpan(ReadableSpan):
@@ -93,22 +102,52 @@ def log_records_from_message(
 
 
 def _api_log_record(record: ProtoLogRecord) -> LogRecord:
-    trace_id = int.from_bytes(record.trace_id, "big")
-    span_id = int.from_bytes(record.span_id, "big")
+    return build_log_record(
+        record.time_unix_nano,
+        record.observed_time_unix_nano,
+        record.trace_id,
+        record.span_id,
+        record.flags,
+        record.severity_number,
+        record.severity_text,
+        _value(record.body) if record.HasField("body") else None,
+        _attributes(record.attributes),
+        record.event_name,
+    )
+
+
+def build_log_record(
+    time_unix_nano: int,
+    observed_time_unix_nano: int,
+    trace_id: bytes,
+    span_id: bytes,
+    flags: int,
+    severity_number: int,
+    severity_text: str,
+    body: SdkAnyValue,
+    attributes: dict[str, SdkAnyValue],
+    event_name: str,
+) -> LogRecord:
+    """The API log record of one OTLP log record's fields (as the proto or OTLP/JSON reader decoded them).
+
+    Raises:
+        ValueError: a severity number the SDK does not know.
+    """
+    trace = int.from_bytes(trace_id, "big")
+    span = int.from_bytes(span_id, "big")
     context = None
-    if trace_id and span_id:
-        span_context = SpanContext(trace_id, span_id, is_remote=False, trace_flags=_trace_flags(record.flags))
+    if trace and span:
+        span_context = SpanContext(trace, span, is_remote=False, trace_flags=_trace_flags(flags))
         context = set_span_in_context(NonRecordingSpan(span_context), Context())
-    severity = record.severity_number
     return LogRecord(
-        timestamp=record.time_unix_nano or None,
-        observed_timestamp=record.observed_time_unix_nano or None,
+        timestamp=time_unix_nano or None,
+        observed_timestamp=observed_time_unix_nano or None,
         context=context if context is not None else Context(),
-        severity_text=record.severity_text or None,
-        severity_number=SeverityNumber(severity) if severity else None,
-        body=_value(record.body) if record.HasField("body") else None,
-        attributes=_attributes(record.attributes),
-        event_name=record.event_name or None,
+        severity_text=severity_text or None,
+        severity_number=SeverityNumber(severity_number) if severity_number else None,
+        body=body,
+        attributes=attributes,
+        event_name=event_name or None,
     )
 
 
@@ -152,76 +191,126 @@ def sdk_scope(scope: InstrumentationScope, schema_url: str) -> SdkInstrumentatio
 def _readable_span(
     span: Span, resource: Resource, scope: SdkInstrumentationScope, source: str, number: int
 ) -> ReadableSpan:
-    trace_id = int.from_bytes(span.trace_id, "big")
-    span_id = int.from_bytes(span.span_id, "big")
-    if not trace_id or not span_id:
-        raise UnreadableTraceFile(source, f"document {number}: span {span.name!r} has no trace id or span id")
-    trace_state = _trace_state(span.trace_state)
+    return build_span(
+        span.name,
+        span.trace_id,
+        span.span_id,
+        span.trace_state,
+        span.parent_span_id,
+        span.flags,
+        span.kind,
+        span.start_time_unix_nano,
+        span.end_time_unix_nano,
+        _attributes(span.attributes),
+        (span.dropped_attributes_count, span.dropped_events_count, span.dropped_links_count),
+        [(event.name, _attributes(event.attributes), event.time_unix_nano) for event in span.events],
+        [
+            (link.trace_id, link.span_id, link.trace_state, link.flags, _attributes(link.attributes))
+            for link in span.links
+        ],
+        span.status.code,
+        span.status.message,
+        resource,
+        scope,
+        source,
+        number,
+    )
+
+
+EventFields: TypeAlias = "tuple[str, dict[str, SdkAnyValue], int]"
+"""An OTLP span event's name, attributes and time."""
+LinkFields: TypeAlias = "tuple[bytes, bytes, str, int, dict[str, SdkAnyValue]]"
+"""An OTLP span link's trace id, span id, trace state, flags and attributes."""
+
+
+def build_span(
+    name: str,
+    trace_id: bytes,
+    span_id: bytes,
+    trace_state: str,
+    parent_span_id: bytes,
+    flags: int,
+    kind: int,
+    start_time_unix_nano: int,
+    end_time_unix_nano: int,
+    attributes: dict[str, SdkAnyValue],
+    dropped: tuple[int, int, int],
+    events: Iterable[EventFields],
+    links: Iterable[LinkFields],
+    status_code: int,
+    status_message: str,
+    resource: Resource,
+    scope: SdkInstrumentationScope,
+    source: str,
+    number: int,
+) -> ReadableSpan:
+    """The SDK span of one OTLP span's fields, as the protobuf or the OTLP/JSON reader decoded them.
+
+    Raises:
+        UnreadableTraceFile: the span has no trace id or no span id.
+    """
+    trace = int.from_bytes(trace_id, "big")
+    span = int.from_bytes(span_id, "big")
+    if not trace or not span:
+        raise UnreadableTraceFile(source, f"document {number}: span {name!r} has no trace id or span id")
+    state = _trace_state(trace_state)
+    trace_flags = _trace_flags(flags)
     parent = None
-    if span.parent_span_id:
+    if parent_span_id:
         parent = SpanContext(
-            trace_id,
-            int.from_bytes(span.parent_span_id, "big"),
-            is_remote=_is_remote(span.flags),
-            trace_flags=_trace_flags(span.flags),
-            trace_state=trace_state,
+            trace,
+            int.from_bytes(parent_span_id, "big"),
+            is_remote=bool(flags & _CONTEXT_IS_REMOTE),
+            trace_flags=trace_flags,
+            trace_state=state,
         )
     return _LoadedSpan(
-        dropped=(span.dropped_attributes_count, span.dropped_events_count, span.dropped_links_count),
-        name=span.name,
-        context=SpanContext(
-            trace_id, span_id, is_remote=False, trace_flags=_trace_flags(span.flags), trace_state=trace_state
-        ),
+        dropped=dropped,
+        name=name,
+        context=SpanContext(trace, span, is_remote=False, trace_flags=trace_flags, trace_state=state),
         parent=parent,
         resource=resource,
-        attributes=BoundedAttributes(
-            attributes=_attributes(span.attributes), immutable=True, max_value_len=None
-        ),
+        attributes=BoundedAttributes(attributes=attributes, immutable=True, max_value_len=None),
         events=tuple(
-            Event(
-                event.name,
-                BoundedAttributes(attributes=_attributes(event.attributes), immutable=True),
-                event.time_unix_nano,
-            )
-            for event in span.events
+            Event(event_name, BoundedAttributes(attributes=event_attributes, immutable=True), time)
+            for event_name, event_attributes, time in events
         ),
-        links=tuple(_link(link) for link in span.links),
-        kind=_SPAN_KINDS.get(span.kind, SpanKind.INTERNAL),
-        status=_status(span.status),
-        start_time=span.start_time_unix_nano or None,
-        end_time=span.end_time_unix_nano or None,
+        links=tuple(_link(*link) for link in links),
+        kind=_SPAN_KINDS.get(kind, _INTERNAL),
+        status=_status(status_code, status_message),
+        start_time=start_time_unix_nano or None,
+        end_time=end_time_unix_nano or None,
         instrumentation_scope=scope,
     )
 
 
-def _link(link: Span.Link) -> Link:
+def _link(
+    trace_id: bytes, span_id: bytes, trace_state: str, flags: int, attributes: dict[str, SdkAnyValue]
+) -> Link:
     context = SpanContext(
-        int.from_bytes(link.trace_id, "big"),
-        int.from_bytes(link.span_id, "big"),
-        is_remote=_is_remote(link.flags),
-        trace_flags=_trace_flags(link.flags),
-        trace_state=_trace_state(link.trace_state),
+        int.from_bytes(trace_id, "big"),
+        int.from_bytes(span_id, "big"),
+        is_remote=bool(flags & _CONTEXT_IS_REMOTE),
+        trace_flags=_trace_flags(flags),
+        trace_state=_trace_state(trace_state),
     )
-    return Link(context, BoundedAttributes(attributes=_attributes(link.attributes), immutable=True))
-
-
-def _is_remote(flags: int) -> bool:
-    return bool(flags & SpanFlags.SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK)
+    return Link(context, BoundedAttributes(attributes=attributes, immutable=True))
 
 
 def _trace_flags(flags: int) -> TraceFlags:
     # An exported span was sampled by definition; the OTLP encoders of several SDKs (Python's included)
     # do not write the W3C flag byte, and a zero would make SDK processors drop the span.
-    return TraceFlags((flags & SpanFlags.SPAN_FLAGS_TRACE_FLAGS_MASK) | TraceFlags.SAMPLED)
+    return _TRACE_FLAGS[flags & _TRACE_FLAGS_MASK]
 
 
 def _trace_state(header: str) -> TraceState:
-    return TraceState.from_header([header]) if header else TraceState()
+    return TraceState.from_header([header]) if header else _NO_TRACE_STATE
 
 
-def _status(status: Status) -> SdkStatus:
-    code = {1: StatusCode.OK, 2: StatusCode.ERROR}.get(status.code, StatusCode.UNSET)
-    return SdkStatus(code, (status.message or None) if code is StatusCode.ERROR else None)
+def _status(code: int, message: str) -> SdkStatus:
+    if code == 2:
+        return SdkStatus(StatusCode.ERROR, message or None)
+    return _OK_STATUS if code == 1 else _UNSET_STATUS
 
 
 def _scope(scope: InstrumentationScope, schema_url: str) -> SdkInstrumentationScope:

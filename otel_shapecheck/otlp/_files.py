@@ -5,6 +5,9 @@ writes), Tempo's trace API responses (``{"batches": …}``, and ``{"trace": …}
 Jaeger's OTLP API response (``{"result": {"resourceSpans": …}}``); ``{"resourceLogs": …}`` documents beside
 them give log records. Ids may be hex or base64 (:mod:`._ids`); gzip input is inflated. Anything else is
 an :class:`UnreadableTraceFile` naming the file and what is wrong with it.
+
+Documents are decoded with ``json`` and read into SDK telemetry directly (:mod:`._json_read`), by the
+same rules protobuf's JSON mapping reads them with, without building protobuf messages first.
 """
 
 from __future__ import annotations
@@ -19,22 +22,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from google.protobuf import json_format
-from opentelemetry.proto.logs.v1.logs_pb2 import ResourceLogs
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 from opentelemetry.sdk._logs import ReadWriteLogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_shapecheck.otlp._convert import log_records_from_message, spans_from_message
 from otel_shapecheck.otlp._errors import STDIN, UnreadableTraceFile, display_name
-from otel_shapecheck.otlp._ids import InvalidId, ids_as_base64
+from otel_shapecheck.otlp._ids import InvalidId
+from otel_shapecheck.otlp._json_read import log_records_from_json, spans_from_json
+from otel_shapecheck.otlp._json_values import InvalidOtlp
 
 logger = logging.getLogger(__name__)
-
-# ParseDict reports most shape errors as ParseError, but a value of the wrong JSON type in some places
-# surfaces as TypeError or ValueError from the protobuf runtime instead.
-_PARSE_ERRORS = (json_format.ParseError, TypeError, ValueError)
-
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -267,33 +263,31 @@ def _tempo_batch(batch: Any) -> Any:
     return renamed
 
 
-def _spans_of(resource_spans: Any, source: str, number: int) -> Iterator[ReadableSpan]:
+def _spans_of(resource_spans: Any, source: str, number: int) -> list[ReadableSpan]:
     _check_span_shapes(resource_spans, source, number)
-    message = ResourceSpans()
-    document = _with_base64_ids(resource_spans, source, number)
     try:
-        json_format.ParseDict(document, message, ignore_unknown_fields=True)
-    except _PARSE_ERRORS as error:
+        return spans_from_json(resource_spans, source, number)
+    except InvalidId as invalid:
+        raise UnreadableTraceFile(source, f"document {number}: {invalid}") from None
+    except InvalidOtlp as error:
         raise UnreadableTraceFile(source, f"document {number} is not valid OTLP/JSON ({error})") from None
-    yield from spans_from_message(message, source, number)
 
 
-def _log_records_of(resource_logs: Any, source: str, number: int) -> Iterator[ReadWriteLogRecord]:
+def _log_records_of(resource_logs: Any, source: str, number: int) -> list[ReadWriteLogRecord]:
     if not isinstance(resource_logs, Mapping):
         raise UnreadableTraceFile(source, f"document {number}: a resourceLogs entry is not an object")
-    message = ResourceLogs()
-    document = _with_base64_ids(resource_logs, source, number)
-    try:
-        json_format.ParseDict(document, message, ignore_unknown_fields=True)
-    except _PARSE_ERRORS as error:
-        raise UnreadableTraceFile(
-            source, f"document {number} is not valid OTLP/JSON logs ({error})"
-        ) from None
 
     def skip(problem: str) -> None:  # only content matters here; one odd record need not stop the run
         logger.warning("%s: document %d: skipped a %s", display_name(source), number, problem)
 
-    yield from log_records_from_message(message, rejected=skip)
+    try:
+        return log_records_from_json(resource_logs, rejected=skip)
+    except InvalidId as invalid:
+        raise UnreadableTraceFile(source, f"document {number}: {invalid}") from None
+    except InvalidOtlp as error:
+        raise UnreadableTraceFile(
+            source, f"document {number} is not valid OTLP/JSON logs ({error})"
+        ) from None
 
 
 def _check_span_shapes(resource_spans: Any, source: str, number: int) -> None:
@@ -307,10 +301,3 @@ def _check_span_shapes(resource_spans: Any, source: str, number: int) -> None:
         spans = scope_spans.get("spans") if isinstance(scope_spans, Mapping) else None
         if isinstance(spans, list) and not all(isinstance(span, Mapping) for span in spans):
             raise UnreadableTraceFile(source, f"document {number}: a span is not an object")
-
-
-def _with_base64_ids(document: Any, source: str, number: int) -> Any:
-    try:
-        return ids_as_base64(document)
-    except InvalidId as invalid:
-        raise UnreadableTraceFile(source, f"document {number}: {invalid}") from None
