@@ -11,6 +11,7 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from typing import Final, NamedTuple
 
 import numpy as np
@@ -86,7 +87,10 @@ class _SortedNumbers:
             first = np.ones(ordered.size, dtype=bool)
             first[1:] = ordered[1:] != ordered[:-1]
             self._values = ordered[first].tolist()
-            self._positions = np.asarray(positions, dtype=np.int64)[order][first].tolist()
+            if isinstance(positions, range) and positions.start == 0 and positions.step == 1:
+                self._positions = order[first].tolist()  # position i is i: no array of them needed
+            else:
+                self._positions = np.asarray(positions, dtype=np.int64)[order][first].tolist()
         self._low = self._values[0] if self._values else math.inf
         self._high = self._values[-1] if self._values else -math.inf
 
@@ -139,7 +143,7 @@ class FigureBasis:
         self._named = frozenset(named)
         self._carried: tuple[CarriedNumber, ...] | None = None
         percent_keys = {key for key in set(self._keys) if key and is_percent_key(key)}
-        percent = [i for i, key in enumerate(self._keys) if key in percent_keys]
+        percent = list(compress(range(len(self._keys)), map(percent_keys.__contains__, self._keys)))
         derived_values = derived.values
         sums = [
             i

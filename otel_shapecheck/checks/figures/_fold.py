@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice, repeat
+from operator import itemgetter
 from typing import Final, cast
 
 from otel_shapecheck._model import JSONValue
@@ -111,7 +112,15 @@ class BasisBuilder:
         self._stack: list[tuple[JSONValue, str, str | None, int]] = []
 
     def add(self, content: JSONValue) -> None:
-        """Fold one tool result's content (JSON, JSON followed by text, or text) within the node budget."""
+        """Fold one tool result's content (JSON, JSON followed by text, or text) within the node budget.
+
+        Once :data:`MAX_BASIS_NUMBERS` numbers are carried, nothing more is walked, of this result or
+        of later ones: no number could be carried from it, and walking a huge remainder only to learn
+        that cost most of the time of an answer. ``truncated`` says so.
+        """
+        if self.full:
+            self.truncated |= _may_add(content, 0)
+            return
         self._stack.append((content, "", None, 0))
         while self._stack:
             node, at, key, depth = self._stack.pop()
@@ -121,6 +130,15 @@ class BasisBuilder:
                 self._stack.clear()
                 return
             self._visit(node, at, key, depth)
+            if self.full and self._stack:
+                self.truncated |= any(_may_add(node, depth) for node, _, _, depth in self._stack)
+                self._stack.clear()
+                return
+
+    @property
+    def full(self) -> bool:
+        """Whether :data:`MAX_BASIS_NUMBERS` numbers are carried (the basis bound)."""
+        return len(self.values) >= MAX_BASIS_NUMBERS
 
     def _visit(self, node: JSONValue, at: str, key: str | None, depth: int) -> None:
         if isinstance(node, dict | list):
@@ -146,18 +164,24 @@ class BasisBuilder:
             self.truncated = True
         self._nodes += min(len(node), room)
         children: Iterator[tuple[str | int, JSONValue]]
+        keyed = isinstance(node, dict)
         if isinstance(node, dict):
-            is_rows = len(node) >= 2 and all(isinstance(value, dict) for value in node.values())
+            is_rows = len(node) >= 2 and _all_dicts(node.values())
             self._note_names(islice(node, room))
             children = islice(node.items(), room)
         else:
-            is_rows = bool(node) and all(isinstance(value, dict) for value in node)
+            is_rows = bool(node) and _all_dicts(node)
             children = enumerate(islice(node, room))
-        child = _ChildPaths(at, isinstance(node, dict))
+        child = _ChildPaths(at, keyed)
         if is_rows and depth + 1 < MAX_DEPTH:
             if len(node) > MAX_ROWS:
                 self.truncated = True
-            rows = [(child.path(name), child.key(name), row) for name, row in islice(children, MAX_ROWS)]
+            rows: list[tuple[str, str | None, JSONValue]]
+            if keyed:  # _ChildPaths.path() and .key(), inline: a row each
+                prefix = f"{at}." if at else ""
+                rows = [(f"{prefix}{name}", str(name), row) for name, row in islice(children, MAX_ROWS)]
+            else:
+                rows = [(f"{at}[{name}]", None, row) for name, row in islice(children, MAX_ROWS)]
             self._read_rows(rows, at or "result", depth + 1)
         self._read_children(children, child, depth + 1)
 
@@ -172,6 +196,9 @@ class BasisBuilder:
         """Read scalar children now and queue containers, so nesting never recurses."""
         containers: list[tuple[JSONValue, str, str | None, int]] = []
         for name, value in children:
+            if len(self.values) >= MAX_BASIS_NUMBERS:  # the basis bound: the rest is not walked
+                self.truncated |= _may_add(value, depth) or any(_may_add(rest, depth) for _, rest in children)
+                break
             kind = type(value)
             if value is None or kind is bool:
                 continue
@@ -207,21 +234,28 @@ class BasisBuilder:
         numeric: dict[str, list[float]] = {}
         texts: dict[str, list[str | None]] = {}
         containers: list[tuple[JSONValue, str, str | None, int]] = []
-        names = _field_names([row for _, row in table])
+        row_dicts = [row for _, row in table]
+        row_paths = [path for path, _ in table]
+        names, shared = _field_names(row_dicts)
         self._note_names(names)
-        for name in names:
-            cells = [row.get(name) for _, row in table]
+        for name, cells in zip(names, _columns(row_dicts, names, shared), strict=True):
             kinds = set(map(type, cells))
             if kinds <= _NUMBER_KINDS and kinds & _NUMBER_KINDS - {type(None)}:
-                column = self._carry_column(name, cells, table)  # type: ignore[arg-type]
+                column = self._carry_column(name, cells, row_paths, type(None) in kinds)  # type: ignore[arg-type]
                 self._add_column(numeric, name, column)
             elif kinds <= {str, type(None)}:
                 strings = cast("list[str | None]", cells)
                 texts[name] = [text or None for text in strings]
                 may_carry = {text: _may_carry(text) for text in set(strings) if text}
-                for (path, _), text in zip(table, strings, strict=True):
-                    if text and self.structure:
-                        self._note_label(path, text)
+                labels = self.labels if self.structure else None
+                label_of: dict[str, str | None] = {}  # a column repeats its texts: each is judged once
+                for path, text in zip(row_paths, strings, strict=True):
+                    if text and labels is not None and path not in labels and len(labels) < MAX_BASIS_NUMBERS:
+                        if text not in label_of:
+                            label_of[text] = _label(text)
+                        row_label = label_of[text]
+                        if row_label is not None:
+                            labels[path] = row_label
                     if text and may_carry[text]:
                         self._read_string(text, f"{path}.{name}", name, depth + 1)
             else:
@@ -238,9 +272,20 @@ class BasisBuilder:
             numeric[name] = column
 
     def _carry_column(
-        self, name: str, cells: list[float | None], table: list[tuple[str, dict[str, JSONValue]]]
+        self, name: str, cells: list[float | None], row_paths: list[str], gaps: bool
     ) -> list[float]:
         """Carry a column of JSON numbers (nulls and gaps allowed); returns it with NaN for the gaps."""
+        if not gaps and len(cells) <= MAX_BASIS_NUMBERS - len(self.values):
+            try:
+                numbers = list(map(float, cells))  # type: ignore[arg-type]  # no gaps: no None
+            except OverflowError:
+                pass
+            else:
+                if math.isfinite(sum(numbers)):  # hence every number is finite: all of them are carried
+                    self.values.extend(numbers)
+                    self.paths.extend(zip(row_paths, repeat(name)))
+                    self.keys.extend([name] * len(numbers))
+                    return numbers
         try:
             column = [math.nan if cell is None else float(cell) for cell in cells]
         except OverflowError:
@@ -254,17 +299,17 @@ class BasisBuilder:
             present = present[: max(room, 0)]
         if len(present) == len(column):
             self.values.extend(column)
-            self.paths.extend(zip([path for path, _ in table], repeat(name)))
+            self.paths.extend(zip(row_paths, repeat(name)))
         else:
             self.values.extend([column[index] for index in present])
-            self.paths.extend([(table[index][0], name) for index in present])
+            self.paths.extend([(row_paths[index], name) for index in present])
         self.keys.extend([name] * len(present))
         return column
 
     def _read_mixed_column(
         self,
         name: str,
-        cells: list[JSONValue],
+        cells: Sequence[JSONValue],
         table: list[tuple[str, dict[str, JSONValue]]],
         depth: int,
         containers: list[tuple[JSONValue, str, str | None, int]],
@@ -336,9 +381,9 @@ class BasisBuilder:
         """Keep ``text`` as the container's label when it is its first text that is not a number."""
         if container in self.labels or len(self.labels) >= MAX_BASIS_NUMBERS:
             return
-        label = text.strip()
-        if label and plain_number(normalize_token(label)) is None:
-            self.labels[container] = label[:MAX_LABEL_CHARS]
+        label = _label(text)
+        if label is not None:
+            self.labels[container] = label
 
     def _fold(self, table: RowTable, label: str) -> None:
         """Record the column derivations over all rows, then over each group of a grouping text field."""
@@ -377,14 +422,50 @@ class BasisBuilder:
         return True
 
 
-def _field_names(rows: list[dict[str, JSONValue]]) -> list[str]:
-    """Every field of the rows in first-seen order (one look when all rows share the first row's fields)."""
+def _field_names(rows: list[dict[str, JSONValue]]) -> tuple[list[str], bool]:
+    """Every field of the rows in first-seen order (one look when all rows share the first row's fields),
+    and whether they all do."""
     if not rows:
-        return []
+        return [], True
     first = rows[0].keys()
     if all(row.keys() == first for row in rows):
-        return list(first)
-    return list(dict.fromkeys(name for row in rows for name in row))
+        return list(first), True
+    return list(dict.fromkeys(name for row in rows for name in row)), False
+
+
+def _columns(
+    rows: list[dict[str, JSONValue]], names: list[str], shared: bool
+) -> Iterable[Sequence[JSONValue]]:
+    """Each field's cells down the rows (``None`` where a row lacks it), in the order of ``names``."""
+    if shared and len(names) > 1:  # every row has every field: one C-level transpose
+        return zip(*map(itemgetter(*names), rows), strict=True)
+    return ([row.get(name) for row in rows] for name in names)
+
+
+def _label(text: str) -> str | None:
+    """``text`` as a row's label (stripped, cut to :data:`MAX_LABEL_CHARS`); ``None`` when it is a number."""
+    label = text.strip()
+    if label and plain_number(normalize_token(label)) is None:
+        return label[:MAX_LABEL_CHARS]
+    return None
+
+
+def _may_add(node: JSONValue, depth: int) -> bool:
+    """Whether walking ``node`` could add to a full basis (a named number, a derivation) or would have
+    set ``truncated`` itself: anything but ``null``, booleans, text without a digit and empty containers
+    above the depth bound. Skipping it then sets ``truncated``."""
+    if node is None or isinstance(node, bool):
+        return False
+    if isinstance(node, str):
+        return _DIGIT_RE.search(node) is not None
+    if isinstance(node, dict | list):
+        return bool(node) or depth >= MAX_DEPTH
+    return True
+
+
+def _all_dicts(values: Iterable[JSONValue]) -> bool:
+    """Whether every value is a dict (``isinstance`` over the distinct types, not every value)."""
+    return all(issubclass(kind, dict) for kind in set(map(type, values)))
 
 
 def _may_carry(text: str) -> bool:

@@ -18,6 +18,7 @@ from otel_shapecheck.checks.figures._fold import (
     MAX_NODES,
     MAX_NUMERIC_FIELDS,
     MAX_ROWS,
+    BasisBuilder,
 )
 
 from .fixtures import CAPACITY_ROWS
@@ -249,6 +250,42 @@ class TestBounds:
         basis = figure_basis([ToolResult(rows)])
         assert len(basis.derived) == MAX_DERIVED
         assert basis.truncated
+
+    def test_nothing_is_walked_past_the_carried_bound(self) -> None:
+        """Once MAX_BASIS_NUMBERS numbers are carried, the rest of the result (and later results) is not
+        walked: rows past it add no named number or derivation, and truncated says so."""
+        fields = MAX_BASIS_NUMBERS // MAX_ROWS
+        rows: JSONValue = [{f"f{i}": float(i) for i in range(fields)} for _ in range(MAX_ROWS)]
+        late: JSONValue = {"2024": {"x": "y"}, "t": [{"n_tb": 3.0}, {"n_tb": 4.0}]}
+        walked = BasisBuilder()
+        walked.add([rows, late])
+        assert walked.truncated and len(walked.values) == MAX_BASIS_NUMBERS
+        assert walked.named == set() and 7.0 not in walked.derived.values
+        later = BasisBuilder()
+        later.add(rows)
+        assert not later.truncated  # exactly full: nothing was left out
+        later.add(late)
+        assert later.truncated and later.named == set()
+
+    def test_a_full_basis_skips_only_what_could_add(self) -> None:
+        """Content that could add nothing (null, a boolean, text without digits, an empty list) is
+        skipped without setting truncated; anything else sets it."""
+        builder = BasisBuilder()
+        builder.add(list(range(MAX_BASIS_NUMBERS)))
+        for nothing in (None, True, "no digits here", []):
+            builder.add(nothing)
+        assert not builder.truncated
+        builder.add("version 2")
+        assert builder.truncated
+
+    def test_rows_past_a_full_basis_are_not_visited(self) -> None:
+        """A list of 50 000 rows filling the basis in its first MAX_ROWS rows costs those rows only."""
+        fields = MAX_BASIS_NUMBERS // MAX_ROWS
+        rows: JSONValue = [{f"f{i}": float(i) for i in range(fields)} for _ in range(10 * MAX_ROWS)]
+        builder = BasisBuilder()
+        builder.add(rows)
+        assert builder.truncated and len(builder.values) == MAX_BASIS_NUMBERS
+        assert builder._nodes <= 10 * MAX_ROWS + (fields + 1) * MAX_ROWS + 2  # the list and its first rows
 
     def test_carried_numbers_are_plain_records(self) -> None:
         """The basis exposes plain records."""
