@@ -78,6 +78,14 @@ OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS: Final = "OTEL_SHAPECHECK_SHUTDOWN_TIMEO
 Longest ``shutdown`` waits for the worker before it forwards what is left un-evaluated. Default 30000.
 """
 
+OTEL_SHAPECHECK_METRICS_TOOL_NAMES: Final = "OTEL_SHAPECHECK_METRICS_TOOL_NAMES"
+"""
+.. envvar:: OTEL_SHAPECHECK_METRICS_TOOL_NAMES
+
+``true`` adds the chosen tool's name (``gen_ai.tool.name``) to the tool-choice verdict metrics, one
+series per tool: opt in only for catalogs of a bounded size. Default ``false``.
+"""
+
 # Evaluation events (EvaluationEventEmitter).
 
 OTEL_SHAPECHECK_EVENTS_FORWARD: Final = "OTEL_SHAPECHECK_EVENTS_FORWARD"

@@ -9,8 +9,9 @@ Usage::
 
 Register the wrapper only, not the downstream as well. A span with nothing to evaluate goes to the
 downstream at once, untouched, from ``on_end``; a GenAI span is held in the ledger until it is final,
-evaluated on the worker thread and forwarded as an enriched copy. Every span handed to ``on_end``
-reaches ``downstream.on_end`` exactly once.
+evaluated on the worker thread and forwarded as an enriched copy. A run's agent span (the outermost
+agent span of a trace) is held until the spans of its run are evaluated, and forwarded with their
+summary (``shapecheck.run.*``). Every span handed to ``on_end`` reaches ``downstream.on_end`` exactly once.
 
 The application's thread spends in ``on_end`` only a classification (a few key lookups) and the
 ledger's short lock; it never waits for checks, embeddings or the downstream's handling of held spans.
@@ -33,10 +34,11 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from otel_shapecheck.checks._base import Check
 from otel_shapecheck.pipeline._bounded_call import BoundedCall
 from otel_shapecheck.pipeline._facts import attribute_mapping
-from otel_shapecheck.pipeline._ledger import Ledger
+from otel_shapecheck.pipeline._ledger import UNKNOWN_ANCESTRY, Ancestry, Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters, ProcessorCounts
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._sinks import VerdictSink
+from otel_shapecheck.pipeline._verdict_metrics import VerdictMetrics
 from otel_shapecheck.pipeline._worker import EvaluationWorker
 from otel_shapecheck.readers._classify import (
     CLASSIFYING_KEYS,
@@ -44,8 +46,10 @@ from otel_shapecheck.readers._classify import (
     SpanClass,
     SpanRole,
     classify_span,
+    is_agent_span,
     names_own_tool_calls,
 )
+from otel_shapecheck.readers._dimensions import agent_name
 from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
 from otel_shapecheck.readers._genai_events import events_name_tool_calls
 from otel_shapecheck.readers._menus import has_own_menu, menu_attributes
@@ -64,7 +68,8 @@ class ShapecheckSpanProcessor(SpanProcessor):
         events: where verdicts go besides the span (e.g. a ``EvaluationEventEmitter``); ``None`` for none.
         checks: the checks to run; ``None`` runs every built-in check with its defaults.
         options: the processor's bounds (default: :class:`ProcessorOptions` from the environment).
-        meter_provider: where the counters are exported as observable counters (default: the global one).
+        meter_provider: where the counters (observable counters) and the verdict metrics are recorded
+            (default: the global one).
 
     Time bounds: ``on_end`` holds only the ledger's lock (a few dictionary operations) for GenAI spans
     and calls ``downstream.on_end`` itself only for untouched spans, as the downstream would be called
@@ -118,6 +123,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
             batch_size=options.max_evaluation_batch_size,
             schedule_delay_seconds=options.schedule_delay_seconds,
             answer_tools=options.answer_tools,
+            metrics=VerdictMetrics(meter_provider, tool_names=options.metrics_tool_names),
         )
         self._live: dict[int, ReadableSpan | Span] = {}
         self._sees_starts = False
@@ -235,7 +241,16 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 self._counters.error("downstream", "The downstream span processor failed in on_end")
 
     def _record(self, span: ReadableSpan, classified: SpanClass, attributes: Mapping[str, object]) -> bool:
-        llm_call = classified.role is SpanRole.LLM_CALL
+        role = classified.role
+        llm_call = role is SpanRole.LLM_CALL
+        context = span.context
+        ancestry = (
+            self._ancestry(span, attributes)
+            if llm_call
+            or role is SpanRole.AGENT
+            or (context is not None and self._ledger.has_attempts(context.span_id))
+            else UNKNOWN_ANCESTRY
+        )
         held, wake, overflow = self._ledger.span_ended(
             span,
             classified,
@@ -246,6 +261,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
             ),
             parent_ended=llm_call and self._parent_ended(span),
             ancestor_menu=self._ancestor_menu(span) if llm_call and not has_own_menu(attributes) else None,
+            ancestry=ancestry,
         )
         counters = self._counters
         counters.seen += 1
@@ -269,6 +285,39 @@ class ShapecheckSpanProcessor(SpanProcessor):
         if not self._sees_starts or parent is None or parent.is_remote or parent.span_id in self._live:
             return False
         return self._counters.started_untracked == 0
+
+    def _ancestry(self, span: ReadableSpan, attributes: Mapping[str, object]) -> Ancestry:
+        """The run above the span: the outermost agent span among its live local ancestors, and names.
+
+        The ancestry is *known* when every ancestor up to the local root (or a remote parent) is live;
+        a processor that sees no starts (the gateway), an ancestor that already ended or went untracked,
+        or a chain deeper than the walk leaves it unknown, and the ledger falls back to time windows.
+        """
+        own_name = agent_name(attributes)
+        parent = span.parent
+        live = self._live
+        outermost: int | None = None
+        outermost_name: str | None = None
+        nearest_name: str | None = None
+        known = self._sees_starts
+        for _ in range(_MAX_ANCESTOR_DEPTH):
+            if parent is None or parent.is_remote:
+                break
+            ancestor = live.get(parent.span_id)
+            if ancestor is None:
+                known = False
+                break
+            ancestor_attributes = attribute_mapping(ancestor)
+            if is_agent_span(ancestor_attributes):
+                outermost = parent.span_id
+                outermost_name = agent_name(ancestor_attributes)
+                nearest_name = nearest_name or outermost_name
+            parent = ancestor.parent
+        else:
+            known = False
+        if outermost is None:  # an agent span with no agent above it runs its own run
+            return Ancestry(None, known, own_name, own_name)
+        return Ancestry(outermost, known, outermost_name or nearest_name, own_name or nearest_name)
 
     def _ancestor_menu(self, span: ReadableSpan) -> dict[str, object] | None:
         """The menu attributes of the nearest live local ancestor that carries a menu, copied."""
