@@ -81,6 +81,7 @@ CASES = [
         ("submit", "Report*"),
         "a,,b",
     ),
+    Case(env.OTEL_SHAPECHECK_METRICS_TOOL_NAMES, _option("metrics_tool_names"), False, "True", True, "1"),
     Case(env.OTEL_SHAPECHECK_EVENTS_FORWARD, _event("forward"), "flagged", "ALL", "all", "everything"),
     Case(env.OTEL_SHAPECHECK_EVENTS_INCLUDE_CONTENT, _event("include_content"), False, "TRUE", True, "yes"),
     Case(env.OTEL_SHAPECHECK_EVENTS_MAX_QUEUE_SIZE, _event("max_queue_size"), 2048, "1024", 1024, "big"),

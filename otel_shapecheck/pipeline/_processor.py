@@ -26,6 +26,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
@@ -53,6 +54,9 @@ from otel_shapecheck.readers._dimensions import agent_name
 from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
 from otel_shapecheck.readers._genai_events import events_name_tool_calls
 from otel_shapecheck.readers._menus import has_own_menu, menu_attributes
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
 
 logger = logging.getLogger(__name__)
 
@@ -144,12 +148,27 @@ class ShapecheckSpanProcessor(SpanProcessor):
             if events is not None
             else None
         )
+        self._flush_metrics: BoundedCall | None = None
+        self._owned_meter_provider: SdkMeterProvider | None = None
         self._shutdown_lock = threading.Lock()
         self._is_shutdown = False
         self._counters.observe_with(meter_provider)
         self._worker.start()
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_weak_call(weakref.WeakMethod(self._at_fork_reinit)))
+
+    def _own_meter_provider(self, meter_provider: SdkMeterProvider) -> None:
+        """Flush and shut down ``meter_provider`` with this processor (``configure()`` built it for it).
+
+        It shuts down after the worker, so the verdicts of the last spans are recorded before the final
+        export.
+        """
+        self._owned_meter_provider = meter_provider
+        self._flush_metrics = BoundedCall(
+            "ShapecheckMetricsFlush",
+            lambda millis: meter_provider.force_flush(millis),
+            on_error=lambda: self._counters.error("metrics", "Flushing the verdict metrics failed"),
+        )
 
     @property
     def options(self) -> ProcessorOptions:
@@ -350,6 +369,8 @@ class ShapecheckSpanProcessor(SpanProcessor):
         flushed = self._bounded_flush("downstream", self._flush_downstream, deadline) and flushed
         if self._flush_events is not None:
             flushed = self._bounded_flush("events", self._flush_events, deadline) and flushed
+        if self._flush_metrics is not None:
+            flushed = self._bounded_flush("metrics", self._flush_metrics, deadline) and flushed
         return flushed
 
     def _bounded_flush(self, name: str, flush: BoundedCall, deadline: float) -> bool:
@@ -389,6 +410,8 @@ class ShapecheckSpanProcessor(SpanProcessor):
         self._bounded_shutdown_step("downstream", self._downstream.shutdown, deadline)
         if self._events is not None:
             self._bounded_shutdown_step("events", self._events.shutdown, deadline)
+        if self._owned_meter_provider is not None:
+            self._bounded_shutdown_step("metrics", self._owned_meter_provider.shutdown, deadline)
 
     def _bounded_shutdown_step(self, name: str, step: Callable[[], object], deadline: float) -> None:
         call = BoundedCall(
@@ -434,6 +457,8 @@ class ShapecheckSpanProcessor(SpanProcessor):
         self._flush_downstream.reset_after_fork()
         if self._flush_events is not None:
             self._flush_events.reset_after_fork()
+        if self._flush_metrics is not None:
+            self._flush_metrics.reset_after_fork()
         self._counters.reset()
         self._ledger.reset_after_fork()
         if not self._is_shutdown:

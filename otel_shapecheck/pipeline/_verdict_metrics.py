@@ -61,7 +61,9 @@ class VerdictMetrics:
         meter = (meter_provider or get_meter_provider()).get_meter(METER_NAME, __version__)
         self._tool_names = tool_names
         self._verdicts = meter.create_counter(
-            METRIC_VERDICTS, unit="{verdict}", description="Verdicts of the shapecheck checks, by check and label."
+            METRIC_VERDICTS,
+            unit="{verdict}",
+            description="Verdicts of the shapecheck checks, by check, label.",
         )
         self._margin = meter.create_histogram(
             METRIC_TOOL_CHOICE_MARGIN,
@@ -84,7 +86,7 @@ class VerdictMetrics:
     def record(
         self, verdicts: Sequence[Verdict], span_attributes: Mapping[str, object], agent_name: str | None
     ) -> None:
-        """Record one evaluated span's verdicts (``span_attributes``: the span's own, for model and provider)."""
+        """Record one evaluated span's verdicts (``span_attributes``: its own, for the model and provider)."""
         if not verdicts:
             return
         dimensions = call_dimensions(span_attributes, agent_name)
@@ -114,7 +116,9 @@ class VerdictMetrics:
         self._unsupported.add(unsupported_count(verdict.attributes), dimensions)
 
 
-def call_dimensions(span_attributes: Mapping[str, object], agent_name: str | None) -> dict[str, AttributeValue]:
+def call_dimensions(
+    span_attributes: Mapping[str, object], agent_name: str | None
+) -> dict[str, AttributeValue]:
     """The agent, model and provider of a call, those known."""
     pairs = (
         (METRIC_AGENT_NAME, _bounded(agent_name)),

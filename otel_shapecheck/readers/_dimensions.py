@@ -23,7 +23,7 @@ _PROVIDER_KEYS = ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.
 
 
 def agent_name(attributes: Mapping[str, object]) -> str | None:
-    """The agent's name: ``gen_ai.agent.name``, OpenInference ``agent.name``, a Traceloop agent's entity name."""
+    """The agent's name: ``gen_ai.agent.name``, OpenInference's ``agent.name``, a Traceloop entity name."""
     name = _first(attributes, _AGENT_NAME_KEYS)
     if name is None and attributes.get(TRACELOOP_SPAN_KIND) in _TRACELOOP_NAMED_KINDS:
         name = _first(attributes, (_TRACELOOP_ENTITY_NAME,))

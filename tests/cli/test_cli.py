@@ -198,7 +198,9 @@ class TestDemo:
             for record in scope_logs["logRecords"]
         ]
         flagged_span_ids = {
-            span.span_id for span in demo_spans if is_evaluated(span) and span.attributes["shapecheck.flagged"]
+            span.span_id
+            for span in demo_spans
+            if is_evaluated(span) and span.attributes["shapecheck.flagged"]
         }
         assert {record["spanId"] for record in records} == flagged_span_ids
         assert {record["eventName"] for record in records} == {"gen_ai.evaluation.result"}
