@@ -63,7 +63,7 @@ class VerdictMetrics:
         self._verdicts = meter.create_counter(
             METRIC_VERDICTS,
             unit="{verdict}",
-            description="Verdicts of the shapecheck checks, by check, label.",
+            description="Verdicts of the shapecheck checks, by check and label.",
         )
         self._margin = meter.create_histogram(
             METRIC_TOOL_CHOICE_MARGIN,
