@@ -67,7 +67,9 @@ def _genai_agent(tracer: trace.Tracer, agent: str) -> Iterator[Span]:
         yield span
 
 
-def genai_chat(response_id: str, output: list[dict[str, object]], *, with_result: bool = False) -> dict[str, object]:
+def genai_chat(
+    response_id: str, output: list[dict[str, object]], *, with_result: bool = False
+) -> dict[str, object]:
     """The attributes of a GenAI chat span (``with_result``: the input carries the tool's result)."""
     inputs: list[dict[str, object]] = [{"role": "user", "parts": [{"type": "text", "content": QUESTION}]}]
     if with_result:

@@ -1,4 +1,4 @@
-"""Run summaries: the outermost agent span of a trace waits for its evaluated spans and carries their counts."""
+"""Run summaries: the outermost agent span of a trace waits for its evaluated spans and counts them."""
 
 from __future__ import annotations
 
@@ -146,7 +146,9 @@ class TestRunSummary:
             assert processor.force_flush()
             spans = {span.name: span for span in collected.spans}
         assert _summary(spans["invoke_agent planner"]) == EXPECTED_RUN
-        assert not any(key.startswith("shapecheck.") for key in spans["invoke_agent storage"].attributes or {})
+        assert not any(
+            key.startswith("shapecheck.") for key in spans["invoke_agent storage"].attributes or {}
+        )
         assert processor.counts().runs == 1
 
     def test_an_agent_span_with_nothing_evaluated_has_an_empty_complete_run(self) -> None:
@@ -310,7 +312,9 @@ class TestWithoutStarts:
         assert (runs["invoke_agent second"]["evaluated"], runs["invoke_agent second"]["scored"]) == (1, 1)
 
 
-def _wait_for_run(processor: ShapecheckSpanProcessor, collected: CollectingSpanProcessor) -> ReadableSpan | None:
+def _wait_for_run(
+    processor: ShapecheckSpanProcessor, collected: CollectingSpanProcessor
+) -> ReadableSpan | None:
     """The run's agent span once it is forwarded (flushing meanwhile); ``None`` if it never is in 10 s."""
     give_up = time.monotonic() + 10
     while time.monotonic() < give_up:
