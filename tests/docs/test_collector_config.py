@@ -65,6 +65,11 @@ def unknown_names(text: str) -> set[str]:
     return (set(SHAPECHECK_NAME.findall(text)) | set(GEN_AI_NAME.findall(text))) - CONTRACT_NAMES
 
 
+def _pipelines(document: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
+    pipelines: dict[str, dict[str, list[str]]] = (document.get("service") or {}).get("pipelines") or {}
+    return pipelines
+
+
 def _load(path: Path) -> dict[str, Any]:
     document = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert isinstance(document, dict), f"{path.name} is not a mapping"
@@ -125,6 +130,36 @@ class TestConfiguration:
         ]
         assert flagged
         assert any(policy["type"] == "probabilistic" for policy in sampling["policies"])
+
+    def test_metrics_reach_prometheus_or_the_next_tier(self, path: Path) -> None:
+        """Where metrics are handled, the applications' OTLP metrics go to Prometheus or to the gateways."""
+        pipelines = _pipelines(_load(path))
+        metrics = {name: p for name, p in pipelines.items() if name.split("/")[0] == "metrics"}
+        if not metrics:  # a tier that only routes traces and logs (the shapecheck front)
+            return
+        (pipeline,) = metrics.values()
+        assert "otlp" in pipeline["receivers"]
+        assert any(e.startswith(("prometheus", "otlp")) for e in pipeline["exporters"])
+
+    def test_span_metrics_count_every_evaluated_span_by_flagged(self, path: Path) -> None:
+        """A spanmetrics connector counts by shapecheck.flagged, fed before tail sampling (every trace, not
+        only the kept ones), only with the spans the library judged, into the metrics pipeline."""
+        document = _load(path)
+        connector = (document.get("connectors") or {}).get("spanmetrics")
+        if connector is None:
+            assert "tail_sampling" not in (document.get("processors") or {}), "a sampling tier needs it"
+            return
+        assert {"name": _attributes.FLAGGED} in connector["dimensions"]
+        pipelines = _pipelines(document)
+        feeding = {name: p for name, p in pipelines.items() if "spanmetrics" in p.get("exporters", [])}
+        assert feeding and all(name.split("/")[0] == "traces" for name in feeding)
+        for pipeline in feeding.values():
+            assert "tail_sampling" not in pipeline.get("processors", [])
+            (kept,) = [c for c in pipeline["processors"] if c.startswith("filter")]
+            conditions = document["processors"][kept]["traces"]["span"]
+            assert conditions == [f'attributes["{_attributes.FLAGGED}"] == nil']
+        fed = [p for name, p in pipelines.items() if "spanmetrics" in p.get("receivers", [])]
+        assert fed and all("prometheus" in p["exporters"] for p in fed)
 
     def test_sampling_waits_for_the_processors_deadline(self, path: Path) -> None:
         """decision_wait outlasts the span processor's default max wait: enriched copies arrive in time."""
