@@ -33,8 +33,6 @@ class RunState:
 
     trace_id: int
     agent_id: int
-    agent_name: str | None = None
-    """The run's agent name (its outermost agent span's, else the nearest named agent's)."""
     pending: int = 0
     """Members ended and held, not yet evaluated: the agent span waits for them."""
     tally: RunTally = field(default_factory=RunTally)
@@ -48,7 +46,11 @@ class RunState:
 
 @dataclass(eq=False, slots=True)
 class Member:
-    """A held span's place in a run: which run it counts for, and (without one yet) when it ran."""
+    """A held span of unknown ancestry: when it ran, the run that claimed it, and what it counts for.
+
+    Kept in its trace's facts after the span is forwarded (a few integers, not the span), until an
+    agent span of the trace whose time window holds it claims it.
+    """
 
     start_time: int
     end_time: int
@@ -76,12 +78,14 @@ class HeldSpan:
     incomplete: bool = False
     ancestor_menu: Mapping[str, object] | None = None
     """The menu attributes of its nearest ancestor with a menu, copied when it ended without one."""
-    member: Member | None = None
-    """For an LLM-call or analyst span: its place in a run (``None``: it belongs to none)."""
+    run_of: RunState | None = None
+    """For an LLM-call or analyst span under a live agent span: the run it counts for."""
+    unclaimed: Member | None = None
+    """For one of unknown ancestry: its entry among its trace's unclaimed members."""
+    agents: tuple[ReadableSpan | None, ReadableSpan | None] = (None, None)
+    """The nearest and the outermost agent span above it, when known (the metrics read their names)."""
     run: RunState | None = None
     """For a run's agent span: the run it summarises."""
-    agent_name: str | None = None
-    """The name of the agent the span ran under, for the metrics (its own, else its run's)."""
 
     @property
     def llm_call(self) -> bool:

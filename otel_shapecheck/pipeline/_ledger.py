@@ -30,7 +30,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import ReadableSpan
@@ -52,21 +52,22 @@ from otel_shapecheck.readers._classify import SpanClass, SpanRole
 _FORGOTTEN_PER_KEPT_TRACE = 16
 
 
-@dataclass(frozen=True, slots=True)
-class Ancestry:
-    """What the processor found among a span's live ancestors: the run it belongs to, and agent names."""
+class Ancestry(NamedTuple):
+    """What the processor found among a span's live ancestors: the run it belongs to, and agent spans.
 
-    run_id: int | None = None
+    A named tuple of references: the hot path builds one per LLM call, reads no name, and a tuple costs
+    less than a frozen dataclass.
+    """
+
+    run_id: int | None
     """The span id of the outermost agent span above it (for an agent span: above it, so it is nested)."""
-    known: bool = False
+    known: bool
     """Every ancestor was seen (up to the root): ``run_id is None`` then means it belongs to no run."""
-    run_name: str | None = None
-    """The run's agent name: the outermost agent span's, else the nearest named agent span's."""
-    agent_name: str | None = None
-    """The agent the span ran under, for the metrics: its own name, else the nearest named agent's."""
+    agents: tuple[ReadableSpan | None, ReadableSpan | None] = (None, None)
+    """The nearest and the outermost agent span above it, live (for the metrics' agent name)."""
 
 
-UNKNOWN_ANCESTRY = Ancestry()
+UNKNOWN_ANCESTRY = Ancestry(None, False)
 
 
 class Ledger:
@@ -218,8 +219,11 @@ class Ledger:
             span, span_id, trace_id, parent_id, classified, analyst, time.monotonic() + self._max_wait
         )
         held.ancestor_menu = ancestor_menu
-        held.member = self._member(span, trace_id, facts, ancestry)
-        held.agent_name = ancestry.agent_name
+        if ancestry.run_id is not None:
+            self._join_run(held, trace_id, ancestry.run_id)
+            held.agents = ancestry.agents
+        elif not ancestry.known and facts is not None:
+            held.unclaimed = self._unclaimed(span, facts)
         awaits_parent = (
             llm_call
             and parent is not None
@@ -238,8 +242,7 @@ class Ledger:
             self._waiting_by_parent.setdefault(parent_id, []).append(held)
         elif self._ready_spans >= self._max_queue:
             counts.forwarded_unevaluated += 1
-            if held.member is not None:  # forwarded as it is: its run does not wait for it
-                self._member_done(held.member, None)
+            self._member_done(held, None)  # forwarded as it is: its run does not wait for it
             return False, wake
         else:
             self._push_ready((held,))
@@ -249,30 +252,26 @@ class Ledger:
             facts.held += 1
         return True, wake
 
-    def _member(
-        self, span: ReadableSpan, trace_id: int, facts: TraceFacts | None, ancestry: Ancestry
-    ) -> Member | None:
-        """The held span's place in its run: counted for the run found above it, or left for an agent
-        span of the trace to claim when its ancestry is unknown; ``None`` when it is in no run."""
-        start, end = span.start_time or 0, span.end_time or 0
-        if ancestry.run_id is not None:
-            key = (trace_id, ancestry.run_id)
-            run = self._runs.get(key)
-            if run is None:
-                run = self._new_run(key, ancestry.run_name)
-            run.pending += 1
-            return Member(start, end, run)
-        if ancestry.known or facts is None:
-            return None
+    def _join_run(self, held: HeldSpan, trace_id: int, run_id: int) -> None:
+        """Count ``held`` for the run of the agent span ``run_id`` (found above it), which waits for it."""
+        key = (trace_id, run_id)
+        run = self._runs.get(key)
+        if run is None:
+            run = self._new_run(key)
+        run.pending += 1
+        held.run_of = run
+
+    def _unclaimed(self, span: ReadableSpan, facts: TraceFacts) -> Member | None:
+        """Leave a span of unknown ancestry for an agent span of its trace to claim by time window."""
         if len(facts.unclaimed) >= facts.limit:
             facts.lost_members = True
             return None
-        member = Member(start, end)
+        member = Member(span.start_time or 0, span.end_time or 0)
         facts.unclaimed.append(member)
         return member
 
-    def _new_run(self, key: tuple[int, int], name: str | None) -> RunState:
-        run = RunState(key[0], key[1], name)
+    def _new_run(self, key: tuple[int, int]) -> RunState:
+        run = RunState(key[0], key[1])
         self._runs[key] = run
         while len(self._runs) > self._max_pending:  # agent spans that never end must not pile up
             forgotten_key, forgotten = self._runs.popitem(last=False)
@@ -295,15 +294,12 @@ class Ledger:
         key = (trace_id, span_id)
         run = self._runs.pop(key, None)
         if run is None:
-            run = RunState(trace_id, span_id, ancestry.run_name)
+            run = RunState(trace_id, span_id)
             run.lost = self._lost_runs.pop(key, None) is not None or trace_id in self._forgotten
-        elif ancestry.run_name is not None:
-            run.agent_name = ancestry.run_name
         if facts is not None:
             self._claim(run, facts, span.start_time or 0, span.end_time or 0)
         held = HeldSpan(span, span_id, trace_id, None, classified, False, time.monotonic() + self._max_wait)
         held.run = run
-        held.agent_name = run.agent_name
         self._counters.runs += 1
         if run.pending == 0:
             self._push_ready((held,))
@@ -334,15 +330,15 @@ class Ledger:
                 run.pending += 1
         facts.unclaimed = kept
 
-    def members_done(self, results: Sequence[tuple[Member, RunTally | None]]) -> list[ReadableSpan]:
+    def members_done(self, results: Sequence[tuple[HeldSpan, RunTally | None]]) -> list[ReadableSpan]:
         """Count evaluated spans for their runs (``None``: forwarded without evaluation).
 
         A run's agent span whose last awaited span this was becomes ready. Returns spans that found
         the worker's queue full (the caller forwards them as they are).
         """
         with self._lock:
-            for member, tally in results:
-                self._member_done(member, tally)
+            for held, tally in results:
+                self._member_done(held, tally)
             return self._take_overflow() if self._overflow else []
 
     def finish_run(self, held: HeldSpan) -> tuple[RunTally, bool]:
@@ -515,8 +511,7 @@ class Ledger:
             else:
                 counts.held -= len(group)
                 for held in group:
-                    if held.member is not None:
-                        self._member_done(held.member, None)
+                    self._member_done(held, None)
             counts.forwarded_untouched += len(group)
             counts.forwarded_unevaluated += len(group)
             return
@@ -527,12 +522,19 @@ class Ledger:
         overflow, self._overflow = self._overflow, []
         return overflow
 
-    def _member_done(self, member: Member, tally: RunTally | None) -> None:
-        if member.done:
+    def _member_done(self, held: HeldSpan, tally: RunTally | None) -> None:
+        """``held`` was evaluated (``tally``) or forwarded without evaluation (``None``): count it once."""
+        run = held.run_of
+        member = held.unclaimed
+        if member is not None:
+            if member.done:
+                return
+            member.done = True
+            member.tally = tally
+            run = member.run  # claimed by an agent span since it ended, or not (yet)
+        elif run is None:
             return
-        member.done = True
-        member.tally = tally
-        run = member.run
+        held.run_of = None
         if run is None or run.finished:
             return
         if tally is None:

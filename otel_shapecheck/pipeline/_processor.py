@@ -50,7 +50,6 @@ from otel_shapecheck.readers._classify import (
     is_agent_span,
     names_own_tool_calls,
 )
-from otel_shapecheck.readers._dimensions import agent_name
 from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
 from otel_shapecheck.readers._genai_events import events_name_tool_calls
 from otel_shapecheck.readers._menus import has_own_menu, menu_attributes
@@ -263,13 +262,14 @@ class ShapecheckSpanProcessor(SpanProcessor):
         role = classified.role
         llm_call = role is SpanRole.LLM_CALL
         context = span.context
-        ancestry = (
-            self._ancestry(span, attributes)
-            if llm_call
+        menu: dict[str, object] | None = None
+        ancestry = UNKNOWN_ANCESTRY
+        if (
+            llm_call
             or role is SpanRole.AGENT
             or (context is not None and self._ledger.has_attempts(context.span_id))
-            else UNKNOWN_ANCESTRY
-        )
+        ):
+            menu, ancestry = self._ancestors(span, llm_call and not has_own_menu(attributes))
         held, wake, overflow = self._ledger.span_ended(
             span,
             classified,
@@ -279,7 +279,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 or (bool(span.events) and events_name_tool_calls(span.events))
             ),
             parent_ended=llm_call and self._parent_ended(span),
-            ancestor_menu=self._ancestor_menu(span) if llm_call and not has_own_menu(attributes) else None,
+            ancestor_menu=menu,
             ancestry=ancestry,
         )
         counters = self._counters
@@ -305,20 +305,22 @@ class ShapecheckSpanProcessor(SpanProcessor):
             return False
         return self._counters.started_untracked == 0
 
-    def _ancestry(self, span: ReadableSpan, attributes: Mapping[str, object]) -> Ancestry:
-        """The run above the span: the outermost agent span among its live local ancestors, and names.
+    def _ancestors(self, span: ReadableSpan, want_menu: bool) -> tuple[dict[str, object] | None, Ancestry]:
+        """One walk up the span's live local ancestors: the nearest one's menu, and the run above it.
 
-        The ancestry is *known* when every ancestor up to the local root (or a remote parent) is live;
-        a processor that sees no starts (the gateway), an ancestor that already ended or went untracked,
+        ``want_menu``: copy the menu attributes of the nearest ancestor with a menu (for an LLM call with
+        none of its own). The run is the outermost agent span found; the ancestry is *known* when every
+        ancestor up to the local root (or a remote parent) is live, or the span has no local parent. A
+        processor that sees no starts (the gateway), an ancestor that already ended or went untracked,
         or a chain deeper than the walk leaves it unknown, and the ledger falls back to time windows.
         """
-        own_name = agent_name(attributes)
         parent = span.parent
         live = self._live
+        menu: dict[str, object] | None = None
         outermost: int | None = None
-        outermost_name: str | None = None
-        nearest_name: str | None = None
-        known = self._sees_starts
+        outermost_span: ReadableSpan | None = None
+        nearest: ReadableSpan | None = None
+        known = True
         for _ in range(_MAX_ANCESTOR_DEPTH):
             if parent is None or parent.is_remote:
                 break
@@ -327,33 +329,19 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 known = False
                 break
             ancestor_attributes = attribute_mapping(ancestor)
+            if want_menu and menu is None:
+                menu = menu_attributes(ancestor_attributes)
             if is_agent_span(ancestor_attributes):
-                outermost = parent.span_id
-                outermost_name = agent_name(ancestor_attributes)
-                nearest_name = nearest_name or outermost_name
+                outermost, outermost_span = parent.span_id, ancestor
+                nearest = nearest or ancestor
             parent = ancestor.parent
         else:
             known = False
+        if menu is not None:
+            self._counters.ancestor_menus += 1
         if outermost is None:  # an agent span with no agent above it runs its own run
-            return Ancestry(None, known, own_name, own_name)
-        return Ancestry(outermost, known, outermost_name or nearest_name, own_name or nearest_name)
-
-    def _ancestor_menu(self, span: ReadableSpan) -> dict[str, object] | None:
-        """The menu attributes of the nearest live local ancestor that carries a menu, copied."""
-        parent = span.parent
-        live = self._live
-        for _ in range(_MAX_ANCESTOR_DEPTH):
-            if parent is None or parent.is_remote:
-                return None
-            ancestor = live.get(parent.span_id)
-            if ancestor is None:
-                return None
-            menu = menu_attributes(ancestor.attributes or {})
-            if menu is not None:
-                self._counters.ancestor_menus += 1
-                return menu
-            parent = ancestor.parent
-        return None
+            return menu, Ancestry(None, known)
+        return menu, Ancestry(outermost, known, (nearest, outermost_span))
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Evaluate and forward every ready span, then flush the downstream and the event sink, in time."""

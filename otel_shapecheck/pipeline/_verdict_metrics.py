@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from opentelemetry.metrics import MeterProvider, get_meter_provider
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.util.types import AttributeValue
 
 from otel_shapecheck._attributes import (
@@ -42,9 +43,10 @@ from otel_shapecheck._attributes import (
 )
 from otel_shapecheck._version import __version__
 from otel_shapecheck.checks._base import Verdict
+from otel_shapecheck.pipeline._facts import attribute_mapping
 from otel_shapecheck.pipeline._metrics import METER_NAME
 from otel_shapecheck.pipeline._runs import unsupported_count
-from otel_shapecheck.readers._dimensions import MAX_DIMENSION_CHARS, provider_name, request_model
+from otel_shapecheck.readers._dimensions import MAX_DIMENSION_CHARS, agent_name, provider_name, request_model
 
 MARGIN_BUCKETS: Final = (-0.5, -0.2, -0.1, -0.05, 0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)
 """Bucket bounds of the margin histogram: fine around the narrow threshold (0.05), where it matters."""
@@ -84,12 +86,16 @@ class VerdictMetrics:
         )
 
     def record(
-        self, verdicts: Sequence[Verdict], span_attributes: Mapping[str, object], agent_name: str | None
+        self,
+        verdicts: Sequence[Verdict],
+        span_attributes: Mapping[str, object],
+        agents: Sequence[ReadableSpan | None] = (),
     ) -> None:
-        """Record one evaluated span's verdicts (``span_attributes``: its own, for the model and provider)."""
+        """Record one evaluated span's verdicts (``span_attributes``: its own, for the agent, model and
+        provider; ``agents``: the agent spans above it, nearest first, for an agent name it lacks)."""
         if not verdicts:
             return
-        dimensions = call_dimensions(span_attributes, agent_name)
+        dimensions = call_dimensions(span_attributes, agents)
         for verdict in verdicts:
             check = verdict.evaluation.removeprefix(_NAMESPACE)
             points = dimensions
@@ -117,15 +123,22 @@ class VerdictMetrics:
 
 
 def call_dimensions(
-    span_attributes: Mapping[str, object], agent_name: str | None
+    span_attributes: Mapping[str, object], agents: Sequence[ReadableSpan | None] = ()
 ) -> dict[str, AttributeValue]:
-    """The agent, model and provider of a call, those known."""
+    """The agent (the span's own, else the first named of ``agents``), model and provider of a call."""
     pairs = (
-        (METRIC_AGENT_NAME, _bounded(agent_name)),
+        (METRIC_AGENT_NAME, agent_name(span_attributes) or _ancestor_agent_name(agents)),
         (METRIC_REQUEST_MODEL, request_model(span_attributes)),
         (METRIC_PROVIDER_NAME, provider_name(span_attributes)),
     )
     return {key: value for key, value in pairs if value is not None}
+
+
+def _ancestor_agent_name(agents: Sequence[ReadableSpan | None]) -> str | None:
+    for agent in agents:
+        if agent is not None and (name := agent_name(attribute_mapping(agent))) is not None:
+            return name
+    return None
 
 
 def _chosen_tool(attributes: Mapping[str, object]) -> dict[str, AttributeValue]:

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from otel_shapecheck.checks._base import Check, Subject, Verdict
 from otel_shapecheck.pipeline._enrich import duplicate_copy, enriched_copy
-from otel_shapecheck.pipeline._facts import HeldSpan, Member, Release, attribute_mapping
+from otel_shapecheck.pipeline._facts import HeldSpan, Release, attribute_mapping
 from otel_shapecheck.pipeline._ledger import Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters
 from otel_shapecheck.pipeline._runs import RunTally, run_copy, tally_verdicts
@@ -155,11 +155,11 @@ class EvaluationWorker:
 
     def _count_for_runs(self, releases: Sequence[Release], tallies: dict[int, RunTally]) -> None:
         """Tell the ledger what each span counts for in its run (``None``: it was not evaluated)."""
-        results: list[tuple[Member, RunTally | None]] = [
-            (held.member, tallies.get(id(held)))
+        results: list[tuple[HeldSpan, RunTally | None]] = [
+            (held, tallies.get(id(held)))
             for release in releases
             for held in release.spans
-            if held.member is not None
+            if held.run_of is not None or held.unclaimed is not None
         ]
         if not results:
             return
@@ -261,7 +261,7 @@ class EvaluationWorker:
         self._forward(copy)
         if self._metrics is not None:
             try:
-                self._metrics.record(verdicts, attribute_mapping(span), held.agent_name)
+                self._metrics.record(verdicts, attribute_mapping(span), held.agents)
             except Exception:
                 self._counters.error("metrics", "Recording verdict metrics failed")
         if self._events is not None and span.context is not None:
