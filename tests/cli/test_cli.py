@@ -394,6 +394,8 @@ class TestCheck:
         assert completed.returncode == 0, completed.stderr
         for text in ("span", "check", "verdict", "score", "why", "narrow", "unsupported: 2400 TB"):
             assert text in completed.stdout
+        assert "shapecheck runs" in completed.stdout and "invoke_agent incident-triage" in completed.stdout
+        assert "runs: 4 agent runs, 3 flagged" in completed.stdout
 
     def test_fail_on_flagged_exits_1_when_flagged(self, demo_dir: Path) -> None:
         """--fail-on flagged turns a flagged span into exit code 1; never (the default) keeps 0."""
