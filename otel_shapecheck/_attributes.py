@@ -23,6 +23,9 @@ TOOL_CHOICE_PROXY_DISAGREEMENT: Final = "shapecheck.tool_choice.proxy_disagreeme
 TOOL_CHOICE_SKIPPED: Final = "shapecheck.tool_choice.skipped"
 TOOL_CHOICE_EMBEDDER: Final = "shapecheck.tool_choice.embedder"
 TOOL_CHOICE_MENU_SOURCE: Final = "shapecheck.tool_choice.menu_source"
+TOOL_CHOICE_SCORING: Final = "shapecheck.tool_choice.scoring"
+TOOL_CHOICE_COSINE_MARGIN: Final = "shapecheck.tool_choice.cosine_margin"
+TOOL_CHOICE_WEAKEST: Final = "shapecheck.tool_choice.weakest_chosen"
 
 # Conformance, on an analyst span.
 CONFORMANCE_ANALYST_ID: Final = "shapecheck.conformance.analyst_id"
@@ -48,6 +51,7 @@ FIGURES_CARRIED: Final = "shapecheck.figures.carried"
 FIGURES_COMPUTED: Final = "shapecheck.figures.computed"
 FIGURES_INFERRED: Final = "shapecheck.figures.inferred"
 FIGURES_UNSUPPORTED: Final = "shapecheck.figures.unsupported"
+FIGURES_UNSUPPORTED_COUNT: Final = "shapecheck.figures.unsupported_count"
 FIGURES_DERIVATIONS: Final = "shapecheck.figures.derivations"
 FIGURES_TRUNCATED: Final = "shapecheck.figures.truncated"
 FIGURES_SKIPPED: Final = "shapecheck.figures.skipped"

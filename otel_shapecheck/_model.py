@@ -20,11 +20,21 @@ JSONValue: TypeAlias = "None | bool | int | float | str | list[JSONValue] | dict
 
 
 @dataclass(frozen=True)
+class ToolParameter:
+    """One parameter of an offered tool's input schema: its name and description (nested ones dotted)."""
+
+    name: str
+    description: str | None = None
+
+
+@dataclass(frozen=True)
 class OfferedTool:
     """One tool on the menu the model was offered."""
 
     name: str
     description: str | None = None
+    parameters: tuple[ToolParameter, ...] = ()
+    """The schema's parameters in schema order (nested properties as ``outer.inner``), when captured."""
 
 
 @dataclass(frozen=True)

@@ -132,11 +132,21 @@ The most ``force_flush`` and ``shutdown`` wait, even when the endpoint hangs. De
 
 # Tool choice.
 
+OTEL_SHAPECHECK_TOOL_CHOICE_SCORING: Final = "OTEL_SHAPECHECK_TOOL_CHOICE_SCORING"
+"""
+.. envvar:: OTEL_SHAPECHECK_TOOL_CHOICE_SCORING
+
+How the tool-choice check scores a choice: ``calibrated`` (default; parameter-aware tool text fused with
+a lexical score, each of several chosen tools scored) or ``seed`` (the ported rule, text and threshold
+exactly).
+"""
+
 OTEL_SHAPECHECK_MARGIN_THRESHOLD: Final = "OTEL_SHAPECHECK_MARGIN_THRESHOLD"
 """
 .. envvar:: OTEL_SHAPECHECK_MARGIN_THRESHOLD
 
-Margins below it are ``narrow``. Finite number ≥ 0; default 0.05.
+Margins below it are ``narrow``. Finite number ≥ 0; default: the scoring's own, 0.01 for ``calibrated``
+and 0.05 for ``seed``. When set, it applies to whichever scoring is in use.
 """
 
 OTEL_SHAPECHECK_MAX_SLOT_CHARS: Final = "OTEL_SHAPECHECK_MAX_SLOT_CHARS"

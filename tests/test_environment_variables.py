@@ -105,9 +105,17 @@ CASES = [
         "1e3",
     ),
     Case(
+        env.OTEL_SHAPECHECK_TOOL_CHOICE_SCORING,
+        lambda: ToolChoiceCheck(HashingEmbedder()).scoring,
+        "calibrated",
+        "SEED",
+        "seed",
+        "best",
+    ),
+    Case(
         env.OTEL_SHAPECHECK_MARGIN_THRESHOLD,
         lambda: ToolChoiceCheck(HashingEmbedder()).margin_threshold,
-        0.05,
+        0.01,
         "0.02",
         0.02,
         "nan",

@@ -30,6 +30,7 @@ from otel_shapecheck._attributes import (
     FIGURES_INFERRED,
     FIGURES_SKIPPED,
     FIGURES_UNSUPPORTED,
+    FIGURES_UNSUPPORTED_COUNT,
     FLAGGED,
     FLAGS,
     RUN_EVALUATED,
@@ -241,11 +242,18 @@ def _figures_summary(
         "checked": sum(_count(answer.get(FIGURES_CHECKED)) for answer in answers),
         "computed": sum(_count(answer.get(FIGURES_COMPUTED)) for answer in answers),
         "inferred": sum(_count(answer.get(FIGURES_INFERRED)) for answer in answers),
-        "unsupported": sum(len(_sequence(answer.get(FIGURES_UNSUPPORTED))) for answer in answers),
+        "unsupported": sum(_unsupported(answer) for answer in answers),
         "skipped": len(reasons),
         "skipped_no_content": reasons.count("no-content"),
         "skipped_no_results": reasons.count("no-results"),
     }
+
+
+def _unsupported(answer: Mapping[str, Any]) -> int:
+    """Unsupported figures of one answer: the count (present whether or not the values are)."""
+    if FIGURES_UNSUPPORTED_COUNT in answer:
+        return _count(answer.get(FIGURES_UNSUPPORTED_COUNT))
+    return len(_sequence(answer.get(FIGURES_UNSUPPORTED)))
 
 
 def _span_entry(span: ReadableSpan) -> dict[str, Any]:

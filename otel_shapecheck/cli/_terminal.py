@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from otel_shapecheck.checks.tool_choice._check import SKIP_NOTHING_CHOSEN
+from otel_shapecheck.checks.tool_choice._labels import SKIP_NOTHING_CHOSEN
 from otel_shapecheck.cli._report import VerdictRow
 
 PROGRESS_THRESHOLD_SPANS = 2000

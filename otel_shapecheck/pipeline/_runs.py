@@ -28,6 +28,7 @@ from otel_shapecheck._attributes import (
     FIGURES_INFERRED,
     FIGURES_SKIPPED,
     FIGURES_UNSUPPORTED,
+    FIGURES_UNSUPPORTED_COUNT,
     FLAGGED,
     RUN_ANALYSTS,
     RUN_ANSWERS_CHECKED,
@@ -151,11 +152,11 @@ def _tally_figures(tally: RunTally, attributes: Mapping[str, AttributeValue]) ->
 
 
 def unsupported_count(attributes: Mapping[str, AttributeValue]) -> int:
-    """The unsupported figures of a figures verdict: its list's length, else what the counts leave over.
-
-    The counts partition the checked figures, so the number is known even where the list (content) is
-    left out of the verdict's attributes.
-    """
+    """The unsupported figures of a figures verdict: its count, else its list's length, else what the
+    other counts leave over (they partition the checked figures; the list is content)."""
+    count = attributes.get(FIGURES_UNSUPPORTED_COUNT)
+    if isinstance(count, int) and not isinstance(count, bool):
+        return count
     listed = attributes.get(FIGURES_UNSUPPORTED)
     if isinstance(listed, list | tuple):
         return len(listed)

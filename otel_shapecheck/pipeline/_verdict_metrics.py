@@ -100,7 +100,8 @@ class VerdictMetrics:
             check = verdict.evaluation.removeprefix(_NAMESPACE)
             points = dimensions
             if self._tool_names and verdict.evaluation == EVALUATION_TOOL_CHOICE:
-                points = {**dimensions, **_chosen_tool(verdict.attributes)}
+                # A tool name the model invented is content (and unbounded): only menu names go.
+                points = {**dimensions, **_chosen_tool(verdict.without_content().attributes)}
             self._verdicts.add(
                 1,
                 {

@@ -25,6 +25,7 @@ from otel_shapecheck.pipeline._runs import RunTally, run_copy, tally_verdicts
 from otel_shapecheck.pipeline._sinks import VerdictSink
 from otel_shapecheck.pipeline._subjects import build_subjects
 from otel_shapecheck.pipeline._verdict_metrics import VerdictMetrics
+from otel_shapecheck.readers._classify import carries_message_content
 
 logger = logging.getLogger(__name__)
 
@@ -250,7 +251,12 @@ class EvaluationWorker:
             self._forward(span)
             return
         try:
-            copy = enriched_copy(span, verdicts)
+            on_span = verdicts
+            if not carries_message_content(span.attributes or {}, span.events):
+                # Content the instrumentation kept off this span must not come back on it through us;
+                # the event sink applies its own switch (include_content).
+                on_span = [verdict.without_content() for verdict in verdicts]
+            copy = enriched_copy(span, on_span)
         except Exception:
             self._counters.error("enrich", "Building an enriched copy failed; forwarding the span as it is")
             self._forward(span)

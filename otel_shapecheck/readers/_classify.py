@@ -10,7 +10,7 @@ also carries) instead of classifying again. :func:`names_own_tool_calls` and
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -23,24 +23,31 @@ from otel_shapecheck.readers._genai import (
     EXECUTE_TOOL_SPAN_PREFIX,
     FINISH_REASONS,
     GENAI_CONTENT_KEYS,
+    INPUT_MESSAGES,
     OPERATION_NAME,
     OUTPUT_MESSAGES,
+    SYSTEM_INSTRUCTIONS,
 )
 from otel_shapecheck.readers._genai_events import CONTENT_EVENT_NAMES, event_name_of
 from otel_shapecheck.readers._openinference import FINISH_REASON as OPENINFERENCE_FINISH_REASON
 from otel_shapecheck.readers._openinference import (
+    INPUT_MESSAGES_PREFIX,
+    INPUT_VALUE,
     OPENINFERENCE_CONTENT_PREFIXES,
     OPENINFERENCE_SPAN_KIND,
     OUTPUT_MESSAGE_MARKERS,
+    OUTPUT_MESSAGES_PREFIX,
     OUTPUT_TOOL_CALL_MARKER,
     OUTPUT_VALUE,
 )
 from otel_shapecheck.readers._openllmetry import (
     COMPLETION_FINISH_REASON,
     COMPLETION_MARKERS,
+    COMPLETION_PREFIX,
     COMPLETION_TOOL_CALL_MARKER,
     LLM_REQUEST_TYPE,
     OPENLLMETRY_CONTENT_PREFIXES,
+    PROMPT_PREFIX,
     TRACELOOP_SPAN_KIND,
 )
 
@@ -208,6 +215,27 @@ def content_conventions(attributes: Mapping[str, object]) -> Convention:
         elif key.startswith(OPENINFERENCE_CONTENT_PREFIXES):
             found |= Convention.OPENINFERENCE
     return found
+
+
+_MESSAGE_CONTENT_KEYS = frozenset(
+    {INPUT_MESSAGES, OUTPUT_MESSAGES, SYSTEM_INSTRUCTIONS, INPUT_VALUE, OUTPUT_VALUE}
+)
+_MESSAGE_CONTENT_PREFIXES = (PROMPT_PREFIX, COMPLETION_PREFIX, INPUT_MESSAGES_PREFIX, OUTPUT_MESSAGES_PREFIX)
+
+
+def carries_message_content(attributes: Mapping[str, object], events: Sequence[object] = ()) -> bool:
+    """Whether a span itself carries message content (prompts, replies), in attributes or span events.
+
+    Only then may its enriched copy quote content (the figures of its answer and of tool results, tool
+    names the model wrote): a span whose instrumentation kept content out (log events only, or none)
+    must not gain it through us. Tool definitions are the application's, not message content.
+    """
+    for key in attributes:
+        if isinstance(key, str) and (
+            key in _MESSAGE_CONTENT_KEYS or key.startswith(_MESSAGE_CONTENT_PREFIXES)
+        ):
+            return True
+    return any(getattr(event, "name", None) in CONTENT_EVENT_NAMES for event in events)
 
 
 def names_own_tool_calls(attributes: Mapping[str, object]) -> bool:

@@ -18,10 +18,12 @@ from otel_shapecheck.readers._lenient_json import (
     parse_json_or_text,
     to_json_value,
 )
+from otel_shapecheck.readers._tool_schema import schema_of, tool_parameters
 
 OPERATION_NAME = "gen_ai.operation.name"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
+SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 TOOL_DEFINITIONS = "gen_ai.tool.definitions"
 FINISH_REASONS = "gen_ai.response.finish_reasons"
 RESPONSE_ID = "gen_ai.response.id"
@@ -136,7 +138,11 @@ def offered_tool_from_json(item: Mapping[str, JSONValue]) -> OfferedTool | None:
     name = optional_string(definition.get("name"))
     if not name:
         return None
-    return OfferedTool(name=name, description=optional_string(definition.get("description")))
+    return OfferedTool(
+        name=name,
+        description=optional_string(definition.get("description")),
+        parameters=tool_parameters(schema_of(definition)),
+    )
 
 
 def read_string_list(value: object) -> tuple[str, ...]:

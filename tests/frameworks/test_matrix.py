@@ -158,6 +158,17 @@ def _checked(row: Row, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     return report
 
 
+@pytest.fixture(autouse=True)
+def _seed_scoring(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rows' flag counts are the seed rule's on the hashing embedder, live and in ``check`` alike.
+
+    The matrix is about reading each framework's telemetry. Under the calibrated default the scenario's
+    near-twin choice has a hashing margin of 0.018, clear of its 0.01 threshold (calibrated on MiniLM,
+    where the same choice is narrow at 0.0099); the scorings themselves are tested and measured elsewhere.
+    """
+    monkeypatch.setenv("OTEL_SHAPECHECK_TOOL_CHOICE_SCORING", "seed")
+
+
 @pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
 def test_row(row: Row, capsys: pytest.CaptureFixture[str]) -> None:
     """The row's verdicts, exact counts, and the same verdicts live and from ``check``."""

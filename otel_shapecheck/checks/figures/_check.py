@@ -16,6 +16,7 @@ from otel_shapecheck._attributes import (
     FIGURES_SKIPPED,
     FIGURES_TRUNCATED,
     FIGURES_UNSUPPORTED,
+    FIGURES_UNSUPPORTED_COUNT,
     FLAG_FIGURES_UNSUPPORTED,
 )
 from otel_shapecheck._model import LLMCall, ToolResult
@@ -203,6 +204,10 @@ def _skipped(reason: str, response_id: str | None) -> Verdict:
     )
 
 
+_CONTENT_KEYS = frozenset({FIGURES_UNSUPPORTED, FIGURES_DERIVATIONS})
+"""The figures themselves: the answer's numbers as written and the tool results' numbers."""
+
+
 def _verdict(finding: FiguresFinding, response_id: str | None) -> Verdict:
     attributes: dict[str, AttributeValue] = {
         FIGURES_CHECKED: finding.checked,
@@ -210,6 +215,7 @@ def _verdict(finding: FiguresFinding, response_id: str | None) -> Verdict:
         FIGURES_COMPUTED: len(finding.computed),
         FIGURES_INFERRED: len(finding.inferred),
         FIGURES_UNSUPPORTED: finding.unsupported,
+        FIGURES_UNSUPPORTED_COUNT: len(finding.unsupported),
         FIGURES_DERIVATIONS: (
             *(figure.describe() for figure in finding.computed),
             *(figure.describe() for figure in finding.inferred),
@@ -225,6 +231,7 @@ def _verdict(finding: FiguresFinding, response_id: str | None) -> Verdict:
         score=finding.supported_share,
         flags=(FLAG_FIGURES_UNSUPPORTED,) if flagged else (),
         response_id=response_id,
+        content_keys=_CONTENT_KEYS,
     )
 
 

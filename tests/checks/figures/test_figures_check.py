@@ -19,6 +19,7 @@ from otel_shapecheck._attributes import (
     FIGURES_INFERRED,
     FIGURES_TRUNCATED,
     FIGURES_UNSUPPORTED,
+    FIGURES_UNSUPPORTED_COUNT,
     FLAG_FIGURES_UNSUPPORTED,
     RESPONSE_ID,
 )
@@ -131,6 +132,7 @@ class TestVerdict:
             FIGURES_COMPUTED: 2,
             FIGURES_INFERRED: 0,
             FIGURES_UNSUPPORTED: (),
+            FIGURES_UNSUPPORTED_COUNT: 0,
             FIGURES_DERIVATIONS: (
                 "59.2 = column-ratio: 100 × rows[].used_tb ÷ rows[].total_tb",
                 "1526.3 = column-sum: sum of rows[].usable_tb",
@@ -147,6 +149,8 @@ class TestVerdict:
         answer = "CLUSTER-A01 is 53.2% used, with 6.3 TB free, 1,526.3 TB usable."
         verdict = _verdict(answer_subject(answer, tool_results=(capacity_result(),)))
         assert verdict.attributes[FIGURES_UNSUPPORTED] == ("53.2%", "6.3 TB")
+        assert verdict.attributes[FIGURES_UNSUPPORTED_COUNT] == 2
+        assert verdict.content_keys == {FIGURES_UNSUPPORTED, FIGURES_DERIVATIONS}
         assert verdict.flags == (FLAG_FIGURES_UNSUPPORTED,)
         assert verdict.label == "unsupported"
         assert verdict.score == pytest.approx(1 / 3)
