@@ -158,6 +158,25 @@ class TestScriptedRun:
             _verdict("figures", "unsupported", flagged=True),
         }
 
+    def test_a_tool_name_the_model_invented_is_never_a_metric_attribute(self) -> None:
+        """Opted in, a chosen tool that is not on the menu (content, and unbounded) is left out."""
+        invented = [
+            {"role": "assistant", "parts": [{"type": "tool_call", "id": "c9", "name": "rm_rf_cluster"}]}
+        ]
+        with _recording(metrics_tool_names=True) as (provider, processor, _, reader):
+            tracer = provider.get_tracer("app")
+            with (
+                GENAI.agent(tracer, AGENT),
+                tracer.start_as_current_span(
+                    f"chat {MODEL}",
+                    attributes=genai_chat("r-invented", invented),  # type: ignore[arg-type]
+                ),
+            ):
+                pass
+            assert processor.force_flush()
+            points = _points(reader)
+        assert set(points[METRIC_VERDICTS]) == {_verdict("tool_choice", "skipped")}
+
     def test_without_opting_in_no_point_names_a_tool_or_a_span(self) -> None:
         """Only the documented low-cardinality attribute keys appear on any point."""
         with _recording() as (provider, processor, _, reader):
