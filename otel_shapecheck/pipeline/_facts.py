@@ -89,7 +89,7 @@ class HeldSpan:
 
     @property
     def llm_call(self) -> bool:
-        """Whether the span is an LLM call (else it is an analyst span)."""
+        """Whether the span is an LLM call (else an analyst span, or a run's agent span if ``run`` is set)."""
         return self.classified.role is SpanRole.LLM_CALL
 
 

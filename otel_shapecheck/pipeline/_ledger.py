@@ -212,7 +212,7 @@ class Ledger:
                 facts.calls.append((parent_id, span, classified))
         analyst = self._analyst_parents.pop(span_id, None) is not None
         if role is SpanRole.AGENT and ancestry.run_id is None:
-            return self._hold_run(span, span_id, trace_id, classified, facts, ancestry), wake
+            return self._hold_run(span, span_id, trace_id, classified, facts), wake
         if not (llm_call or analyst):
             return False, wake
         held = HeldSpan(
@@ -288,7 +288,6 @@ class Ledger:
         trace_id: int,
         classified: SpanClass,
         facts: TraceFacts | None,
-        ancestry: Ancestry,
     ) -> bool:
         """Hold a run's agent span: ready now if its run has no span left to evaluate, else waiting."""
         key = (trace_id, span_id)
