@@ -193,14 +193,6 @@ Bytes of request bodies being received and decoded at once; a request that does 
 with backpressure before its body is read. Default 67108864 (64 MiB).
 """
 
-OTEL_SHAPECHECK_GATEWAY_SPOOL_DIR: Final = "OTEL_SHAPECHECK_GATEWAY_SPOOL_DIR"
-"""
-.. envvar:: OTEL_SHAPECHECK_GATEWAY_SPOOL_DIR
-
-Directory of the durable spool (an sqlite3 database) holding every acknowledged request until it is
-forwarded. Default ``$XDG_STATE_HOME/otel-shapecheck/spool`` (``~/.local/state/otel-shapecheck/spool``).
-"""
-
 OTEL_SHAPECHECK_GATEWAY_SPOOL_MAX_BYTES: Final = "OTEL_SHAPECHECK_GATEWAY_SPOOL_MAX_BYTES"
 """
 .. envvar:: OTEL_SHAPECHECK_GATEWAY_SPOOL_MAX_BYTES

@@ -1,8 +1,7 @@
-"""The gateway's settings: an argument, else its ``OTEL_SHAPECHECK_GATEWAY_*`` variable, else a default."""
+"""The gateway's settings: an argument, else its environment variable, else a default."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from otel_shapecheck._settings import non_negative_float, positive_int
@@ -13,7 +12,6 @@ from otel_shapecheck.environment_variables import (
     OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES,
     OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS,
     OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS,
-    OTEL_SHAPECHECK_GATEWAY_SPOOL_DIR,
     OTEL_SHAPECHECK_GATEWAY_SPOOL_MAX_BYTES,
 )
 from otel_shapecheck.gateway._spool import default_spool_directory
@@ -91,11 +89,10 @@ def shutdown_timeout(explicit: float | None = None) -> float:
 
 
 def spool_directory(explicit: str | None = None) -> Path:
-    """Where the spool lives (argument, variable, a per-user state directory)."""
+    """Where the spool lives: ``explicit``, else a per-user state directory."""
     if explicit is not None and explicit.strip():
         return Path(explicit).expanduser()
-    raw = os.environ.get(OTEL_SHAPECHECK_GATEWAY_SPOOL_DIR, "").strip()
-    return Path(raw).expanduser() if raw else default_spool_directory()
+    return default_spool_directory()
 
 
 def gateway_processor_options(

@@ -52,7 +52,10 @@ def running_gateway(receiver: OTLPReceiver, **options: Any) -> Iterator[GatewayS
     """A gateway listening on 127.0.0.1 (gRPC and HTTP, ports from the OS), stopped on exit."""
     listening = {name: options.pop(name) for name in _SERVICE_OPTIONS if name in options}
     service = GatewayService(
-        build_gateway(receiver, **options), grpc_address="127.0.0.1:0", http_address="127.0.0.1:0", **listening
+        build_gateway(receiver, **options),
+        grpc_address="127.0.0.1:0",
+        http_address="127.0.0.1:0",
+        **listening,
     )
     with service:
         yield service

@@ -149,7 +149,9 @@ class TestSdkExportersRetry:
 
 
 class TestFailingDownstream:
-    def test_a_refusing_destination_is_retried_until_it_takes_everything(self, receiver: OTLPReceiver) -> None:
+    def test_a_refusing_destination_is_retried_until_it_takes_everything(
+        self, receiver: OTLPReceiver
+    ) -> None:
         """Batches the destination refuses are tried again; once it accepts, every span arrives."""
         receiver.behave(error_status=400)
         with running_gateway(receiver, max_queue_size=CAPACITY) as service:
