@@ -160,6 +160,8 @@ class GatewayHTTPServer:
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
         self._failed: BaseException | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The server's event loop, while it runs."""
 
     @property
     def timed_out(self) -> int:
@@ -173,6 +175,7 @@ class GatewayHTTPServer:
         def serve() -> None:
             loop = asyncio.new_event_loop()
             asyncio.set_event_loop(loop)
+            self.loop = loop
             try:
                 task = loop.create_task(self._server.serve(sockets=[self._socket]))
                 loop.call_soon(_when_started, self._server, started, loop)

@@ -58,17 +58,22 @@ def _grpc_exporter(service: GatewayService, certs: Certificates, token: str | No
     credentials = grpc.ssl_channel_credentials(root_certificates=certs.ca.read_bytes())
     headers = {"authorization": f"Bearer {token}"} if token else None
     return GrpcSpanExporter(
-        endpoint=f"https://127.0.0.1:{service.grpc_port}", credentials=credentials, headers=headers, timeout=10
+        endpoint=f"https://127.0.0.1:{service.grpc_port}",
+        credentials=credentials,
+        headers=headers,
+        timeout=10,
     )
 
 
-def _http_exporter(service: GatewayService, certs: Certificates, token: str | None) -> HttpSpanExporter:
+def _http_exporter(
+    service: GatewayService, certs: Certificates, token: str | None, timeout: float = 10
+) -> HttpSpanExporter:
     headers = {"Authorization": f"Bearer {token}"} if token else None
     return HttpSpanExporter(
         endpoint=f"https://127.0.0.1:{service.http_port}/v1/traces",
         certificate_file=str(certs.ca),
         headers=headers,
-        timeout=10,
+        timeout=timeout,
     )
 
 
@@ -122,7 +127,9 @@ class TestTlsWithToken:
         assert parsed == []
         assert receiver.spans == []
 
-    def test_plaintext_is_refused_by_a_tls_listener(self, secured: GatewayService, receiver: OTLPReceiver) -> None:
+    def test_plaintext_is_refused_by_a_tls_listener(
+        self, secured: GatewayService, receiver: OTLPReceiver
+    ) -> None:
         """A plaintext HTTP client gets no answer from the TLS listener; nothing is forwarded."""
         request = urllib.request.Request(
             f"http://127.0.0.1:{secured.http_port}/v1/traces",
@@ -141,8 +148,7 @@ class TestMutualTls:
         """With --tls-client-ca, a client without a certificate is refused and one with it delivers."""
         tls = TLSSettings.of(str(certs.server_cert), str(certs.server_key), str(certs.ca))
         with running_gateway(receiver, tls=tls, tokens=tokens) as service:
-            anonymous = _http_exporter(service, certs, TOKEN)
-            anonymous._timeout = 2  # a refused handshake is retried until the timeout
+            anonymous = _http_exporter(service, certs, TOKEN, timeout=2)  # retried until the timeout
             assert anonymous.export(_ended_spans(2, "anonymous")) is SpanExportResult.FAILURE
             anonymous.shutdown()
             known = HttpSpanExporter(

@@ -1,4 +1,4 @@
-"""Validation at the door: bad ids never reach a batch, deep nesting and damaged gzip are 400 with one line."""
+"""Validation at the door: bad ids never reach a batch; deep nesting and damaged gzip are 400, logged once."""
 
 from __future__ import annotations
 
@@ -40,7 +40,9 @@ class TestIds:
         [("trace_id", b"\x01" * 15), ("span_id", b"\x01" * 9), ("parent_span_id", b"\x02" * 4)],
         ids=["short-trace-id", "long-span-id", "short-parent"],
     )
-    def test_a_bad_span_id_rejects_that_span_only(self, receiver: OTLPReceiver, field: str, value: bytes) -> None:
+    def test_a_bad_span_id_rejects_that_span_only(
+        self, receiver: OTLPReceiver, field: str, value: bytes
+    ) -> None:
         """1000 good spans and one with a wrong-length id: partial success of 1, all 1000 forwarded."""
         bad = Span(name="bad", trace_id=TRACE_ID, span_id=(5000).to_bytes(8, "big"))
         setattr(bad, field, value)
