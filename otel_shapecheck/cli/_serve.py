@@ -26,7 +26,7 @@ from otel_shapecheck.cli._exit import EXIT_INTERNAL_ERROR, EXIT_LEFT_IN_SPOOL, E
 from otel_shapecheck.cli._serve_flags import DEFAULT_GRPC_ADDRESS, DEFAULT_HTTP_ADDRESS, add_flags
 
 if TYPE_CHECKING:
-    from otel_shapecheck.gateway._gateway import GatewayCounts
+    from otel_shapecheck.gateway._counts import GatewayCounts
     from otel_shapecheck.gateway._service import GatewayService
 
 _COMMAND = "otel-shapecheck serve"

@@ -26,8 +26,9 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 
 from otel_shapecheck.gateway._admission import Admission
 from otel_shapecheck.gateway._body import export_response, refusals
+from otel_shapecheck.gateway._counts import ExportAnswer
 from otel_shapecheck.gateway._decode import Kind, UnreadableRequest, read_request
-from otel_shapecheck.gateway._gateway import ExportAnswer, Gateway
+from otel_shapecheck.gateway._gateway import Gateway
 from otel_shapecheck.gateway._security import TLSSettings, TokenFile
 
 logger = logging.getLogger(__name__)

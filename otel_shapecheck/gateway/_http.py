@@ -28,8 +28,9 @@ from google.rpc import code_pb2, status_pb2
 
 from otel_shapecheck.gateway._admission import Admission
 from otel_shapecheck.gateway._body import DamagedBody, InflatesTooFar, export_response, gunzip, refusals
+from otel_shapecheck.gateway._counts import ExportAnswer, Ticket
 from otel_shapecheck.gateway._decode import Kind, UnreadableRequest, read_request
-from otel_shapecheck.gateway._gateway import ExportAnswer, Gateway, Ticket
+from otel_shapecheck.gateway._gateway import Gateway
 from otel_shapecheck.gateway._security import TokenFile
 
 logger = logging.getLogger(__name__)

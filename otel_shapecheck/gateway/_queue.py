@@ -14,6 +14,8 @@ log records by a tag on the API record, which the batch processor's shallow copy
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import logging
 import threading
 from collections import deque
@@ -98,6 +100,7 @@ class SpoolQueue:
         self._loading = True
         self._closed = False
         self._logged_failure = False
+        self._loaded_since_trim = False
         self._thread = threading.Thread(target=self._run, name="shapecheck-gateway-loader", daemon=True)
 
     def start(self) -> None:
@@ -153,11 +156,15 @@ class SpoolQueue:
             with self._lock:
                 head = self._pending[0] if self._pending else None
             if head is None or not self._room_for(head[0]):
+                if head is None and self._loaded_since_trim and not self.items.in_use:
+                    self._loaded_since_trim = False
+                    release_free_memory()
                 self._wake.wait(_IDLE_WAIT_SECONDS)
                 self._wake.clear()
                 continue
             with self._lock:
                 self._pending.popleft()
+            self._loaded_since_trim = True
             try:
                 self._load(*head)
             except Exception:  # a bug must not stop the loading of everything after it
@@ -289,6 +296,24 @@ class SpoolQueue:
             if not self._logged_failure:
                 self._logged_failure = True
                 logger.exception("Writing to the spool failed (logged once)")
+
+
+def _trimmer() -> Callable[[], object] | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim: Callable[[int], object] = libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to hand back
+        return None
+    return lambda: trim(0)
+
+
+_TRIM = _trimmer()
+
+
+def release_free_memory() -> None:
+    """Hand memory freed by a drained pipeline back to the system (glibc keeps it otherwise)."""
+    if _TRIM is not None:
+        _TRIM()
 
 
 def _log_refs(batch: Sequence[ReadableLogRecord]) -> list[tuple[_Loaded, int]]:

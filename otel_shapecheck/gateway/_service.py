@@ -13,7 +13,8 @@ import logging
 
 import grpc
 
-from otel_shapecheck.gateway._gateway import Gateway, GatewayCounts
+from otel_shapecheck.gateway._counts import GatewayCounts
+from otel_shapecheck.gateway._gateway import Gateway
 from otel_shapecheck.gateway._grpc import start_grpc_server
 from otel_shapecheck.gateway._http import OTLPApplication
 from otel_shapecheck.gateway._http_server import GatewayHTTPServer

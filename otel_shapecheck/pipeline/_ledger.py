@@ -15,7 +15,9 @@ Completion rules (a span is *final* when every fact its verdict needs is known):
 Bounds: a span waits at most ``max_wait`` seconds and at most ``max_pending_spans`` spans wait at once
 (past either, the oldest is released as *incomplete*); at most ``max_queue_size`` spans wait for the
 worker (past it a new span is not held, and the caller forwards it as it is). Facts are kept for at
-most ``max_traces`` traces (least recently active evicted first) and ``max_facts_per_trace`` each.
+most ``max_traces`` traces (least recently active evicted first) and ``max_facts_per_trace`` each, and,
+when ``max_fact_bytes`` is given, for at most that many bytes of facts in all (estimated by
+:func:`~otel_shapecheck.pipeline._sizes.fact_bytes`; least recently active traces evicted first).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck._model import ToolExecution
 from otel_shapecheck.pipeline._metrics import ProcessorCounters
+from otel_shapecheck.pipeline._sizes import fact_bytes
 from otel_shapecheck.readers._classify import SpanClass, SpanRole
 
 
@@ -90,6 +93,7 @@ class _TraceFacts:
 
     __slots__ = (
         "attempts",
+        "bytes",
         "calls",
         "content",
         "content_names_calls",
@@ -102,6 +106,7 @@ class _TraceFacts:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.size = 0
+        self.bytes = 0
         self.executions: list[ExecutionFact] = []
         self.calls: list[tuple[int | None, ReadableSpan, SpanClass]] = []
         self.attempts: dict[int, list[ReadableSpan]] = {}
@@ -129,6 +134,7 @@ class Ledger:
         max_traces: int,
         max_facts_per_trace: int,
         wake_at: int = 1,
+        max_fact_bytes: int | None = None,
     ) -> None:
         self._counters = counters
         self._wake_at = wake_at
@@ -137,6 +143,7 @@ class Ledger:
         self._max_queue = max_queue_size
         self._max_traces = max_traces
         self._max_facts = max_facts_per_trace
+        self._max_fact_bytes = max_fact_bytes
         self._init_state()
 
     def _init_state(self) -> None:
@@ -150,6 +157,7 @@ class Ledger:
         self._ready_spans = 0
         self._overflow: list[ReadableSpan] = []
         self._closed = False
+        self._fact_bytes = 0
 
     def reset_after_fork(self) -> None:
         """Forget everything: spans held by the parent process are the parent's to forward."""
@@ -214,12 +222,15 @@ class Ledger:
                     counts.facts_dropped += 1
                 elif tool_execution:
                     facts.executions.append(ExecutionFact(span, parent_id, classified))
+                    self._weigh(facts, span)
                 elif parent_id is not None:
                     facts.attempts.setdefault(parent_id, []).append(span)
                     self._analyst_parents[parent_id] = trace_id
+                    self._weigh(facts, span)
             if llm_call and facts.size < facts.limit:
                 facts.size += 1
                 facts.calls.append((parent_id, span, classified))
+                self._weigh(facts, span)
         analyst = self._analyst_parents.pop(span_id, None) is not None
         if not (llm_call or analyst):
             return False, wake
@@ -267,6 +278,7 @@ class Ledger:
                 self._counters.facts_dropped += 1
                 return
             facts.content.setdefault(span_id, []).append(record)
+            self._weigh(facts, record)
             if names_own_tool_calls:
                 facts.content_names_calls.add(span_id)
 
@@ -323,12 +335,35 @@ class Ledger:
         facts = _TraceFacts(self._max_facts)
         self._traces[trace_id] = facts
         while len(self._traces) > self._max_traces:
-            _, evicted = self._traces.popitem(last=False)
-            for parent_id in evicted.attempts:
-                self._analyst_parents.pop(parent_id, None)
-            if evicted.size:
-                self._counters.facts_dropped += evicted.size
+            self._evict_oldest()
         return facts
+
+    def _evict_oldest(self) -> None:
+        _, evicted = self._traces.popitem(last=False)
+        for parent_id in evicted.attempts:
+            self._analyst_parents.pop(parent_id, None)
+        if evicted.size:
+            self._counters.facts_dropped += evicted.size
+        self._fact_bytes -= evicted.bytes
+
+    def _weigh(self, facts: _TraceFacts, item: object) -> None:
+        """Count a fact's bytes; past ``max_fact_bytes`` evict the least recently active other traces."""
+        if self._max_fact_bytes is None:
+            return
+        size = fact_bytes(item)
+        facts.bytes += size
+        self._fact_bytes += size
+        while self._fact_bytes > self._max_fact_bytes and len(self._traces) > 1:
+            if next(iter(self._traces.values())) is facts:
+                break
+            self._evict_oldest()
+
+    def _unweigh(self, facts: _TraceFacts, items: tuple[object, ...]) -> None:
+        if self._max_fact_bytes is None:
+            return
+        size = sum(fact_bytes(item) for item in items)
+        facts.bytes -= size
+        self._fact_bytes -= size
 
     def _push_ready(self, group: tuple[HeldSpan, ...], capped: bool = True) -> None:
         """Queue a group for the worker; past ``max_queue_size`` its spans go to the overflow instead."""
@@ -383,12 +418,14 @@ class Ledger:
             if records:
                 content[held.span_id] = tuple(records)
                 facts.size -= len(records)
+                self._unweigh(facts, content[held.span_id])
             facts.content_names_calls.discard(held.span_id)
             if held.analyst:
                 attempt_spans = facts.attempts.pop(held.span_id, None)
                 if attempt_spans:
                     attempts[held.span_id] = tuple(attempt_spans)
                     facts.size -= len(attempt_spans)
+                    self._unweigh(facts, attempts[held.span_id])
         trace_executions = tuple(facts.executions)
         executions = tuple(fact for fact in trace_executions if fact.parent_id in owners)
         awaited = {held.parent_id for held in group if held.awaits_parent}

@@ -75,6 +75,9 @@ class ShapecheckSpanProcessor(SpanProcessor):
         checks: the checks to run; ``None`` runs every built-in check with its defaults.
         options: the processor's bounds (default: :class:`ProcessorOptions` from the environment).
         meter_provider: where the counters are exported as observable counters (default: the global one).
+        max_fact_bytes: at most about this many bytes of facts (tool results, content records) kept in
+            all, least recently active traces dropped first (default: bounded by counts only). The
+            gateway sets it; an application bounds facts with ``max_traces`` and ``max_facts_per_trace``.
 
     Time bounds: ``on_end`` holds only the ledger's lock (a few dictionary operations) for GenAI spans
     and calls ``downstream.on_end`` itself only for untouched spans, as the downstream would be called
@@ -95,6 +98,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
         checks: Sequence[Check] | None = None,
         options: ProcessorOptions | None = None,
         meter_provider: MeterProvider | None = None,
+        max_fact_bytes: int | None = None,
     ) -> None:
         if not isinstance(downstream, SpanProcessor):
             raise ValueError(f"downstream={downstream!r} is not a valid value: it must be a SpanProcessor")
@@ -117,6 +121,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
             max_traces=options.max_traces,
             max_facts_per_trace=options.max_facts_per_trace,
             wake_at=options.max_evaluation_batch_size,
+            max_fact_bytes=max_fact_bytes,
         )
         self._worker = EvaluationWorker(
             self._ledger,

@@ -14,8 +14,9 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from otlp_receiver import OTLPReceiver
 
 from otel_shapecheck import ConformanceCheck, FiguresCheck, HashingEmbedder, ToolChoiceCheck
+from otel_shapecheck.gateway._counts import ExportAnswer
 from otel_shapecheck.gateway._decode import Kind, read_request
-from otel_shapecheck.gateway._gateway import ExportAnswer, Gateway
+from otel_shapecheck.gateway._gateway import Gateway
 from otel_shapecheck.gateway._service import GatewayService
 from otel_shapecheck.pipeline._events import EvaluationEventEmitter
 
