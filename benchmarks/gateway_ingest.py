@@ -48,7 +48,7 @@ def _plain_request(first: int) -> bytes:
         Span(
             name="GET /orders",
             trace_id=(first // 10 + 1).to_bytes(16, "big"),
-            span_id=(first + number).to_bytes(8, "big"),
+            span_id=(first + number + 1).to_bytes(8, "big"),  # 0 is no id: rejected at the door
             kind=Span.SPAN_KIND_SERVER,
             start_time_unix_nano=1_700_000_000_000_000_000,
             end_time_unix_nano=1_700_000_000_100_000_000,
