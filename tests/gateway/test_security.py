@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 import ssl
 import urllib.request
 from collections.abc import Iterator
@@ -17,8 +18,9 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from otlp_receiver import OTLPReceiver
 
 from gateway.certs import Certificates, make_certificates
-from gateway.otlp_requests import plain_spans, trace_request
-from gateway.running import running_gateway
+from gateway.otlp_requests import plain_spans, post, trace_request
+from gateway.running import eventually, running_gateway
+from gateway.serve_process import ServeProcess
 from gateway.test_backpressure import _ended_spans
 from otel_shapecheck.gateway import _decode
 from otel_shapecheck.gateway._security import TLSSettings, TokenFile, warn_if_exposed
@@ -213,3 +215,26 @@ class TestExposure:
         with caplog.at_level(logging.WARNING):
             warn_if_exposed("HTTP", host, tls=tls, auth=auth)
         assert bool(caplog.records) is warned
+
+
+class TestServeCommand:
+    def test_sighup_reloads_the_token_file(self, tmp_path: Path, receiver: OTLPReceiver) -> None:
+        """``kill -HUP`` makes a running gateway take the token file's new tokens and drop the old ones."""
+        tokens = tmp_path / "tokens"
+        tokens.write_text("old-token\n", encoding="utf-8")
+        body = trace_request(plain_spans(1)).SerializeToString()
+
+        def status(port: int, token: str) -> int:
+            return post(port, "/v1/traces", body, {"Authorization": f"Bearer {token}"}).status
+
+        with ServeProcess(
+            f"http://{receiver.grpc_endpoint}", tmp_path / "spool", "--auth-token-file", str(tokens)
+        ) as gateway:
+            port = gateway.ports["http"]
+            assert (status(port, "old-token"), status(port, "new-token")) == (200, 401)
+            tokens.write_text("new-token\n", encoding="utf-8")
+            gateway.process.send_signal(signal.SIGHUP)
+            assert eventually(lambda: status(port, "new-token") == 200, timeout=30)
+            assert status(port, "old-token") == 401
+            gateway.stop()
+        assert "Reloaded 1 bearer tokens" in gateway.stderr
