@@ -156,7 +156,21 @@ def _id_problem(value: bytes, size: int, what: str, *, optional: bool = False) -
     return None
 
 
+_ZERO_TRACE_ID = bytes(16)
+_ZERO_SPAN_ID = bytes(8)
+
+
 def _span_problem(span: Span) -> str | None:
+    trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
+    if (  # the common case in a few C-level comparisons; the details only when something is off
+        len(trace_id) == 16
+        and len(span_id) == 8
+        and trace_id != _ZERO_TRACE_ID
+        and span_id != _ZERO_SPAN_ID
+        and len(parent) in (0, 8)
+        and not len(span.links)
+    ):
+        return None
     problem = (
         _id_problem(span.trace_id, 16, "trace id")
         or _id_problem(span.span_id, 8, "span id")

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,6 +37,7 @@ logger = logging.getLogger(__name__)
 
 _TAG = "shapecheck_spool_ref"
 _IDLE_WAIT_SECONDS = 0.5
+_TRIM_AFTER_SECONDS = 1.0
 
 Ingest = Callable[[Sequence[ReadableSpan], Sequence[ReadWriteLogRecord]], bool]
 """Hands converted items to the pipeline; False means they are consumed there and never exported."""
@@ -101,6 +104,7 @@ class SpoolQueue:
         self._closed = False
         self._logged_failure = False
         self._loaded_since_trim = False
+        self._empty_since: float | None = None
         self._thread = threading.Thread(target=self._run, name="shapecheck-gateway-loader", daemon=True)
 
     def start(self) -> None:
@@ -156,7 +160,7 @@ class SpoolQueue:
             with self._lock:
                 head = self._pending[0] if self._pending else None
             if head is None or not self._room_for(head[0]):
-                if head is None and self._loaded_since_trim and not self.items.in_use:
+                if head is None and self._drained_for_a_while():
                     self._loaded_since_trim = False
                     release_free_memory()
                 self._wake.wait(_IDLE_WAIT_SECONDS)
@@ -169,6 +173,16 @@ class SpoolQueue:
                 self._load(*head)
             except Exception:  # a bug must not stop the loading of everything after it
                 logger.exception("Loading a spooled request into the pipeline failed")
+
+    def _drained_for_a_while(self) -> bool:
+        """Whether something was loaded since the last trim, and the pipeline has been empty a moment."""
+        if not self._loaded_since_trim or self.items.in_use:
+            self._empty_since = None
+            return False
+        now = time.monotonic()
+        if self._empty_since is None:
+            self._empty_since = now
+        return now - self._empty_since >= _TRIM_AFTER_SECONDS
 
     def _room_for(self, entry: SpoolEntry) -> bool:
         return self.items.fits(entry.remaining) and self.bytes.fits(entry.size)
@@ -311,7 +325,9 @@ _TRIM = _trimmer()
 
 
 def release_free_memory() -> None:
-    """Hand memory freed by a drained pipeline back to the system (glibc keeps it otherwise)."""
+    """After a drain: collect the cycles that still hold spans, and hand freed memory back to the system
+    (glibc keeps it otherwise)."""
+    gc.collect()
     if _TRIM is not None:
         _TRIM()
 
