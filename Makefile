@@ -45,7 +45,16 @@ $(STAMP_E2E): Makefile
 test-e2e: $(STAMP_TEST) $(STAMP_E2E)
 	SHAPECHECK_PHOENIX=$(abspath $(E2E_VENV))/bin/phoenix $(BIN)/pytest -q -m e2e
 
-bench: $(STAMP_TEST)
+# The tool-choice benchmarks join the shared BFCL cases to BFCL's own data (tool schemas, reference
+# arguments), which the bfcl-eval package ships; only its data is read, so its dependencies are skipped.
+BFCL_EVAL_REQUIREMENT := bfcl-eval==2026.3.23
+STAMP_BFCL := $(VENV)/.installed-bfcl-eval
+
+$(STAMP_BFCL): Makefile | $(STAMP_TEST)
+	$(BIN)/pip install --quiet --no-deps '$(BFCL_EVAL_REQUIREMENT)'
+	touch $@
+
+bench: $(STAMP_TEST) $(STAMP_BFCL)
 	$(BIN)/python -m benchmarks
 
 clean:

@@ -1,10 +1,12 @@
-"""Figures check cost per answer: an answer of 30 figures against tool results of 50 and 5 000 rows.
+"""Figures check cost per answer: an answer of 30 figures against tool results of 50 and 5 000 rows, and
+the extended derivations against the closed set at N = 50, 500 and 5 000 carried numbers.
 
 Each row times ``check_figures`` end to end (parse the JSON tool result, fold it into the basis, ask
 every figure) and compares it with a baseline measured in the same run: a plain ``json.loads`` of the
-same result, the least any check that reads the result must pay. Both are CPU time of the measuring
-thread, so other processes on the same cores do not inflate them; the wall-clock median is reported
-too. Run alone with ``python -m benchmarks.bench_figures``.
+same result, the least any check that reads the result must pay, or for the extended rows the same
+answer under ``derivations="closed"``. All are CPU time of the measuring thread, so other processes on
+the same cores do not inflate them; the wall-clock median is reported too. Run alone with
+``python -m benchmarks.bench_figures``.
 """
 
 from __future__ import annotations
@@ -81,6 +83,51 @@ def _measure(name: str, rows: list[dict[str, Any]], repeats: int, target_ms: flo
         "target": f"< {target_ms:g} ms" if target_ms is not None else "bounded",
         "wall_ms": round(wall / 1e6, 3),
         "computed": len(finding.computed),
+        "inferred": len(finding.inferred),
+        "unsupported": len(finding.unsupported),
+        "truncated": finding.truncated,
+    }
+
+
+def answer_needing_the_extended_layer(rows: list[dict[str, Any]]) -> str:
+    """Four figures no closed derivation gives: a percent change and a difference of one row's cells, an
+    average of another row's, and an invented percentage, so the extended layer is built and asked."""
+    first, second = rows[0], rows[-1]
+    change = 100 * (first["read_iops"] - first["write_iops"]) / first["write_iops"]
+    return (
+        f"Reads ran {change:.2f}% above writes; reads led by {first['read_ms'] - first['write_ms']:.1f} ms; "
+        f"latency averaged {(second['read_ms'] + second['write_ms']) / 2:.2f} ms; CPU peaked at 87.13%."
+    )
+
+
+def _measure_extended(numbers: int, repeats: int, target_ms: float | None) -> dict[str, Any]:
+    """One row: extended against closed on the same answer and a result of ``numbers`` carried numbers."""
+    rows = capacity_rows(numbers // 10)
+    content = json.dumps({"rows": rows})
+    result = ToolResult(content, call_id="call_1", name="get_capacity")
+    answer = answer_needing_the_extended_layer(rows)
+
+    def extended() -> object:
+        return check_figures(answer, [result], derivations="extended")
+
+    def closed() -> object:
+        return check_figures(answer, [result], derivations="closed")
+
+    finding = check_figures(answer, [result])
+    elapsed = _median_ns(extended, repeats, time.thread_time_ns)
+    baseline = _median_ns(closed, repeats, time.thread_time_ns)
+    wall = _median_ns(extended, repeats, time.perf_counter_ns)
+    return {
+        "name": f"figures: extended vs closed, N = {numbers} carried numbers, 4 figures",
+        "value": round(elapsed / 1e6, 3),
+        "unit": "ms/answer (CPU)",
+        "baseline": round(baseline / 1e6, 3),
+        "baseline_of": "derivations=closed",
+        "ratio": round(elapsed / baseline, 2),
+        "target": f"≤ {target_ms:g} ms" if target_ms is not None else "bounded",
+        "wall_ms": round(wall / 1e6, 3),
+        "computed": len(finding.computed),
+        "inferred": len(finding.inferred),
         "unsupported": len(finding.unsupported),
         "truncated": finding.truncated,
     }
@@ -103,6 +150,7 @@ def _measure_text(name: str, text: str, answer: str, repeats: int) -> dict[str, 
         "target": "bounded",
         "wall_ms": round(wall / 1e6, 3),
         "computed": len(finding.computed),
+        "inferred": len(finding.inferred),
         "unsupported": len(finding.unsupported),
         "truncated": finding.truncated,
     }
@@ -134,6 +182,9 @@ def run() -> list[dict[str, Any]]:
             answer_with_30_figures(capacity_rows(50)),
             5,
         ),
+        _measure_extended(50, 300, 5.0),
+        _measure_extended(500, 60, None),
+        _measure_extended(5000, 10, None),
     ]
 
 
@@ -144,7 +195,8 @@ def main() -> None:
             f"{row['name']:<58} {row['value']:>9.3f} {row['unit']}"
             f"  baseline {row['baseline_of']} {row['baseline']:>8.3f} ms  wall {row['wall_ms']:>9.3f} ms"
             f"  ratio {row['ratio']:>6.2f}x  target {row['target']}  "
-            f"(computed {row['computed']}, unsupported {row['unsupported']}, truncated {row['truncated']})"
+            f"(computed {row['computed']}, inferred {row['inferred']}, unsupported {row['unsupported']}, "
+            f"truncated {row['truncated']})"
         )
 
 

@@ -1,14 +1,17 @@
 """Tool-choice margins on BFCL cases, scoring throughput against the raw embedder, and catalog lint time.
 
-Quality rows (per BFCL file, per case subset, per embedder): top-1 proxy agreement (the top-scored tool
-is one the reference answer calls) against the agreement a random pick would reach, narrow rate,
-disagreement rate and mean margin. Cost rows compare, in the same process: ``ToolChoiceCheck.evaluate``
-with every tool text already in the index (the steady state) against the raw embedder embedding the
-same choice contexts; and ``lint_catalog`` on synthetic catalogs of 1 000 and 5 000 tools against a
-numpy all-pairs baseline over the same vectors. Run alone with ``python -m benchmarks.bench_tool_choice``.
+Quality rows (per BFCL file, per case subset, per embedder, per scoring): top-1 proxy agreement (the
+top-scored tool is one the reference answer calls) against the agreement a random pick would reach,
+narrow rate, disagreement rate and mean margin. Cost rows compare, in the same process and per scoring:
+``ToolChoiceCheck.evaluate`` with every tool text already in the index (the steady state) against the
+raw embedder embedding the same choice contexts, so the overhead row is what scoring (and, under
+``calibrated``, the clause views of multi-choice calls) costs on top of embedding; and ``lint_catalog``
+on synthetic catalogs of 1 000 and 5 000 tools against a numpy all-pairs baseline over the same vectors.
+Whether a flag means something is measured in ``bench_tool_choice_detection``. Run alone with
+``python -m benchmarks.bench_tool_choice``.
 
-The BFCL files are looked for in ``shared/data`` beside the repository; without them the BFCL rows are
-skipped with a message and the cost rows use a synthetic workload.
+The BFCL files (with tool schemas when found) are read as :mod:`benchmarks._bfcl` says; without them the
+BFCL rows are skipped with a message and the cost rows use a synthetic workload.
 """
 
 from __future__ import annotations
@@ -22,40 +25,32 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import _bfcl
 from otel_shapecheck import Embedder, HashingEmbedder, MiniLMEmbedder, Subject, ToolChoiceCheck, lint_catalog
-from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall
+from otel_shapecheck._model import JSONValue, LLMCall, OfferedTool, ToolCall
 from otel_shapecheck.catalog._rules import CatalogTool
 from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache
 from otel_shapecheck.checks.tool_choice._index import confusability_text
 
-BFCL_FILES = ("bfcl_tool_choice.jsonl", "bfcl_live_tool_choice.jsonl")
 BATCH = 64
+SCORINGS = ("calibrated", "seed")
 _TRACE = "0" * 32
 
 
-def data_dir() -> Path | None:
-    """``shared/data`` beside the repository root, when it holds the BFCL files."""
-    candidate = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
-    return candidate if all((candidate / name).is_file() for name in BFCL_FILES) else None
-
-
-def load_cases(path: Path) -> list[dict[str, Any]]:
-    """The cases of one BFCL JSON Lines file."""
-    with path.open(encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines if line.strip()]
-
-
-def subjects_of(cases: Sequence[dict[str, Any]]) -> list[Subject]:
-    """One LLM-call subject per case: the query as user message, the menu, the reference's tools as chosen."""
+def subjects_of(cases: Sequence[_bfcl.Case]) -> list[Subject]:
+    """One LLM-call subject per case: the query as user message, the menu, the reference's calls as chosen."""
     subjects = []
     for number, case in enumerate(cases):
         span = f"{number:016x}"
+        arguments: dict[str, JSONValue] = dict(case.arguments)
         call = LLMCall(
             span_id=span,
             trace_id=_TRACE,
-            offered_tools=tuple(OfferedTool(t["name"], t.get("description")) for t in case["tools"]),
-            tool_calls=tuple(ToolCall(name) for name in case["chosen"]),
-            user_text=case["query"],
+            offered_tools=case.tools,
+            tool_calls=tuple(
+                ToolCall(name, f"call_{i}", arguments.get(name)) for i, name in enumerate(case.chosen)
+            ),
+            user_text=case.query,
         )
         subjects.append(Subject(span_id=span, trace_id=_TRACE, llm_call=call))
     return subjects
@@ -66,16 +61,18 @@ def _batches(items: Sequence[Subject]) -> Iterator[Sequence[Subject]]:
         yield items[start : start + BATCH]
 
 
-def quality_rows(label: str, cases: Sequence[dict[str, Any]], embedder: Embedder) -> list[dict[str, Any]]:
+def quality_rows(
+    label: str, cases: Sequence[_bfcl.Case], embedder: Embedder, scoring: str
+) -> list[dict[str, Any]]:
     """Agreement, narrow rate, disagreement rate and mean margin of one (cached) embedder on one subset."""
-    check = ToolChoiceCheck(embedder, max_recorded_calls=len(cases))
+    check = ToolChoiceCheck(embedder, scoring=scoring, max_recorded_calls=len(cases))
     for batch in _batches(subjects_of(cases)):
         check.evaluate(batch)
     results = [call.result for call in check.calls() if call.result is not None]
     margins = [result.margin for result in results if result.margin is not None]
     agreement = sum(not result.proxy_disagreement for result in results) / len(results)
-    chance = float(np.mean([len(case["chosen"]) / len(case["tools"]) for case in cases]))
-    name = f"tool_choice.{label}[{embedder.id}]"
+    chance = float(np.mean([len(case.chosen) / len(case.tools) for case in cases]))
+    name = f"tool_choice.{label}.{scoring}[{embedder.id}]"
     return [
         _row(f"{name}.top1_agreement", agreement, "share", chance, "> chance (baseline: random pick)"),
         _row(f"{name}.narrow_rate", sum(r.narrow for r in results) / len(results), "share", None, "report"),
@@ -91,10 +88,10 @@ def quality_rows(label: str, cases: Sequence[dict[str, Any]], embedder: Embedder
     ]
 
 
-def throughput_rows(subjects: Sequence[Subject], embedder: Embedder) -> list[dict[str, Any]]:
+def throughput_rows(subjects: Sequence[Subject], embedder: Embedder, scoring: str) -> list[dict[str, Any]]:
     """Scoring calls/s with tool texts warm vs the raw embedder on the same contexts, plus cache hit rate."""
     cache = EmbeddingCache(embedder, max_entries=1024)
-    check = ToolChoiceCheck(cache, max_recorded_calls=len(subjects))
+    check = ToolChoiceCheck(cache, scoring=scoring, max_recorded_calls=len(subjects))
     for batch in _batches(subjects):
         check.evaluate(batch)
     first_pass = cache.stats()
@@ -112,17 +109,33 @@ def throughput_rows(subjects: Sequence[Subject], embedder: Embedder) -> list[dic
         for start in range(0, len(contexts), BATCH):
             embedder.embed(list(dict.fromkeys(contexts[start : start + BATCH])))
 
+    def scoring_only() -> None:  # every context (and clause view) already cached: no embedding at all
+        for batch in _batches(subjects):
+            check.evaluate(batch)
+        check.clear()
+
     pipeline_s, raw_s = _best_of(pipeline, raw)
+    scoring_only()  # fills the cache with every text the scoring asks for
+    (scoring_s,) = _best_of(scoring_only)
     calls = len(subjects)
     overhead = (pipeline_s - raw_s) / raw_s
-    name = f"tool_choice.scoring[{embedder.id}]"
+    texts_per_tool = 2 if scoring == "calibrated" else 1  # seed text, and the parameter text
+    name = f"tool_choice.scoring.{scoring}[{embedder.id}]"
     return [
         _row(f"{name}.calls_per_s", calls / pipeline_s, "calls/s", calls / raw_s, ">= 0.87 x raw embedder"),
         _row(f"{name}.overhead", overhead, "share of embedding time", 0.0, "<= 0.15"),
+        _row(
+            f"{name}.scoring_alone",
+            scoring_s / raw_s,
+            "share of embedding time",
+            0.0,
+            "<= 0.15 (the check with every vector cached, against the raw embedder on the contexts)",
+            us_per_call=scoring_s / calls * 1e6,
+        ),
         _row(f"{name}.cache_hit_rate_first_pass", first_pass.hit_rate, "share", None, "report"),
         _row(
-            f"{name}.tool_texts_embedded_per_offer",
-            first_pass.misses / (offers + len(contexts)),
+            f"{name}.tool_texts_embedded_per_text_needed",
+            first_pass.misses / (offers * texts_per_tool + len(contexts)),
             "share of texts",
             1.0,
             "< 1 (each distinct tool text embedded once)",
@@ -279,7 +292,9 @@ def lint_rows(embedder: Embedder, sizes: Sequence[int] = (1000, 5000)) -> list[d
     return rows
 
 
-def _row(name: str, value: float, unit: str, baseline: float | None, target: str) -> dict[str, Any]:
+def _row(
+    name: str, value: float, unit: str, baseline: float | None, target: str, **extra: float
+) -> dict[str, Any]:
     ratio = round(value / baseline, 3) if baseline else None
     return {
         "name": name,
@@ -288,55 +303,49 @@ def _row(name: str, value: float, unit: str, baseline: float | None, target: str
         "baseline": round(baseline, 4) if baseline is not None else None,
         "ratio": ratio,
         "target": target,
+        **{key: round(item, 2) for key, item in extra.items()},
     }
 
 
-def run() -> list[dict[str, Any]]:
+def run(data: str | Path | None = None) -> list[dict[str, Any]]:
     """Every row of this benchmark."""
     embedders: list[Embedder] = [MiniLMEmbedder(), HashingEmbedder()]
     cached = [EmbeddingCache(embedder, max_entries=20_000) for embedder in embedders]
     rows: list[dict[str, Any]] = []
-    directory = data_dir()
+    directory = _bfcl.data_dir(data)
     workload: list[Subject]
     if directory is None:
-        print(
-            "bench_tool_choice: shared/data with the BFCL files not found; BFCL rows skipped", file=sys.stderr
-        )
+        print("bench_tool_choice: the BFCL files were not found; BFCL rows skipped", file=sys.stderr)
         workload = subjects_of(synthetic_cases(500))
     else:
-        all_cases: list[dict[str, Any]] = []
-        for file_name in BFCL_FILES:
-            cases = load_cases(directory / file_name)
+        all_cases: list[_bfcl.Case] = []
+        for stem, cases in _bfcl.load(directory, _bfcl.source_dir()).items():
             all_cases.extend(cases)
-            stem = file_name.removesuffix(".jsonl")
             subsets = {
-                "single_choice": [c for c in cases if len(c["chosen"]) == 1],
-                "with_distractor": [c for c in cases if len(c["chosen"]) < len(c["tools"])],
+                "single_choice": [c for c in cases if len(c.chosen) == 1],
+                "with_distractor": [c for c in cases if c.has_distractor],
             }
             for subset, chosen_cases in subsets.items():
                 for cache in cached:
-                    rows.extend(quality_rows(f"{stem}.{subset}", chosen_cases, cache))
+                    for scoring in SCORINGS:
+                        rows.extend(quality_rows(f"{stem}.{subset}", chosen_cases, cache, scoring))
         workload = subjects_of(all_cases[::3])
     for embedder in embedders:
-        rows.extend(throughput_rows(workload, embedder))
+        for scoring in SCORINGS:
+            rows.extend(throughput_rows(workload, embedder, scoring))
     for embedder in embedders:
         rows.extend(lint_rows(embedder))
     return rows
 
 
-def synthetic_cases(count: int) -> list[dict[str, Any]]:
+def synthetic_cases(count: int) -> list[_bfcl.Case]:
     """Cases shaped like BFCL's for when the data is absent: a request, its tool and two others."""
     tools = synthetic_catalog(count)
     cases = []
     for i, tool in enumerate(tools):
         menu = [tool, tools[(i + 37) % count], tools[(i + 211) % count]]
-        cases.append(
-            {
-                "query": f"Please {tool.description}",
-                "tools": [{"name": t.name, "description": t.description} for t in menu],
-                "chosen": [tool.name],
-            }
-        )
+        offered = tuple(OfferedTool(t.name, t.description) for t in menu)
+        cases.append(_bfcl.Case(str(i), f"Please {tool.description}", offered, (tool.name,)))
     return cases
 
 

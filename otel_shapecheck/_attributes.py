@@ -21,6 +21,10 @@ TOOL_CHOICE_NARROW: Final = "shapecheck.tool_choice.narrow"
 TOOL_CHOICE_PROXY_DISAGREEMENT: Final = "shapecheck.tool_choice.proxy_disagreement"
 TOOL_CHOICE_SKIPPED: Final = "shapecheck.tool_choice.skipped"
 TOOL_CHOICE_EMBEDDER: Final = "shapecheck.tool_choice.embedder"
+TOOL_CHOICE_MENU_SOURCE: Final = "shapecheck.tool_choice.menu_source"
+TOOL_CHOICE_SCORING: Final = "shapecheck.tool_choice.scoring"
+TOOL_CHOICE_COSINE_MARGIN: Final = "shapecheck.tool_choice.cosine_margin"
+TOOL_CHOICE_WEAKEST: Final = "shapecheck.tool_choice.weakest_chosen"
 
 # Conformance, on an analyst span.
 CONFORMANCE_ANALYST_ID: Final = "shapecheck.conformance.analyst_id"
@@ -31,26 +35,35 @@ CONFORMANCE_ACCEPTED: Final = "shapecheck.conformance.accepted"
 CONFORMANCE_COLLAPSED: Final = "shapecheck.conformance.collapsed"
 CONFORMANCE_RECOVERED: Final = "shapecheck.conformance.recovered"
 CONFORMANCE_RATE: Final = "shapecheck.conformance.rate"
+CONFORMANCE_UNREADABLE: Final = "shapecheck.conformance.unreadable"
 
 # Attempt spans written by the retry wrapper (and by any emitter following the same convention).
 ANALYST_ID: Final = "shapecheck.analyst.id"
 ANALYST_ATTEMPT: Final = "shapecheck.analyst.attempt"
 ROWS_EMITTED: Final = "shapecheck.rows.emitted"
 ROWS_ACCEPTED: Final = "shapecheck.rows.accepted"
+ROWS_UNREADABLE: Final = "shapecheck.rows.unreadable"
 
 # Figures, on a span that carries a final answer.
 FIGURES_CHECKED: Final = "shapecheck.figures.checked"
 FIGURES_CARRIED: Final = "shapecheck.figures.carried"
 FIGURES_COMPUTED: Final = "shapecheck.figures.computed"
+FIGURES_INFERRED: Final = "shapecheck.figures.inferred"
 FIGURES_UNSUPPORTED: Final = "shapecheck.figures.unsupported"
+FIGURES_UNSUPPORTED_COUNT: Final = "shapecheck.figures.unsupported_count"
 FIGURES_DERIVATIONS: Final = "shapecheck.figures.derivations"
 FIGURES_TRUNCATED: Final = "shapecheck.figures.truncated"
+FIGURES_SKIPPED: Final = "shapecheck.figures.skipped"
+
+# An LLM-call span that records a call another span already records (a second instrumentation).
+DUPLICATE_OF: Final = "shapecheck.duplicate_of"
 
 # Values of ``shapecheck.flags``.
 FLAG_TOOL_CHOICE_NARROW: Final = "tool_choice.narrow"
 FLAG_TOOL_CHOICE_PROXY_DISAGREEMENT: Final = "tool_choice.proxy_disagreement"
 FLAG_CONFORMANCE_COLLAPSED: Final = "conformance.collapsed"
 FLAG_CONFORMANCE_UNRECOVERED: Final = "conformance.unrecovered"
+FLAG_CONFORMANCE_UNREADABLE: Final = "conformance.unreadable"
 FLAG_FIGURES_UNSUPPORTED: Final = "figures.unsupported"
 
 # The standard evaluation event (OTel GenAI semantic conventions, v1.38+).

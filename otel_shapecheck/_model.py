@@ -10,6 +10,8 @@ trace backends print them.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field, replace
 from typing import TypeAlias
 
@@ -18,11 +20,21 @@ JSONValue: TypeAlias = "None | bool | int | float | str | list[JSONValue] | dict
 
 
 @dataclass(frozen=True)
+class ToolParameter:
+    """One parameter of an offered tool's input schema: its name and description (nested ones dotted)."""
+
+    name: str
+    description: str | None = None
+
+
+@dataclass(frozen=True)
 class OfferedTool:
     """One tool on the menu the model was offered."""
 
     name: str
     description: str | None = None
+    parameters: tuple[ToolParameter, ...] = ()
+    """The schema's parameters in schema order (nested properties as ``outer.inner``), when captured."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +87,15 @@ class LLMCall:
     finish_reasons: tuple[str, ...] = ()
     response_id: str | None = None
     end_time_ns: int | None = None
+    declared_answer_tools: tuple[str, ...] | None = None
+    """Output tools the framework declared for this call (``None``: it declared nothing)."""
+    answer_tool: str | None = None
+    """The tool the answer came through, when the call answered by calling one (its ``answer_text``
+    is then read from that call's arguments, and the call is not a tool choice)."""
+    turn_tool_calls: int = 0
+    """Tool calls the input shows the model made earlier in this turn (after the last user message)."""
+    menu_source: str | None = None
+    """Where the menu came from: ``span`` (the call's own span) or ``ancestor`` (the nearest ancestor)."""
 
     @property
     def chosen(self) -> tuple[str, ...]:
@@ -101,6 +122,12 @@ class LLMCall:
             finish_reasons=self.finish_reasons or other.finish_reasons,
             response_id=self.response_id or other.response_id,
             end_time_ns=self.end_time_ns or other.end_time_ns,
+            declared_answer_tools=self.declared_answer_tools
+            if self.declared_answer_tools is not None
+            else other.declared_answer_tools,
+            answer_tool=self.answer_tool or other.answer_tool,
+            menu_source=self.menu_source or other.menu_source,
+            turn_tool_calls=self.turn_tool_calls or other.turn_tool_calls,
         )
 
 
@@ -129,6 +156,27 @@ class AnalystAttempt:
     emitted: int
     accepted: int
     parent_id: str | None = None
+    unreadable: int = 0
+    """Row counts the attempt reported that could not be read (``"abc"``, NaN, negative); 0 when none."""
+
+
+def read_row_count(value: object) -> int | None:
+    """A row count as an emitter reported it, or ``None`` when it is not one.
+
+    A count is a whole number ≥ 0, given as a number or as a string of one (``"3"``, ``" 3 "``,
+    ``"3.0"``). Booleans, NaN, infinities, negatives, fractions and other text are not counts.
+    """
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    number = float(value)
+    if not math.isfinite(number) or number < 0 or not number.is_integer():
+        return None
+    return int(number)
 
 
 @dataclass(frozen=True)

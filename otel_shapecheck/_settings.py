@@ -12,7 +12,7 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 logger = logging.getLogger(__name__)
@@ -91,6 +91,19 @@ def non_negative_float(name: str, explicit: float | None, env_var: str | None, d
     )
 
 
+def probability(name: str, explicit: float | None, env_var: str | None, default: float) -> float:
+    """A number setting that must lie in [0, 1]."""
+    return _resolve(
+        name,
+        explicit,
+        env_var,
+        default,
+        float,
+        lambda v: isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= 1,
+        "a number in [0, 1]",
+    )
+
+
 def choice(
     name: str, explicit: str | None, env_var: str | None, default: str, allowed: tuple[str, ...]
 ) -> str:
@@ -121,3 +134,27 @@ def boolean(name: str, explicit: bool | None, env_var: str | None, default: bool
         _warn_bad_variable(env_var, raw, "true or false", default)
         return default
     return raw.lower() in _TRUE
+
+
+def names(
+    name: str, explicit: Sequence[str] | None, env_var: str | None, default: tuple[str, ...]
+) -> tuple[str, ...]:
+    """A list of names; the variable reads them comma-separated (``final_answer,final_result*``).
+
+    An explicit argument must be a sequence of non-empty strings (an empty one turns the setting off); a
+    variable with no name in it, or a name with a comma-less blank, is bad.
+    """
+    if explicit is not None:
+        if isinstance(explicit, str) or not all(isinstance(item, str) and item.strip() for item in explicit):
+            raise ValueError(
+                f"{name}={explicit!r} is not a valid value: {name} must be a sequence of non-empty names"
+            )
+        return tuple(item.strip() for item in explicit)
+    raw = _environment_value(env_var)
+    if raw is None or env_var is None:
+        return default
+    items = [item.strip() for item in raw.split(",")]
+    if not all(items):
+        _warn_bad_variable(env_var, raw, "comma-separated non-empty names", ",".join(default))
+        return default
+    return tuple(items)

@@ -63,6 +63,14 @@ OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE: Final = "OTEL_SHAPECHECK_MAX_FACTS_PER_TRAC
 Facts kept per trace. Default 512.
 """
 
+OTEL_SHAPECHECK_MAX_FACT_BYTES: Final = "OTEL_SHAPECHECK_MAX_FACT_BYTES"
+"""
+.. envvar:: OTEL_SHAPECHECK_MAX_FACT_BYTES
+
+Estimated bytes all kept facts (tool results, content records, attempts) may hold; past it the least
+recently active traces are forgotten first. Default 67108864 (64 MiB).
+"""
+
 OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS: Final = "OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS"
 """
 .. envvar:: OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS
@@ -116,11 +124,21 @@ The most ``force_flush`` and ``shutdown`` wait, even when the endpoint hangs. De
 
 # Tool choice.
 
+OTEL_SHAPECHECK_TOOL_CHOICE_SCORING: Final = "OTEL_SHAPECHECK_TOOL_CHOICE_SCORING"
+"""
+.. envvar:: OTEL_SHAPECHECK_TOOL_CHOICE_SCORING
+
+How the tool-choice check scores a choice: ``calibrated`` (default; parameter-aware tool text fused with
+a lexical score, each of several chosen tools scored) or ``seed`` (the ported rule, text and threshold
+exactly).
+"""
+
 OTEL_SHAPECHECK_MARGIN_THRESHOLD: Final = "OTEL_SHAPECHECK_MARGIN_THRESHOLD"
 """
 .. envvar:: OTEL_SHAPECHECK_MARGIN_THRESHOLD
 
-Margins below it are ``narrow``. Finite number ≥ 0; default 0.05.
+Margins below it are ``narrow``. Finite number ≥ 0; default: the scoring's own, 0.01 for ``calibrated``
+and 0.05 for ``seed``. When set, it applies to whichever scoring is in use.
 """
 
 OTEL_SHAPECHECK_MAX_SLOT_CHARS: Final = "OTEL_SHAPECHECK_MAX_SLOT_CHARS"
@@ -151,6 +169,37 @@ OTEL_SHAPECHECK_FIGURES_MIN_DIGITS: Final = "OTEL_SHAPECHECK_FIGURES_MIN_DIGITS"
 .. envvar:: OTEL_SHAPECHECK_FIGURES_MIN_DIGITS
 
 Digits a bare number (one without a unit) needs to be checked. Default 4.
+"""
+
+OTEL_SHAPECHECK_FIGURES_DERIVATIONS: Final = "OTEL_SHAPECHECK_FIGURES_DERIVATIONS"
+"""
+.. envvar:: OTEL_SHAPECHECK_FIGURES_DERIVATIONS
+
+Which derivations support a figure: ``closed`` (the reference's set only: rounded, unit-scale,
+complement, column sum, ratio, difference) or ``extended`` (also cell arithmetic: differences, percent
+changes, averages, ratios and shares of cells in one row or column, accepted only below the coincidence
+bound). Default ``extended``.
+"""
+
+OTEL_SHAPECHECK_FIGURES_COINCIDENCE: Final = "OTEL_SHAPECHECK_FIGURES_COINCIDENCE"
+"""
+.. envvar:: OTEL_SHAPECHECK_FIGURES_COINCIDENCE
+
+The bound ``p`` of the extended derivations: one is accepted only when the chance that a random number
+of the figure's magnitude and precision would match some candidate is below it. A number in [0, 1];
+default 0.01.
+"""
+
+# How the span processor reads calls.
+
+OTEL_SHAPECHECK_ANSWER_TOOLS: Final = "OTEL_SHAPECHECK_ANSWER_TOOLS"
+"""
+.. envvar:: OTEL_SHAPECHECK_ANSWER_TOOLS
+
+Tools through which a model delivers its answer instead of choosing a tool, comma-separated; a name
+ending in ``*`` matches every name with that prefix. Used for calls whose framework does not declare its
+output tools itself (pydantic-ai does). Default ``final_answer,final_result,final_result_*``
+(smolagents' ``final_answer``, pydantic-ai's output tools).
 """
 
 # The gateway (otel-shapecheck serve).

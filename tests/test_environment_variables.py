@@ -76,7 +76,18 @@ CASES = [
     Case(env.OTEL_SHAPECHECK_MAX_TRACES, _option("max_traces"), 1000, "2", 2, "many"),
     Case(env.OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE, _option("max_facts_per_trace"), 512, "8", 8, "-8"),
     Case(
+        env.OTEL_SHAPECHECK_MAX_FACT_BYTES, _option("max_fact_bytes"), 64 * 1024 * 1024, "4096", 4096, "big"
+    ),
+    Case(
         env.OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS, _option("shutdown_timeout_millis"), 30_000, "50", 50, "0"
+    ),
+    Case(
+        env.OTEL_SHAPECHECK_ANSWER_TOOLS,
+        _option("answer_tools"),
+        ("final_answer", "final_result", "final_result_*"),
+        "submit, Report*",
+        ("submit", "Report*"),
+        "a,,b",
     ),
     Case(env.OTEL_SHAPECHECK_EVENTS_FORWARD, _event("forward"), "flagged", "ALL", "all", "everything"),
     Case(env.OTEL_SHAPECHECK_EVENTS_INCLUDE_CONTENT, _event("include_content"), False, "TRUE", True, "yes"),
@@ -101,9 +112,17 @@ CASES = [
         "1e3",
     ),
     Case(
+        env.OTEL_SHAPECHECK_TOOL_CHOICE_SCORING,
+        lambda: ToolChoiceCheck(HashingEmbedder()).scoring,
+        "calibrated",
+        "SEED",
+        "seed",
+        "best",
+    ),
+    Case(
         env.OTEL_SHAPECHECK_MARGIN_THRESHOLD,
         lambda: ToolChoiceCheck(HashingEmbedder()).margin_threshold,
-        0.05,
+        0.01,
         "0.02",
         0.02,
         "nan",
@@ -133,6 +152,17 @@ CASES = [
         "many",
     ),
     Case(env.OTEL_SHAPECHECK_FIGURES_MIN_DIGITS, lambda: FiguresCheck().min_digits, 4, "3", 3, "four"),
+    Case(
+        env.OTEL_SHAPECHECK_FIGURES_DERIVATIONS,
+        lambda: FiguresCheck().derivations,
+        "extended",
+        "CLOSED",
+        "closed",
+        "open",
+    ),
+    Case(
+        env.OTEL_SHAPECHECK_FIGURES_COINCIDENCE, lambda: FiguresCheck().coincidence, 0.01, "0.05", 0.05, "1.5"
+    ),
     Case(env.OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE, gateway_queue_size, 16_384, "100", 100, "0"),
     Case(env.OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS, resolve_retry_after, 1.0, "2.5", 2.5, "-1"),
     Case(

@@ -30,7 +30,14 @@ from typing import Any, overload
 from opentelemetry import trace
 from opentelemetry.trace import Span, Tracer, TracerProvider
 
-from otel_shapecheck._attributes import ANALYST_ATTEMPT, ANALYST_ID, ROWS_ACCEPTED, ROWS_EMITTED
+from otel_shapecheck._attributes import (
+    ANALYST_ATTEMPT,
+    ANALYST_ID,
+    ROWS_ACCEPTED,
+    ROWS_EMITTED,
+    ROWS_UNREADABLE,
+)
+from otel_shapecheck._model import read_row_count
 from otel_shapecheck._version import __version__
 from otel_shapecheck.analyst._protocol import (
     ACCEPTED_FIELD,
@@ -45,6 +52,7 @@ from otel_shapecheck.checks.conformance._record import (
     AttemptCounts,
     build_conformance_record,
     conformance_attributes,
+    unreadable_counts,
 )
 
 logger = logging.getLogger(__name__)
@@ -142,16 +150,6 @@ def _retry_budget(value: object) -> int:
     return _DEFAULT_MAX_RETRIES
 
 
-def _count(value: object) -> int | None:
-    """A row count read from a log field: a whole number ≥ 0, else ``None`` (ignored)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    number = float(value)
-    if not math.isfinite(number) or number < 0 or not number.is_integer():
-        return None
-    return int(number)
-
-
 def _finding_count(findings: object) -> int:
     """How many findings an attempt returned; ``None`` counts as none."""
     if isinstance(findings, Sized):
@@ -163,22 +161,45 @@ class _CountingContext:
     """The context an attempt sees: every ``log`` is passed to the caller's context, and counted.
 
     Each log carrying ``emitted``/``accepted`` reports one batch of rows; an attempt's counts are the sums
-    over its logs. Any other attribute is read from the caller's context.
+    over its logs. A count is a whole number ≥ 0 or a string of one (``"3"``); any other value (``"abc"``,
+    NaN, a negative) is counted as unreadable and logged, never read as 0. Any other attribute is read
+    from the caller's context.
     """
 
-    def __init__(self, ctx: object) -> None:
+    def __init__(self, ctx: object, analyst_id: str, attempt: int) -> None:
         self._ctx = ctx
+        self._analyst_id = analyst_id
+        self._attempt = attempt
         self.emitted = 0
         self.accepted = 0
+        self.unreadable = 0
 
     def log(self, message: str, fields: Mapping[str, Any] | None = None) -> None:
         """Count the rows ``fields`` reports, then pass the log on."""
         if isinstance(fields, Mapping):
-            self.emitted += _count(fields.get(EMITTED_FIELD)) or 0
-            self.accepted += _count(fields.get(ACCEPTED_FIELD)) or 0
+            self.emitted += self._read(fields, EMITTED_FIELD)
+            self.accepted += self._read(fields, ACCEPTED_FIELD)
         forward = getattr(self._ctx, "log", None)
         if callable(forward):
             forward(message, fields)
+
+    def _read(self, fields: Mapping[str, Any], name: str) -> int:
+        """The count under ``name`` (0 when absent); an unreadable one is counted apart and logged."""
+        value = fields.get(name)
+        if value is None:
+            return 0
+        count = read_row_count(value)
+        if count is None:
+            self.unreadable += 1
+            logger.warning(
+                "Analyst %r attempt %d logged an unreadable %s count %r: counted as unreadable, not as 0",
+                self._analyst_id,
+                self._attempt,
+                name,
+                value,
+            )
+            return 0
+        return count
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -187,7 +208,7 @@ class _CountingContext:
 
     def counts(self) -> AttemptCounts:
         """What this attempt reported so far."""
-        return AttemptCounts(emitted=self.emitted, accepted=self.accepted)
+        return AttemptCounts(emitted=self.emitted, accepted=self.accepted, unreadable=self.unreadable)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -221,7 +242,7 @@ class _Run:
     def attempt(self) -> Iterator[_CountingContext]:
         """One sample: its span, and the counting context the base analyst gets."""
         number = len(self._attempts) + 1
-        counting = _CountingContext(self._ctx)
+        counting = _CountingContext(self._ctx, self._settings.analyst_id, number)
         attributes: dict[str, str | int] = {ANALYST_ID: self._settings.analyst_id, ANALYST_ATTEMPT: number}
         with self._settings.tracer.start_as_current_span(
             f"analyst {self._settings.analyst_id} attempt", attributes=attributes
@@ -232,6 +253,8 @@ class _Run:
                 counts = counting.counts()
                 self._attempts.append(counts)
                 span.set_attributes({ROWS_EMITTED: counts.emitted, ROWS_ACCEPTED: counts.accepted})
+                if counts.unreadable:
+                    span.set_attribute(ROWS_UNREADABLE, counts.unreadable)
 
     def should_resample(self, findings: object) -> bool:
         """Whether the attempt that just ended collapsed and budget remains; tells ``on_retry`` if so."""
@@ -247,7 +270,7 @@ class _Run:
     def settle(self, span: Span) -> None:
         """Build the record, put it on the analyst span and hand it to ``on_conformance``."""
         record = build_conformance_record(self._settings.analyst_id, self._attempts)
-        span.set_attributes(conformance_attributes(record))
+        span.set_attributes(conformance_attributes(record, unreadable_counts(self._attempts)))
         if self._settings.on_conformance is not None:
             _call_hook("on_conformance", self._settings.on_conformance, record)
 

@@ -8,7 +8,7 @@ span attributes and ``gen_ai.evaluation.result`` events.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol, TypeAlias, runtime_checkable
 
 from otel_shapecheck._attributes import (
@@ -36,6 +36,8 @@ class Subject:
     spans when its own output did not name them. ``analyst_run`` is set for an analyst span.
     ``trace_tool_results`` holds results of tool executions that ended earlier in the same trace.
     ``incomplete`` says a deadline or cap released the span before every awaited fact arrived.
+    ``duplicate_of`` is set when another span of the trace already records the same LLM call: such a
+    subject is not evaluated (checks never see it).
     """
 
     span_id: str
@@ -44,6 +46,7 @@ class Subject:
     analyst_run: AnalystRun | None = None
     trace_tool_results: tuple[ToolResult, ...] = ()
     incomplete: bool = False
+    duplicate_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,16 @@ class Verdict:
     score: float | None = None
     flags: tuple[str, ...] = field(default_factory=tuple)
     response_id: str | None = None
+    content_keys: frozenset[str] = frozenset()
+    """Keys of ``attributes`` that quote content (numbers from the answer or the tool results, tool
+    names the model invented): they leave the process only where content already does."""
+
+    def without_content(self) -> Verdict:
+        """This verdict with its content attributes left out (counts, scores, labels and flags stay)."""
+        if not self.content_keys:
+            return self
+        kept = {key: value for key, value in self.attributes.items() if key not in self.content_keys}
+        return replace(self, attributes=kept, content_keys=frozenset())
 
     @property
     def flagged(self) -> bool:

@@ -18,15 +18,22 @@ EMBEDDERS = ("minilm", "hashing")
 """Embedder names the command line accepts: the default MiniLM model, or the dependency-light hashing one."""
 
 
-def build_checks(embedder: str) -> list[Check]:
+def build_checks(
+    embedder: str, *, figures_derivations: str | None = None, figures_coincidence: float | None = None
+) -> list[Check]:
     """The built-in checks, with tool choice scored by the named embedder (one of :data:`EMBEDDERS`).
 
     ``minilm`` gives exactly the span processor's default checks; ``hashing`` swaps the embedder only.
+    ``figures_derivations`` and ``figures_coincidence`` are :class:`FiguresCheck`'s ``derivations`` and
+    ``coincidence`` (``None``: the variable, else the default).
+
+    Raises:
+        ValueError: an unknown embedder, or a bad figures setting (the message names it).
     """
     if embedder not in EMBEDDERS:
         raise ValueError(
             f"embedder={embedder!r} is not a valid value: embedder must be one of {', '.join(EMBEDDERS)}"
         )
-    if embedder == "minilm":
-        return builtin_checks()
-    return [ToolChoiceCheck(embedder=HashingEmbedder()), ConformanceCheck(), FiguresCheck()]
+    figures = FiguresCheck(derivations=figures_derivations, coincidence=figures_coincidence)
+    tool_choice = ToolChoiceCheck() if embedder == "minilm" else ToolChoiceCheck(embedder=HashingEmbedder())
+    return [tool_choice, ConformanceCheck(), figures]

@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck.checks._builtin import EMBEDDERS, build_checks
 from otel_shapecheck.cli._exit import EXIT_FLAGGED, EXIT_OK, UsageError
+from otel_shapecheck.cli._figures_options import add_figures_arguments, require_figures_arguments
 from otel_shapecheck.cli._report import json_report, summary, verdict_rows
 from otel_shapecheck.cli._terminal import (
     print_summary,
@@ -22,7 +23,12 @@ from otel_shapecheck.cli._terminal import (
     stdout_console,
 )
 from otel_shapecheck.otlp._errors import STDIN
-from otel_shapecheck.otlp._files import load_telemetry
+from otel_shapecheck.otlp._files import (
+    DEFAULT_MAX_INPUT_BYTES,
+    DEFAULT_MAX_LINE_BYTES,
+    InputLimits,
+    load_telemetry,
+)
 from otel_shapecheck.otlp._jsonl import write_spans_jsonl
 from otel_shapecheck.pipeline._offline import check_spans
 
@@ -53,7 +59,32 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="never",
         help="exit 1 when any span is flagged (flagged), or only report (never; the default)",
     )
+    check.add_argument(
+        "--max-input-bytes",
+        type=_whole_number,
+        default=DEFAULT_MAX_INPUT_BYTES,
+        metavar="N",
+        help=f"largest input, after gzip inflation (default {DEFAULT_MAX_INPUT_BYTES})",
+    )
+    check.add_argument(
+        "--max-line-bytes",
+        type=_whole_number,
+        default=DEFAULT_MAX_LINE_BYTES,
+        metavar="N",
+        help=f"longest line, i.e. one JSON Lines document (default {DEFAULT_MAX_LINE_BYTES})",
+    )
+    add_figures_arguments(check)
     check.set_defaults(run=run)
+
+
+def _whole_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ≥ 1")
+    return value
 
 
 def run(arguments: argparse.Namespace) -> int:
@@ -63,13 +94,22 @@ def run(arguments: argparse.Namespace) -> int:
     out = Path(arguments.out) if arguments.out else None
     if out is not None and (out.is_dir() or not out.parent.is_dir()):
         raise UsageError(f"--out {out}: not a file in an existing directory")
+    try:
+        require_figures_arguments(arguments)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    limits = InputLimits(arguments.max_input_bytes, arguments.max_line_bytes)
     inputs = []
     for path in paths:
         with reading_status("<stdin>" if path == STDIN else path, _size(path)):
-            inputs.append(load_telemetry(path))
+            inputs.append(load_telemetry(path, limits))
     spans = [span for telemetry in inputs for span in telemetry.spans]
     log_records = [record for telemetry in inputs for record in telemetry.log_records]
-    checks = build_checks(arguments.embedder)
+    checks = build_checks(
+        arguments.embedder,
+        figures_derivations=arguments.figures_derivations,
+        figures_coincidence=arguments.figures_coincidence,
+    )
     with span_progress(len(spans)) as progress:
         checked = check_spans(spans, checks, log_records=log_records, on_span_done=progress.advance)
     checked = _in_input_order(checked, spans)

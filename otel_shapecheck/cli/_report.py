@@ -18,6 +18,7 @@ from otel_shapecheck._attributes import (
     CONFORMANCE_ANALYST_ID,
     CONFORMANCE_COLLAPSED,
     CONFORMANCE_RECOVERED,
+    DUPLICATE_OF,
     EVALUATION_EXPLANATION,
     EVALUATION_NAME,
     EVALUATION_SCORE_LABEL,
@@ -25,7 +26,10 @@ from otel_shapecheck._attributes import (
     FIGURES_CHECKED,
     FIGURES_COMPUTED,
     FIGURES_DERIVATIONS,
+    FIGURES_INFERRED,
+    FIGURES_SKIPPED,
     FIGURES_UNSUPPORTED,
+    FIGURES_UNSUPPORTED_COUNT,
     FLAGGED,
     FLAGS,
     TOOL_CHOICE_CHOSEN,
@@ -111,7 +115,8 @@ def _root_names(spans: Sequence[ReadableSpan]) -> dict[int, str]:
 
 
 def _skip_reason(check: str, attributes: Mapping[str, AnyValue]) -> str | None:
-    reason = attributes.get(TOOL_CHOICE_SKIPPED) if check == "tool_choice" else None
+    key = {"tool_choice": TOOL_CHOICE_SKIPPED, "figures": FIGURES_SKIPPED}.get(check)
+    reason = attributes.get(key) if key else None
     return reason if isinstance(reason, str) else None
 
 
@@ -142,6 +147,7 @@ def summary(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     return {
         "spans": len(spans),
         "evaluated": len(attribute_sets),
+        "duplicates": sum(1 for span in spans if DUPLICATE_OF in (span.attributes or {})),
         "flagged": sum(1 for attributes in attribute_sets if attributes.get(FLAGGED) is True),
         "tool_choice": _tool_choice_summary(
             [a for a in attribute_sets if any(key.startswith(_TOOL_CHOICE_PREFIX) for key in a)]
@@ -149,7 +155,10 @@ def summary(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
         "conformance": _conformance_summary(
             [a for a in attribute_sets if CONFORMANCE_ANALYST_ID in a or CONFORMANCE_COLLAPSED in a]
         ),
-        "figures": _figures_summary([a for a in attribute_sets if FIGURES_CHECKED in a]),
+        "figures": _figures_summary(
+            [a for a in attribute_sets if FIGURES_CHECKED in a],
+            [a for a in attribute_sets if FIGURES_SKIPPED in a],
+        ),
     }
 
 
@@ -181,13 +190,28 @@ def _conformance_summary(analysts: Sequence[Mapping[str, AnyValue]]) -> dict[str
     }
 
 
-def _figures_summary(answers: Sequence[Mapping[str, AnyValue]]) -> dict[str, int]:
+def _figures_summary(
+    answers: Sequence[Mapping[str, AnyValue]], skipped: Sequence[Mapping[str, AnyValue]]
+) -> dict[str, int]:
+    """Answers checked, and (``skipped``) turn-ending calls whose figures could not be, by reason."""
+    reasons = [str(attributes.get(FIGURES_SKIPPED)) for attributes in skipped]
     return {
         "answers": len(answers),
         "checked": sum(_count(answer.get(FIGURES_CHECKED)) for answer in answers),
         "computed": sum(_count(answer.get(FIGURES_COMPUTED)) for answer in answers),
-        "unsupported": sum(len(_sequence(answer.get(FIGURES_UNSUPPORTED))) for answer in answers),
+        "inferred": sum(_count(answer.get(FIGURES_INFERRED)) for answer in answers),
+        "unsupported": sum(_unsupported(answer) for answer in answers),
+        "skipped": len(reasons),
+        "skipped_no_content": reasons.count("no-content"),
+        "skipped_no_results": reasons.count("no-results"),
     }
+
+
+def _unsupported(answer: Mapping[str, Any]) -> int:
+    """Unsupported figures of one answer: the count (present whether or not the values are)."""
+    if FIGURES_UNSUPPORTED_COUNT in answer:
+        return _count(answer.get(FIGURES_UNSUPPORTED_COUNT))
+    return len(_sequence(answer.get(FIGURES_UNSUPPORTED)))
 
 
 def _span_entry(span: ReadableSpan) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import os
 from opentelemetry.sdk.resources import Resource
 
 from otel_shapecheck.checks._builtin import build_checks
+from otel_shapecheck.cli._figures_options import require_figures_arguments
 from otel_shapecheck.cli._serve_flags import DEFAULT_GRPC_ADDRESS, DEFAULT_HTTP_ADDRESS
 from otel_shapecheck.gateway._gateway import Gateway
 from otel_shapecheck.gateway._security import TLSSettings, TokenFile
@@ -43,6 +44,7 @@ def build_service(args: argparse.Namespace) -> GatewayService:
             "--forward is required unless OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT "
             "is set: the exporters' default, localhost:4317, is the gateway's own port"
         )
+    require_figures_arguments(args)
     if args.no_spool and args.spool_dir is not None:
         raise ValueError("--no-spool and --spool-dir exclude each other")
     tls = TLSSettings.of(args.tls_cert, args.tls_key, args.tls_client_ca)
@@ -65,7 +67,13 @@ def build_service(args: argparse.Namespace) -> GatewayService:
             spans,
             logs,
             events=events,
-            checks=None if args.no_checks else build_checks(args.embedder),
+            checks=None
+            if args.no_checks
+            else build_checks(
+                args.embedder,
+                figures_derivations=args.figures_derivations,
+                figures_coincidence=args.figures_coincidence,
+            ),
             evaluate=not args.no_checks,
             spool=spool if spool is not None else MemorySpool(limit),
             max_queue_size=capacity,
@@ -75,7 +83,10 @@ def build_service(args: argparse.Namespace) -> GatewayService:
             retry_after_seconds=args.retry_after_seconds,
             give_up_after_seconds=args.give_up_after_seconds,
             options=gateway_processor_options(
-                capacity, max_wait_millis=args.max_wait_millis, shutdown_timeout_seconds=args.shutdown_timeout
+                capacity,
+                max_wait_millis=args.max_wait_millis,
+                shutdown_timeout_seconds=args.shutdown_timeout,
+                queue_bytes=args.max_queue_bytes,
             ),
         )
     except ValueError:

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from otel_shapecheck.checks.tool_choice._check import SKIP_NOTHING_CHOSEN
+from otel_shapecheck.checks.tool_choice._labels import SKIP_NOTHING_CHOSEN
 from otel_shapecheck.cli._report import VerdictRow
 
 PROGRESS_THRESHOLD_SPANS = 2000
@@ -102,6 +102,7 @@ def print_summary(console: Console, summary: Mapping[str, Any]) -> None:
     console.print(
         f"[bold]{summary['spans']}[/bold] spans, [bold]{summary['evaluated']}[/bold] evaluated, "
         f"[{flag_style}]{flagged} flagged[/{flag_style}]"
+        + (f", {summary['duplicates']} duplicate spans not counted" if summary.get("duplicates") else "")
     )
     tool_choice, conformance, figures = summary["tool_choice"], summary["conformance"], summary["figures"]
     console.print(
@@ -116,8 +117,22 @@ def print_summary(console: Console, summary: Mapping[str, Any]) -> None:
     )
     console.print(
         f"  figures: {figures['answers']} answers, {figures['checked']} figures checked, "
-        f"{figures['computed']} computed, {figures['unsupported']} unsupported"
+        f"{figures['computed']} computed, {figures.get('inferred', 0)} inferred, "
+        f"{figures['unsupported']} unsupported" + _figures_skipped(figures)
     )
+
+
+def _figures_skipped(figures: Mapping[str, Any]) -> str:
+    """``, N not checked (...)``: answers that ended a turn without readable content or results."""
+    if not figures.get("skipped"):
+        return ""
+    reasons = [
+        f"{figures[key]} {label}"
+        for key, label in (("skipped_no_content", "no-content"), ("skipped_no_results", "no-results"))
+        if figures.get(key)
+    ]
+    style = "yellow"
+    return f", [{style}]{figures['skipped']} not checked[/{style}] ({', '.join(reasons)})"
 
 
 class SpanProgress:

@@ -160,10 +160,9 @@ class Gateway:
                     self._batch_spans,
                     events=events,
                     checks=checks,
-                    options=options if options is not None else gateway_processor_options(capacity),
-                    # Facts outlive the spans that brought them (later spans of the trace read them):
-                    # a quarter of the pipeline's bytes keeps memory near its baseline after a drain.
-                    max_fact_bytes=max(1, self._queue.bytes.capacity // 4),
+                    options=options
+                    if options is not None
+                    else gateway_processor_options(capacity, queue_bytes=self._queue.bytes.capacity),
                 )
             except Exception:
                 self._release_exporters()

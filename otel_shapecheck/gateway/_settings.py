@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from otel_shapecheck._settings import non_negative_float, positive_int
@@ -13,6 +14,7 @@ from otel_shapecheck.environment_variables import (
     OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS,
     OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS,
     OTEL_SHAPECHECK_GATEWAY_SPOOL_MAX_BYTES,
+    OTEL_SHAPECHECK_MAX_FACT_BYTES,
 )
 from otel_shapecheck.gateway._spool import default_spool_directory
 from otel_shapecheck.pipeline._options import ProcessorOptions
@@ -96,17 +98,28 @@ def spool_directory(explicit: str | None = None) -> Path:
 
 
 def gateway_processor_options(
-    capacity: int, *, max_wait_millis: int | None = None, shutdown_timeout_seconds: float | None = None
+    capacity: int,
+    *,
+    max_wait_millis: int | None = None,
+    shutdown_timeout_seconds: float | None = None,
+    queue_bytes: int | None = None,
 ) -> ProcessorOptions:
     """The span processor's bounds fitted to a gateway pipeline of ``capacity`` items.
 
     Its worker queue holds the whole capacity (no admitted span is forwarded un-evaluated for want of
-    room), at most half of it waits for facts, and its shutdown wait fits in the gateway's.
+    room), at most half of it waits for facts, its shutdown wait fits in the gateway's, and the facts it
+    keeps for later spans of a trace (tool results, content records) hold at most a quarter of the
+    pipeline's bytes unless ``OTEL_SHAPECHECK_MAX_FACT_BYTES`` says otherwise: facts outlive the spans
+    that brought them, and a small share keeps memory near its baseline after a drain.
     """
     wait = shutdown_timeout(shutdown_timeout_seconds)
+    fact_bytes = None
+    if not os.environ.get(OTEL_SHAPECHECK_MAX_FACT_BYTES, "").strip():
+        fact_bytes = max(1, gateway_queue_bytes(queue_bytes) // 4)
     return ProcessorOptions(
         max_queue_size=capacity,
         max_pending_spans=max(1, capacity // 2),
         max_wait_millis=max_wait_millis,
         shutdown_timeout_millis=max(1, int(wait * 1000 * 0.6)),
+        max_fact_bytes=fact_bytes,
     )

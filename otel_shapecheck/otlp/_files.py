@@ -9,15 +9,15 @@ an :class:`UnreadableTraceFile` naming the file and what is wrong with it.
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
+import os
+import stat
 import sys
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from google.protobuf import json_format
 from opentelemetry.proto.logs.v1.logs_pb2 import ResourceLogs
@@ -39,9 +39,9 @@ _PARSE_ERRORS = (json_format.ParseError, TypeError, ValueError)
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-def load_spans(source: str) -> list[ReadableSpan]:
+def load_spans(source: str, limits: InputLimits | None = None) -> list[ReadableSpan]:
     """Read every span of one input (a file path, or ``-`` for standard input)."""
-    return parse_spans(_read_bytes(source), source)
+    return load_telemetry(source, limits).spans
 
 
 def parse_spans(data: bytes, source: str) -> list[ReadableSpan]:
@@ -61,18 +61,45 @@ class ExportedTelemetry:
     log_records: list[ReadWriteLogRecord] = field(default_factory=list)
 
 
-def load_telemetry(source: str) -> ExportedTelemetry:
-    """Read every span and log record of one input (a file path, or ``-`` for standard input)."""
-    return parse_telemetry(_read_bytes(source), source)
+DEFAULT_MAX_INPUT_BYTES = 256 * 1024 * 1024
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 
 
-def parse_telemetry(data: bytes, source: str) -> ExportedTelemetry:
+@dataclass(frozen=True)
+class InputLimits:
+    """How much one input may hold, so a hostile file costs bounded memory and time.
+
+    ``max_input_bytes`` bounds what is read and what gzip inflates to (a small ``.gz`` of zeros inflates
+    a thousandfold); ``max_line_bytes`` bounds one line, which for JSON Lines is one whole document.
+    """
+
+    max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+
+    def __post_init__(self) -> None:
+        for name in ("max_input_bytes", "max_line_bytes"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name}={value!r} is not a valid value: it must be a whole number ≥ 1")
+
+
+def load_telemetry(source: str, limits: InputLimits | None = None) -> ExportedTelemetry:
+    """Read every span and log record of one input (a file path, or ``-`` for standard input).
+
+    Only regular files (or standard input) are read: a device or FIFO could stream without end.
+    """
+    limits = limits or InputLimits()
+    return parse_telemetry(_read_bytes(source, limits.max_input_bytes), source, limits)
+
+
+def parse_telemetry(data: bytes, source: str, limits: InputLimits | None = None) -> ExportedTelemetry:
     """Read every span and log record from the bytes of one input; ``source`` names it in errors."""
+    limits = limits or InputLimits()
     if data[:2] == _GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as error:
-            raise UnreadableTraceFile(source, f"damaged gzip data ({error})") from None
+        data = _gunzip(data, source, limits.max_input_bytes)
+    elif len(data) > limits.max_input_bytes:
+        raise UnreadableTraceFile(source, _too_large(limits.max_input_bytes))
+    _check_lines(data, source, limits.max_line_bytes)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -95,16 +122,79 @@ def parse_telemetry(data: bytes, source: str) -> ExportedTelemetry:
     return telemetry
 
 
-def _read_bytes(source: str) -> bytes:
+def _read_bytes(source: str, limit: int) -> bytes:
     if source == STDIN:
-        return sys.stdin.buffer.read()
-    path = Path(source)
-    if path.is_dir():
-        raise UnreadableTraceFile(source, "is a directory, expected a file of exported traces")
+        return _read_at_most(sys.stdin.buffer, source, limit)
     try:
-        return path.read_bytes()
+        mode = os.stat(source).st_mode  # follows links: a link to /dev/zero is a device
     except OSError as error:
         raise UnreadableTraceFile(source, f"cannot be read ({error.strerror or error})") from None
+    if stat.S_ISDIR(mode):
+        raise UnreadableTraceFile(source, "is a directory, expected a file of exported traces")
+    if not stat.S_ISREG(mode):
+        raise UnreadableTraceFile(source, "is not a regular file (a device, FIFO or socket); not read")
+    try:
+        with open(source, "rb") as stream:
+            return _read_at_most(stream, source, limit)
+    except OSError as error:
+        raise UnreadableTraceFile(source, f"cannot be read ({error.strerror or error})") from None
+
+
+def _read_at_most(stream: IO[bytes], source: str, limit: int) -> bytes:
+    data: bytes = stream.read(limit + 1)
+    if len(data) > limit:
+        raise UnreadableTraceFile(source, _too_large(limit))
+    return data
+
+
+def _gunzip(data: bytes, source: str, limit: int) -> bytes:
+    """Inflate every gzip member of ``data``, checking each member's CRC and length, at most ``limit``.
+
+    Concatenated members are read whole (``gzip`` allows them); data cut before a member's trailer and
+    anything after the last member that is not another member is refused.
+    """
+    out = bytearray()
+    rest = data
+    while rest:
+        if rest[:2] != _GZIP_MAGIC:
+            raise UnreadableTraceFile(source, "damaged gzip data (trailing bytes after the last member)")
+        inflater = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
+        pending = rest
+        try:
+            while True:
+                out += inflater.decompress(pending, limit + 1 - len(out))
+                if len(out) > limit:
+                    raise UnreadableTraceFile(source, _too_large(limit, inflated=True))
+                if inflater.eof:
+                    break
+                pending = inflater.unconsumed_tail
+                if not pending:
+                    raise UnreadableTraceFile(source, "damaged gzip data (it ends before its trailer)")
+        except zlib.error as error:  # a bad header, block, CRC or length
+            raise UnreadableTraceFile(source, f"damaged gzip data ({error})") from None
+        rest = inflater.unused_data
+    return bytes(out)
+
+
+def _check_lines(data: bytes, source: str, limit: int) -> None:
+    start = 0
+    while True:
+        newline = data.find(b"\n", start)
+        end = len(data) if newline < 0 else newline
+        if end - start > limit:
+            raise UnreadableTraceFile(
+                source,
+                f"has a line of more than {limit} bytes (the line limit, --max-line-bytes); "
+                "split it or raise the limit",
+            )
+        if newline < 0:
+            return
+        start = newline + 1
+
+
+def _too_large(limit: int, *, inflated: bool = False) -> str:
+    what = "inflates to" if inflated else "holds"
+    return f"{what} more than {limit} bytes (the input limit, --max-input-bytes); raise it to read this input"
 
 
 def _json_documents(text: str, source: str) -> Iterator[Any]:
@@ -164,11 +254,15 @@ def _tempo_batch(batch: Any) -> Any:
     if not isinstance(batch, Mapping) or "instrumentationLibrarySpans" not in batch:
         return batch
     renamed = {key: value for key, value in batch.items() if key != "instrumentationLibrarySpans"}
+    scope_spans_list = batch["instrumentationLibrarySpans"]
+    if not isinstance(scope_spans_list, list | None):
+        renamed["scopeSpans"] = scope_spans_list  # refused as "not a list" with the other shapes
+        return renamed
     renamed["scopeSpans"] = [
         {("scope" if key == "instrumentationLibrary" else key): value for key, value in scope_spans.items()}
         if isinstance(scope_spans, Mapping)
         else scope_spans
-        for scope_spans in batch["instrumentationLibrarySpans"] or ()
+        for scope_spans in scope_spans_list or ()
     ]
     return renamed
 

@@ -14,7 +14,7 @@ from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.util.types import AnyValue
 
-from otel_shapecheck._attributes import EVALUATION_EVENT, EVALUATION_NAME, FLAGGED, FLAGS
+from otel_shapecheck._attributes import DUPLICATE_OF, EVALUATION_EVENT, EVALUATION_NAME, FLAGGED, FLAGS
 from otel_shapecheck.checks._base import Verdict, enrichment_attributes
 
 
@@ -83,9 +83,19 @@ def enriched_copy(span: ReadableSpan, verdicts: Sequence[Verdict]) -> EnrichedSp
     return EnrichedSpan(span, attributes, events)
 
 
+def duplicate_copy(span: ReadableSpan, original_span_id: str) -> EnrichedSpan:
+    """``span`` marked as a second record of the call evaluated on ``original_span_id`` (nothing else)."""
+    attributes = BoundedAttributes(
+        attributes={**(span.attributes or {}), DUPLICATE_OF: original_span_id},
+        immutable=True,
+        max_value_len=None,
+    )
+    return EnrichedSpan(span, attributes, list(span.events))
+
+
 _NAMESPACE = "shapecheck."
 _VERDICT_PREFIXES = ("shapecheck.tool_choice.", "shapecheck.conformance.", "shapecheck.figures.")
-_VERDICT_KEYS = frozenset({FLAGGED, FLAGS})
+_VERDICT_KEYS = frozenset({FLAGGED, FLAGS, DUPLICATE_OF})
 
 
 def is_verdict_attribute(key: str) -> bool:

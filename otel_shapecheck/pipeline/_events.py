@@ -56,13 +56,6 @@ _DEFAULT_FLUSH_TIMEOUT_MILLIS = 10000
 
 _FORWARD_CHOICES = ("flagged", "all")
 
-CONTENT_ATTRIBUTES: frozenset[str] = frozenset({attrs.FIGURES_UNSUPPORTED, attrs.FIGURES_DERIVATIONS})
-"""Verdict attributes that quote the answer or tool results: left out of log records unless content is on.
-
-``shapecheck.figures.unsupported`` holds numbers exactly as the answer wrote them, and
-``shapecheck.figures.derivations`` holds numbers from the answer and from tool results; either can be
-business data. Tool names, counts, scores, labels and flags describe the decision, not the content.
-"""
 
 EVENT_LOGGER_NAME = "otel_shapecheck"
 
@@ -97,13 +90,12 @@ class EvaluationEventStats:
 def evaluation_record_attributes(verdict: Verdict, *, include_content: bool) -> dict[str, AttributeValue]:
     """The attributes of one verdict's log record: its own ``shapecheck.*`` values and the event's.
 
-    Content attributes (:data:`CONTENT_ATTRIBUTES`) are kept only when ``include_content`` is true.
+    The verdict's content attributes (``Verdict.content_keys``: the figures of the answer and of tool
+    results, tool names the model invented) are kept only when ``include_content`` is true.
     """
-    attributes: dict[str, AttributeValue] = {
-        key: value
-        for key, value in verdict.attributes.items()
-        if include_content or key not in CONTENT_ATTRIBUTES
-    }
+    if not include_content:
+        verdict = verdict.without_content()
+    attributes: dict[str, AttributeValue] = dict(verdict.attributes)
     attributes[attrs.FLAGGED] = verdict.flagged
     attributes[attrs.FLAGS] = tuple(verdict.flags)
     attributes.update(verdict.event_attributes())
@@ -250,7 +242,7 @@ class EvaluationEventEmitter:
 
     @property
     def include_content(self) -> bool:
-        """Whether content attributes (see :data:`CONTENT_ATTRIBUTES`) leave the process."""
+        """Whether the verdicts' content attributes (``Verdict.content_keys``) leave the process."""
         return self._include_content
 
     @property

@@ -15,9 +15,7 @@ Completion rules (a span is *final* when every fact its verdict needs is known):
 Bounds: a span waits at most ``max_wait`` seconds and at most ``max_pending_spans`` spans wait at once
 (past either, the oldest is released as *incomplete*); at most ``max_queue_size`` spans wait for the
 worker (past it a new span is not held, and the caller forwards it as it is). Facts are kept for at
-most ``max_traces`` traces (least recently active evicted first) and ``max_facts_per_trace`` each, and,
-when ``max_fact_bytes`` is given, for at most that many bytes of facts in all (estimated by
-:func:`~otel_shapecheck.pipeline._sizes.fact_bytes`; least recently active traces evicted first).
+most ``max_traces`` traces (least recently active evicted first) and ``max_facts_per_trace`` each.
 """
 
 from __future__ import annotations
@@ -26,99 +24,22 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_shapecheck._model import ToolExecution
+from otel_shapecheck.pipeline._facts import (
+    ExecutionFact,
+    HeldSpan,
+    Release,
+    TraceFacts,
+    approximate_bytes,
+    attribute_mapping,
+)
 from otel_shapecheck.pipeline._metrics import ProcessorCounters
-from otel_shapecheck.pipeline._sizes import fact_bytes
 from otel_shapecheck.readers._classify import SpanClass, SpanRole
 
-
-@dataclass(eq=False, slots=True)
-class HeldSpan:
-    """An ended span kept for evaluation."""
-
-    span: ReadableSpan
-    span_id: int
-    trace_id: int
-    parent_id: int | None
-    classified: SpanClass
-    """The hot path's classification, so the worker reads the span without classifying it again."""
-    analyst: bool
-    deadline: float
-    """``time.monotonic()`` past which the span is released as incomplete."""
-    awaits_parent: bool = False
-    """Whether it waits for its parent to end (its tool calls come from sibling executions)."""
-    incomplete: bool = False
-
-    @property
-    def llm_call(self) -> bool:
-        """Whether the span is an LLM call (else it is an analyst span)."""
-        return self.classified.role is SpanRole.LLM_CALL
-
-
-@dataclass(eq=False)
-class ExecutionFact:
-    """A tool-execution span of a trace; the worker reads it once and keeps the reading here."""
-
-    span: ReadableSpan
-    parent_id: int | None
-    classified: SpanClass
-    reading: ToolExecution | None = None
-    read: bool = False
-
-
-@dataclass(frozen=True)
-class Release:
-    """Held spans the worker evaluates together, with the facts of their trace at take-out time."""
-
-    spans: tuple[HeldSpan, ...]
-    executions: tuple[ExecutionFact, ...] = ()
-    """Executions under the spans themselves or under the parent they waited for (for the join)."""
-    trace_executions: tuple[ExecutionFact, ...] = ()
-    """Every execution of the trace that was kept (the figures basis)."""
-    sibling_calls: tuple[tuple[ReadableSpan, SpanClass], ...] = ()
-    """Other LLM-call spans under the parent the spans waited for: they bound which executions are whose."""
-    content: Mapping[int, tuple[LogRecord, ...]] = field(default_factory=dict)
-    """Content log records by span id."""
-    attempts: Mapping[int, tuple[ReadableSpan, ...]] = field(default_factory=dict)
-    """Analyst-attempt spans by the span id of their analyst span."""
-
-
-class _TraceFacts:
-    """What one trace has shown so far, bounded by ``limit`` entries in all."""
-
-    __slots__ = (
-        "attempts",
-        "bytes",
-        "calls",
-        "content",
-        "content_names_calls",
-        "ended",
-        "executions",
-        "limit",
-        "size",
-    )
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.size = 0
-        self.bytes = 0
-        self.executions: list[ExecutionFact] = []
-        self.calls: list[tuple[int | None, ReadableSpan, SpanClass]] = []
-        self.attempts: dict[int, list[ReadableSpan]] = {}
-        self.content: dict[int, list[LogRecord]] = {}
-        self.content_names_calls: set[int] = set()
-        self.ended: set[int] = set()
-
-    def room(self) -> bool:
-        if self.size >= self.limit:
-            return False
-        self.size += 1
-        return True
+_FORGOTTEN_PER_KEPT_TRACE = 16
 
 
 class Ledger:
@@ -133,8 +54,8 @@ class Ledger:
         max_queue_size: int,
         max_traces: int,
         max_facts_per_trace: int,
+        max_fact_bytes: int,
         wake_at: int = 1,
-        max_fact_bytes: int | None = None,
     ) -> None:
         self._counters = counters
         self._wake_at = wake_at
@@ -148,7 +69,11 @@ class Ledger:
 
     def _init_state(self) -> None:
         self._lock = threading.Lock()
-        self._traces: OrderedDict[int, _TraceFacts] = OrderedDict()
+        self._traces: OrderedDict[int, TraceFacts] = OrderedDict()
+        self._fact_bytes = 0
+        """The estimated bytes every trace's facts keep alive, held to ``max_fact_bytes``."""
+        self._forgotten: OrderedDict[int, int] = OrderedDict()
+        """Facts of recently forgotten traces, counted as dropped if the trace shows up again."""
         self._waiting: dict[HeldSpan, None] = {}
         """Waiting spans in deadline order, keyed by identity: ids are not trusted to be unique."""
         self._waiting_by_parent: dict[int, list[HeldSpan]] = {}
@@ -157,7 +82,6 @@ class Ledger:
         self._ready_spans = 0
         self._overflow: list[ReadableSpan] = []
         self._closed = False
-        self._fact_bytes = 0
 
     def reset_after_fork(self) -> None:
         """Forget everything: spans held by the parent process are the parent's to forward."""
@@ -168,14 +92,24 @@ class Ledger:
     def concerns(self, span_id: int) -> bool:
         """Whether a span that is not GenAI must still go through :meth:`span_ended` (a lock-free check).
 
-        It must when held spans wait for its end or it has analyst-attempt children.
+        It must when held spans wait for its end, it has analyst-attempt children, or a GenAI child
+        started under it (so a child ending after it knows it need not wait).
         """
         return span_id in self._waiting_by_parent or span_id in self._analyst_parents
 
     def span_ended(
-        self, span: ReadableSpan, classified: SpanClass, *, names_own_tool_calls: bool = False
+        self,
+        span: ReadableSpan,
+        classified: SpanClass,
+        *,
+        names_own_tool_calls: bool = False,
+        parent_ended: bool = False,
+        ancestor_menu: Mapping[str, object] | None = None,
     ) -> tuple[bool, bool, list[ReadableSpan] | None]:
         """Record an ended span; return ``(held, wake, overflow)``.
+
+        ``parent_ended`` says the caller knows the span's parent already ended (it saw it start and
+        end), so an LLM span needing sibling executions is final now instead of waiting for that end.
 
         ``held`` says the ledger keeps the span (the caller must not forward it); ``wake`` says at least
         ``wake_at`` spans are ready for the worker; ``overflow`` holds earlier spans this end released
@@ -188,7 +122,12 @@ class Ledger:
             if self._closed:
                 return False, False, None
             held, wake = self._record(
-                span, context.span_id, context.trace_id, classified, names_own_tool_calls
+                span,
+                context.span_id,
+                context.trace_id,
+                classified,
+                names_own_tool_calls or parent_ended,
+                ancestor_menu,
             )
             overflow = self._take_overflow() if self._overflow else None
         return held, wake, overflow
@@ -199,7 +138,8 @@ class Ledger:
         span_id: int,
         trace_id: int,
         classified: SpanClass,
-        names_own_tool_calls: bool,
+        final_at_end: bool,
+        ancestor_menu: Mapping[str, object] | None = None,
     ) -> tuple[bool, bool]:
         role = classified.role
         llm_call = role is SpanRole.LLM_CALL
@@ -218,30 +158,29 @@ class Ledger:
             if len(facts.ended) < self._max_facts:
                 facts.ended.add(span_id)
             if tool_execution or (analyst_attempt and parent_id is not None):
-                if not facts.room():
+                nbytes = self._admit_fact(trace_id, facts, attribute_mapping(span))
+                if nbytes < 0:
                     counts.facts_dropped += 1
                 elif tool_execution:
                     facts.executions.append(ExecutionFact(span, parent_id, classified))
-                    self._weigh(facts, span)
                 elif parent_id is not None:
                     facts.attempts.setdefault(parent_id, []).append(span)
+                    facts.attempt_bytes[parent_id] = facts.attempt_bytes.get(parent_id, 0) + nbytes
                     self._analyst_parents[parent_id] = trace_id
-                    self._weigh(facts, span)
-            if llm_call and facts.size < facts.limit:
-                facts.size += 1
+            if llm_call and self._admit_fact(trace_id, facts, attribute_mapping(span)) >= 0:
                 facts.calls.append((parent_id, span, classified))
-                self._weigh(facts, span)
         analyst = self._analyst_parents.pop(span_id, None) is not None
         if not (llm_call or analyst):
             return False, wake
         held = HeldSpan(
             span, span_id, trace_id, parent_id, classified, analyst, time.monotonic() + self._max_wait
         )
+        held.ancestor_menu = ancestor_menu
         awaits_parent = (
             llm_call
             and parent is not None
             and not parent.is_remote
-            and not names_own_tool_calls
+            and not final_at_end
             and (
                 facts is None
                 or (parent.span_id not in facts.ended and span_id not in facts.content_names_calls)
@@ -260,6 +199,8 @@ class Ledger:
             self._push_ready((held,))
             wake = wake or self._ready_spans >= self._wake_at
         counts.held += 1
+        if facts is not None:
+            facts.held += 1
         return True, wake
 
     def content_recorded(
@@ -274,11 +215,13 @@ class Ledger:
                 facts = self._new_trace(trace_id)
             else:
                 self._traces.move_to_end(trace_id)
-            if not facts.room():
+            attributes = record.attributes if isinstance(record.attributes, Mapping) else None
+            nbytes = self._admit_fact(trace_id, facts, attributes, record.body)
+            if nbytes < 0:
                 self._counters.facts_dropped += 1
                 return
             facts.content.setdefault(span_id, []).append(record)
-            self._weigh(facts, record)
+            facts.content_bytes[span_id] = facts.content_bytes.get(span_id, 0) + nbytes
             if names_own_tool_calls:
                 facts.content_names_calls.add(span_id)
 
@@ -313,6 +256,11 @@ class Ledger:
             self._counters.released_by_shutdown += len(waiting)
         return len(waiting)
 
+    @property
+    def fact_bytes(self) -> int:
+        """The estimated bytes the kept facts hold now (at most ``max_fact_bytes``)."""
+        return self._fact_bytes
+
     def ready_count(self) -> int:
         """Spans ready for the worker."""
         return self._ready_spans
@@ -331,44 +279,68 @@ class Ledger:
 
     # Internals (lock held).
 
-    def _new_trace(self, trace_id: int) -> _TraceFacts:
-        facts = _TraceFacts(self._max_facts)
+    def _new_trace(self, trace_id: int) -> TraceFacts:
+        lost = self._forgotten.pop(trace_id, 0)
+        if lost:  # the trace was forgotten while it still had spans to come that needed its facts
+            self._counters.facts_dropped += lost
+        facts = TraceFacts(self._max_facts)
         self._traces[trace_id] = facts
         while len(self._traces) > self._max_traces:
             self._evict_oldest()
         return facts
 
     def _evict_oldest(self) -> None:
-        _, evicted = self._traces.popitem(last=False)
+        """Forget the least recently active trace; its facts count as dropped only if still needed.
+
+        They are needed when spans of the trace are still held, or when the trace shows up again later
+        (a finished trace never does, so a healthy run drops nothing).
+        """
+        trace_id, evicted = self._traces.popitem(last=False)
+        self._fact_bytes -= evicted.bytes
         for parent_id in evicted.attempts:
             self._analyst_parents.pop(parent_id, None)
-        if evicted.size:
+        if not evicted.size:
+            return
+        if evicted.held:
             self._counters.facts_dropped += evicted.size
-        self._fact_bytes -= evicted.bytes
+        else:
+            self._forgotten[trace_id] = evicted.size
+            # Two integers a trace: remembering 16 times as many forgotten traces as kept ones is cheap.
+            if len(self._forgotten) > _FORGOTTEN_PER_KEPT_TRACE * self._max_traces:
+                self._forgotten.popitem(last=False)
 
-    def _weigh(self, facts: _TraceFacts, item: object) -> None:
-        """Count a fact's bytes; past ``max_fact_bytes`` evict the least recently active other traces."""
-        if self._max_fact_bytes is None:
-            return
-        size = fact_bytes(item)
-        facts.bytes += size
-        self._fact_bytes += size
-        while self._fact_bytes > self._max_fact_bytes and len(self._traces) > 1:
-            if next(iter(self._traces.values())) is facts:
-                break
-            self._evict_oldest()
+    def _admit_fact(
+        self, trace_id: int, facts: TraceFacts, attributes: Mapping[str, object] | None, body: object = None
+    ) -> int:
+        """Make room for one more fact of ``trace_id``; its estimated bytes, or -1 when it cannot be kept.
 
-    def _unweigh(self, facts: _TraceFacts, items: tuple[object, ...]) -> None:
-        if self._max_fact_bytes is None:
-            return
-        size = sum(fact_bytes(item) for item in items)
-        facts.bytes -= size
-        self._fact_bytes -= size
+        Past ``max_facts_per_trace`` it is not kept; past ``max_fact_bytes`` the least recently active
+        other traces are forgotten first, and a fact that still does not fit is not kept.
+        """
+        if facts.size >= facts.limit:
+            return -1
+        nbytes = approximate_bytes(attributes, body)
+        if self._fact_bytes + nbytes > self._max_fact_bytes:
+            self._counters.fact_bytes_exceeded += 1
+            while self._fact_bytes + nbytes > self._max_fact_bytes and next(iter(self._traces)) != trace_id:
+                self._evict_oldest()
+            if self._fact_bytes + nbytes > self._max_fact_bytes:
+                return -1
+        facts.size += 1
+        facts.bytes += nbytes
+        self._fact_bytes += nbytes
+        return nbytes
+
+    def _unhold(self, group: tuple[HeldSpan, ...]) -> None:
+        facts = self._traces.get(group[0].trace_id)
+        if facts is not None:
+            facts.held = max(0, facts.held - len(group))
 
     def _push_ready(self, group: tuple[HeldSpan, ...], capped: bool = True) -> None:
         """Queue a group for the worker; past ``max_queue_size`` its spans go to the overflow instead."""
         if capped and self._ready_spans + len(group) > self._max_queue:
             self._overflow.extend(held.span for held in group)
+            self._unhold(group)
             counts = self._counters  # no longer held: they join the spans passed on as they came
             counts.held -= len(group)
             counts.forwarded_untouched += len(group)
@@ -406,6 +378,7 @@ class Ledger:
         self._counters.released_by_cap += 1
 
     def _release(self, group: tuple[HeldSpan, ...]) -> Release:
+        self._unhold(group)
         facts = self._traces.get(group[0].trace_id)
         if facts is None:
             return Release(group)
@@ -418,14 +391,14 @@ class Ledger:
             if records:
                 content[held.span_id] = tuple(records)
                 facts.size -= len(records)
-                self._unweigh(facts, content[held.span_id])
+                self._forget_bytes(facts, facts.content_bytes.pop(held.span_id, 0))
             facts.content_names_calls.discard(held.span_id)
             if held.analyst:
                 attempt_spans = facts.attempts.pop(held.span_id, None)
                 if attempt_spans:
                     attempts[held.span_id] = tuple(attempt_spans)
                     facts.size -= len(attempt_spans)
-                    self._unweigh(facts, attempts[held.span_id])
+                    self._forget_bytes(facts, facts.attempt_bytes.pop(held.span_id, 0))
         trace_executions = tuple(facts.executions)
         executions = tuple(fact for fact in trace_executions if fact.parent_id in owners)
         awaited = {held.parent_id for held in group if held.awaits_parent}
@@ -438,4 +411,17 @@ class Ledger:
             if awaited
             else ()
         )
-        return Release(group, executions, trace_executions, siblings, content, attempts)
+        trace_calls = tuple((span, classified) for _, span, classified in facts.calls)
+        return Release(
+            group,
+            executions,
+            trace_executions,
+            siblings,
+            trace_calls=trace_calls,
+            content=content,
+            attempts=attempts,
+        )
+
+    def _forget_bytes(self, facts: TraceFacts, nbytes: int) -> None:
+        facts.bytes -= nbytes
+        self._fact_bytes -= nbytes

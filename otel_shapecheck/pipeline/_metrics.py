@@ -39,7 +39,8 @@ class ProcessorCounts:
     """Spans kept for evaluation (waiting for facts or for the worker).
 
     A waiting span released into a full worker queue is forwarded as it is and moves from ``held`` to
-    ``forwarded_untouched``: ``held + forwarded_untouched == seen``, and after a flush ``evaluated == held``.
+    ``forwarded_untouched``: ``held + forwarded_untouched == seen``, and after a flush
+    ``evaluated + duplicates == held``.
     """
     evaluated: int = 0
     """Held spans that went through the checks."""
@@ -56,7 +57,17 @@ class ProcessorCounts:
     forwarded_unevaluated: int = 0
     """Spans forwarded un-enriched without evaluation: the worker's queue was full, or it was gone."""
     facts_dropped: int = 0
-    """Tool executions, attempts or content records not kept because a per-trace or trace bound was hit."""
+    """Tool executions, attempts or content records lost while a held span still needed them: not kept
+    for a per-trace or byte bound, or forgotten with a trace whose spans were still held."""
+    fact_bytes_exceeded: int = 0
+    """Times a new fact found ``max_fact_bytes`` full (least recently active traces were forgotten)."""
+    duplicates: int = 0
+    """Held LLM-call spans that record a call another span of the trace already records (a second
+    instrumentation); forwarded with ``shapecheck.duplicate_of``, not evaluated again."""
+    ancestor_menus: int = 0
+    """LLM-call spans with no menu of their own that took the menu of their nearest live ancestor."""
+    started_untracked: int = 0
+    """Started spans not kept as possible menu ancestors, because ``max_pending_spans`` already were."""
     errors: tuple[tuple[str, int], ...] = ()
     """Errors survived inside the processor, by kind (``check:<name>``, ``downstream``, ``events``, ...)."""
 
@@ -110,6 +121,10 @@ class ProcessorCounters:
         self.released_by_shutdown = 0
         self.forwarded_unevaluated = 0
         self.facts_dropped = 0
+        self.fact_bytes_exceeded = 0
+        self.duplicates = 0
+        self.ancestor_menus = 0
+        self.started_untracked = 0
 
     def observe_with(self, meter_provider: MeterProvider | None) -> None:
         """Register observable counters reading these counts on ``meter_provider`` (or the global one)."""

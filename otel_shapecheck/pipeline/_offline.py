@@ -90,6 +90,9 @@ def check_spans(
         # Content events are emitted before the span they describe ends; replay them first, in order.
         for record in sorted(log_records, key=_emit_order):
             content.on_emit(record)
+        # Spans start in start order and a started span is a possible menu ancestor until it ends.
+        for span in sorted(ordered, key=_start_order):
+            processor.span_started(span)
         for span in ordered:
             processor.on_end(span)
         processor.force_flush(_NO_DEADLINE_MILLIS)
@@ -112,6 +115,10 @@ def _distinct(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
 
 def _emit_order(record: ReadWriteLogRecord) -> int:
     return record.log_record.timestamp or record.log_record.observed_timestamp or 0
+
+
+def _start_order(span: ReadableSpan) -> int:
+    return span.start_time or span.end_time or 0
 
 
 def _end_order(span: ReadableSpan) -> int:

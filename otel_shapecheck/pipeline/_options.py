@@ -10,11 +10,14 @@ place.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from otel_shapecheck._settings import positive_int
+from otel_shapecheck._settings import names, positive_int
 from otel_shapecheck.environment_variables import (
+    OTEL_SHAPECHECK_ANSWER_TOOLS,
     OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE,
+    OTEL_SHAPECHECK_MAX_FACT_BYTES,
     OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE,
     OTEL_SHAPECHECK_MAX_PENDING_SPANS,
     OTEL_SHAPECHECK_MAX_QUEUE_SIZE,
@@ -31,12 +34,15 @@ _DEFAULT_MAX_EVALUATION_BATCH_SIZE = 64
 _DEFAULT_SCHEDULE_DELAY_MILLIS = 200
 _DEFAULT_MAX_TRACES = 1000
 _DEFAULT_MAX_FACTS_PER_TRACE = 512
+_DEFAULT_MAX_FACT_BYTES = 64 * 1024 * 1024
 _DEFAULT_SHUTDOWN_TIMEOUT_MILLIS = 30_000
+DEFAULT_ANSWER_TOOLS = ("final_answer", "final_result", "final_result_*")
+"""smolagents' ``final_answer``; pydantic-ai's output tools (``final_result``, ``final_result_<Type>``)."""
 
 
 @dataclass(frozen=True, init=False)
 class ProcessorOptions:
-    """Bounds of the span processor in time and space; every field a whole number ≥ 1.
+    """Bounds of the span processor in time and space (whole numbers ≥ 1), and how it reads calls.
 
     Args:
         max_wait_millis: longest a span waits for facts (its parent's end) before it is evaluated as
@@ -52,11 +58,20 @@ class ProcessorOptions:
         max_traces: traces whose facts are kept, least recently active dropped first
             (:envvar:`OTEL_SHAPECHECK_MAX_TRACES`, 1000).
         max_facts_per_trace: facts kept per trace (:envvar:`OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE`, 512).
+        max_fact_bytes: estimated bytes all kept facts may hold; past it the least recently active traces
+            are forgotten first (:envvar:`OTEL_SHAPECHECK_MAX_FACT_BYTES`, 64 MiB).
         shutdown_timeout_millis: longest ``shutdown`` waits for the worker before it forwards what is left
             un-evaluated (:envvar:`OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS`, 30000).
+        answer_tools: tools through which a model answers instead of choosing a tool (a trailing ``*``
+            matches a prefix), for calls whose framework does not declare its output tools; such a call
+            gets no tool-choice score (``answer-tool``) and its figures are read from the call's
+            arguments (:envvar:`OTEL_SHAPECHECK_ANSWER_TOOLS`, ``final_answer,final_result,final_result_*``).
+            A processor-level setting, not a check's: it decides what a call *is* (an answer), and both
+            tool choice and figures must agree on it.
 
     Raises:
-        ValueError: an argument that is not a whole number ≥ 1.
+        ValueError: a bound that is not a whole number ≥ 1, or ``answer_tools`` that is not a sequence
+            of non-empty names.
     """
 
     max_wait_millis: int
@@ -66,7 +81,9 @@ class ProcessorOptions:
     schedule_delay_millis: int
     max_traces: int
     max_facts_per_trace: int
+    max_fact_bytes: int
     shutdown_timeout_millis: int
+    answer_tools: tuple[str, ...]
 
     def __init__(
         self,
@@ -78,9 +95,11 @@ class ProcessorOptions:
         schedule_delay_millis: int | None = None,
         max_traces: int | None = None,
         max_facts_per_trace: int | None = None,
+        max_fact_bytes: int | None = None,
         shutdown_timeout_millis: int | None = None,
+        answer_tools: Sequence[str] | None = None,
     ) -> None:
-        resolved = {
+        resolved: dict[str, object] = {
             "max_wait_millis": positive_int(
                 "max_wait_millis", max_wait_millis, OTEL_SHAPECHECK_MAX_WAIT_MILLIS, _DEFAULT_MAX_WAIT_MILLIS
             ),
@@ -114,17 +133,23 @@ class ProcessorOptions:
                 OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE,
                 _DEFAULT_MAX_FACTS_PER_TRACE,
             ),
+            "max_fact_bytes": positive_int(
+                "max_fact_bytes", max_fact_bytes, OTEL_SHAPECHECK_MAX_FACT_BYTES, _DEFAULT_MAX_FACT_BYTES
+            ),
             "shutdown_timeout_millis": positive_int(
                 "shutdown_timeout_millis",
                 shutdown_timeout_millis,
                 OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS,
                 _DEFAULT_SHUTDOWN_TIMEOUT_MILLIS,
             ),
+            "answer_tools": names(
+                "answer_tools", answer_tools, OTEL_SHAPECHECK_ANSWER_TOOLS, DEFAULT_ANSWER_TOOLS
+            ),
         }
         for name, value in resolved.items():
             object.__setattr__(self, name, value)  # frozen: the only writes happen here
 
-    def replace(self, **changes: int) -> ProcessorOptions:
+    def replace(self, **changes: object) -> ProcessorOptions:
         """A copy with ``changes`` applied (validated like constructor arguments)."""
         return ProcessorOptions(**{**dataclasses.asdict(self), **changes})
 

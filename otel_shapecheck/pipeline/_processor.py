@@ -26,13 +26,13 @@ import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 
-from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_shapecheck.checks._base import Check
 from otel_shapecheck.pipeline._bounded_call import BoundedCall
+from otel_shapecheck.pipeline._facts import attribute_mapping
 from otel_shapecheck.pipeline._ledger import Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters, ProcessorCounts
 from otel_shapecheck.pipeline._options import ProcessorOptions
@@ -47,23 +47,13 @@ from otel_shapecheck.readers._classify import (
     names_own_tool_calls,
 )
 from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
+from otel_shapecheck.readers._genai_events import events_name_tool_calls
+from otel_shapecheck.readers._menus import has_own_menu, menu_attributes
 
 logger = logging.getLogger(__name__)
 
-
-def _attribute_mapping(span: ReadableSpan) -> Mapping[str, object]:
-    """The span's attributes, read without the per-call cost of ``ReadableSpan.attributes``.
-
-    The public property wraps the SDK's ``BoundedAttributes`` in a new read-only view on every call,
-    and iterating that view runs Python-level code per key; an ended span's ``BoundedAttributes`` is
-    frozen, so reading its plain dict directly is safe and about twice as fast. Anything else (a
-    span built from a plain mapping, or a future SDK that stores attributes differently) takes the
-    public property.
-    """
-    stored = span._attributes
-    if type(stored) is BoundedAttributes:
-        return stored._dict
-    return span.attributes or {}
+_MAX_ANCESTOR_DEPTH = 32
+"""Ancestors looked at for a menu, nearest first."""
 
 
 class ShapecheckSpanProcessor(SpanProcessor):
@@ -75,9 +65,6 @@ class ShapecheckSpanProcessor(SpanProcessor):
         checks: the checks to run; ``None`` runs every built-in check with its defaults.
         options: the processor's bounds (default: :class:`ProcessorOptions` from the environment).
         meter_provider: where the counters are exported as observable counters (default: the global one).
-        max_fact_bytes: at most about this many bytes of facts (tool results, content records) kept in
-            all, least recently active traces dropped first (default: bounded by counts only). The
-            gateway sets it; an application bounds facts with ``max_traces`` and ``max_facts_per_trace``.
 
     Time bounds: ``on_end`` holds only the ledger's lock (a few dictionary operations) for GenAI spans
     and calls ``downstream.on_end`` itself only for untouched spans, as the downstream would be called
@@ -98,7 +85,6 @@ class ShapecheckSpanProcessor(SpanProcessor):
         checks: Sequence[Check] | None = None,
         options: ProcessorOptions | None = None,
         meter_provider: MeterProvider | None = None,
-        max_fact_bytes: int | None = None,
     ) -> None:
         if not isinstance(downstream, SpanProcessor):
             raise ValueError(f"downstream={downstream!r} is not a valid value: it must be a SpanProcessor")
@@ -120,8 +106,8 @@ class ShapecheckSpanProcessor(SpanProcessor):
             max_queue_size=options.max_queue_size,
             max_traces=options.max_traces,
             max_facts_per_trace=options.max_facts_per_trace,
+            max_fact_bytes=options.max_fact_bytes,
             wake_at=options.max_evaluation_batch_size,
-            max_fact_bytes=max_fact_bytes,
         )
         self._worker = EvaluationWorker(
             self._ledger,
@@ -131,7 +117,13 @@ class ShapecheckSpanProcessor(SpanProcessor):
             self._counters,
             batch_size=options.max_evaluation_batch_size,
             schedule_delay_seconds=options.schedule_delay_seconds,
+            answer_tools=options.answer_tools,
         )
+        self._live: dict[int, ReadableSpan | Span] = {}
+        self._sees_starts = False
+        """Whether spans are handed over at their start (live, and ``check``), not only at their end."""
+        """Started, not yet ended spans by span id: the ancestors an LLM call may take its menu from."""
+        self._max_live = options.max_pending_spans
         self._flush_downstream = BoundedCall(
             "ShapecheckDownstreamFlush",
             downstream.force_flush,
@@ -173,11 +165,40 @@ class ShapecheckSpanProcessor(SpanProcessor):
         return self._counters.snapshot()
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        """Hand the starting span to the downstream."""
+        """Keep a reference to the starting span (a possible menu ancestor), then hand it downstream."""
+        try:  # span_started() inlined: this runs for every span the application starts
+            self._sees_starts = True
+            live = self._live
+            if len(live) < self._max_live:
+                live[span.context.span_id] = span
+            else:
+                self._counters.started_untracked += 1
+        except Exception:
+            self._counters.error("on_start", "Keeping a started span failed")
         try:
             self._downstream.on_start(span, parent_context=parent_context)
         except Exception:
             self._counters.error("downstream", "The downstream span processor failed in on_start")
+
+    def span_started(self, span: ReadableSpan | Span) -> None:
+        """Keep ``span`` as a possible menu ancestor until it ends (one dictionary store; never raises).
+
+        A live span's attributes are read only when a descendant LLM call ends without a menu, so
+        attributes a framework sets after the start (strands-agents sets them right after) are seen.
+        The offline ``check`` calls this with exported spans, in start order.
+        """
+        try:
+            context = span.context
+            if context is None:
+                return
+            self._sees_starts = True
+            live = self._live
+            if len(live) >= self._max_live:
+                self._counters.started_untracked += 1
+                return
+            live[context.span_id] = span
+        except Exception:
+            self._counters.error("on_start", "Keeping a started span failed")
 
     def _on_ending(self, span: Span) -> None:
         """Pass the SDK's ending hook on, so a downstream implementing it works behind the wrapper."""
@@ -190,13 +211,16 @@ class ShapecheckSpanProcessor(SpanProcessor):
         """Forward the span at once, or hold it for evaluation when it is an LLM call or analyst span."""
         held = False
         try:
-            attributes = _attribute_mapping(span)
+            context = span.context
+            if context is not None:
+                self._live.pop(context.span_id, None)
+            attributes = attribute_mapping(span)
             name = span.name
             # This test is the whole cost an ordinary span pays: without any classifying key and a
             # tool-span name, classify_span() would answer OTHER.
             if not CLASSIFYING_KEYS.isdisjoint(attributes) or name.startswith(EXECUTE_TOOL_SPAN_PREFIX):
                 held = self._record(span, classify_span(name, attributes), attributes)
-            elif (context := span.context) is not None and self._ledger.concerns(context.span_id):
+            elif context is not None and self._ledger.concerns(context.span_id):
                 held = self._record(span, OTHER, attributes)
             else:
                 counters = self._counters
@@ -211,10 +235,17 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 self._counters.error("downstream", "The downstream span processor failed in on_end")
 
     def _record(self, span: ReadableSpan, classified: SpanClass, attributes: Mapping[str, object]) -> bool:
+        llm_call = classified.role is SpanRole.LLM_CALL
         held, wake, overflow = self._ledger.span_ended(
             span,
             classified,
-            names_own_tool_calls=classified.role is SpanRole.LLM_CALL and names_own_tool_calls(attributes),
+            names_own_tool_calls=llm_call
+            and (
+                names_own_tool_calls(attributes)
+                or (bool(span.events) and events_name_tool_calls(span.events))
+            ),
+            parent_ended=llm_call and self._parent_ended(span),
+            ancestor_menu=self._ancestor_menu(span) if llm_call and not has_own_menu(attributes) else None,
         )
         counters = self._counters
         counters.seen += 1
@@ -227,6 +258,35 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 self._forward(released)
         return held
 
+    def _parent_ended(self, span: ReadableSpan) -> bool:
+        """Whether the span's local parent already ended: it started here and is no longer live.
+
+        Only a processor that sees spans start can tell: the gateway receives ended spans only. Once a
+        start went untracked (``max_pending_spans`` live spans were already kept) a parent missing from
+        the live spans may still be open, so from then on the child waits as before.
+        """
+        parent = span.parent
+        if not self._sees_starts or parent is None or parent.is_remote or parent.span_id in self._live:
+            return False
+        return self._counters.started_untracked == 0
+
+    def _ancestor_menu(self, span: ReadableSpan) -> dict[str, object] | None:
+        """The menu attributes of the nearest live local ancestor that carries a menu, copied."""
+        parent = span.parent
+        live = self._live
+        for _ in range(_MAX_ANCESTOR_DEPTH):
+            if parent is None or parent.is_remote:
+                return None
+            ancestor = live.get(parent.span_id)
+            if ancestor is None:
+                return None
+            menu = menu_attributes(ancestor.attributes or {})
+            if menu is not None:
+                self._counters.ancestor_menus += 1
+                return menu
+            parent = ancestor.parent
+        return None
+
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Evaluate and forward every ready span, then flush the downstream and the event sink, in time."""
         deadline = time.monotonic() + max(timeout_millis, 0) / 1000
@@ -238,35 +298,62 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 timeout_millis,
                 exc_info=False,
             )
-        flushed = self._flush_downstream(_millis(deadline)) and flushed
+        flushed = self._bounded_flush("downstream", self._flush_downstream, deadline) and flushed
         if self._flush_events is not None:
-            flushed = self._flush_events(_millis(deadline)) and flushed
+            flushed = self._bounded_flush("events", self._flush_events, deadline) and flushed
         return flushed
 
+    def _bounded_flush(self, name: str, flush: BoundedCall, deadline: float) -> bool:
+        if flush(_millis(deadline)):
+            return True
+        if flush.hung:  # counted once per call that found it hung or left it hanging
+            self._counters.error(
+                f"flush_hung:{name}",
+                "The %s's force_flush did not return in time; later flushes return at once until it does",
+                name,
+                exc_info=False,
+            )
+        return False
+
     def shutdown(self) -> None:
-        """Evaluate every held span (incomplete where facts are missing), forward it, then shut down."""
+        """Evaluate every held span (incomplete where facts are missing), forward it, then shut down.
+
+        Returns within ``shutdown_timeout_millis`` whatever the downstream or the event sink do: each
+        call into them runs on a helper thread (:class:`BoundedCall`), and one that hangs is counted
+        and left to finish on its own; spans it had not yet taken are still handed to it from there.
+        """
         with self._shutdown_lock:
             if self._is_shutdown:
                 return
             self._is_shutdown = True
+        timeout = self._options.shutdown_timeout_seconds
+        deadline = time.monotonic() + timeout
         self._ledger.close()
-        if not self._worker.stop(self._options.shutdown_timeout_seconds):
+        if not self._worker.stop(timeout):
             self._counters.error(
                 "shutdown_timeout",
                 "The evaluation worker did not finish within %.1f s; forwarding what is left un-evaluated",
-                self._options.shutdown_timeout_seconds,
+                timeout,
                 exc_info=False,
             )
-            self._forward_leftovers()
-        for name, close in (("downstream", self._downstream.shutdown), ("events", self._shutdown_events)):
-            try:
-                close()
-            except Exception:
-                self._counters.error(name, "Shutting down the %s failed", name)
-
-    def _shutdown_events(self) -> None:
+            self._bounded_shutdown_step("leftovers", self._forward_leftovers, deadline)
+        self._bounded_shutdown_step("downstream", self._downstream.shutdown, deadline)
         if self._events is not None:
-            self._events.shutdown()
+            self._bounded_shutdown_step("events", self._events.shutdown, deadline)
+
+    def _bounded_shutdown_step(self, name: str, step: Callable[[], object], deadline: float) -> None:
+        call = BoundedCall(
+            f"ShapecheckShutdown-{name}",
+            lambda _millis: step(),
+            on_error=lambda: self._counters.error(name, "Shutting down (%s) failed", name),
+        )
+        if not call(_millis(deadline)) and call.hung:
+            self._counters.error(
+                f"shutdown_timeout:{name}",
+                "Shutting down (%s) did not finish within the shutdown timeout; it goes on in the background",
+                name,
+                exc_info=False,
+            )
 
     def _drain_here(self) -> bool:
         """Evaluate on the calling thread when the worker is gone (shut down, or not yet restarted)."""
@@ -294,6 +381,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
 
     def _at_fork_reinit(self) -> None:
         self._shutdown_lock = threading.Lock()
+        self._live = {}
         self._flush_downstream.reset_after_fork()
         if self._flush_events is not None:
             self._flush_events.reset_after_fork()

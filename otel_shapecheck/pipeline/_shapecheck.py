@@ -36,7 +36,6 @@ class Shapecheck:
         checks: Sequence[Check] | None = None,
         options: ProcessorOptions | None = None,
         meter_provider: MeterProvider | None = None,
-        max_fact_bytes: int | None = None,
     ) -> None:
         self.span_processor = ShapecheckSpanProcessor(
             downstream,
@@ -44,7 +43,6 @@ class Shapecheck:
             checks=checks,
             options=options,
             meter_provider=meter_provider,
-            max_fact_bytes=max_fact_bytes,
         )
         """Register on the ``TracerProvider`` (instead of ``downstream``)."""
         self.log_processor = ShapecheckLogRecordProcessor(self.span_processor)

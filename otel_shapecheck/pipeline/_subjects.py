@@ -5,9 +5,18 @@ Runs on the evaluation worker only; the readers it calls parse content and never
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
+from opentelemetry.sdk.trace import ReadableSpan
+
 from otel_shapecheck._model import AnalystAttempt, AnalystRun, LLMCall, ToolExecution, ToolResult
 from otel_shapecheck.checks._base import Subject
-from otel_shapecheck.pipeline._ledger import ExecutionFact, HeldSpan, Release
+from otel_shapecheck.pipeline._duplicates import duplicate_of
+from otel_shapecheck.pipeline._facts import ExecutionFact, HeldSpan, Release
+from otel_shapecheck.readers._answer_tools import is_answer_tool, with_answer_tools
+from otel_shapecheck.readers._classify import SpanClass
+from otel_shapecheck.readers._menus import read_menu
 from otel_shapecheck.readers._read import (
     read_analyst_attempt,
     read_llm_call,
@@ -16,14 +25,51 @@ from otel_shapecheck.readers._read import (
 )
 from otel_shapecheck.readers._tool_join import join_tool_executions
 
+MENU_SOURCE_SPAN = "span"
+MENU_SOURCE_ANCESTOR = "ancestor"
 
-def build_subjects(release: Release) -> list[Subject]:
-    """One subject per released span, in the release's order."""
+
+def build_subjects(release: Release, answer_tools: Sequence[str] = ()) -> list[Subject]:
+    """One subject per released span, in the release's order.
+
+    ``answer_tools`` are the configured answer-tool names, for calls whose framework declares none.
+    """
     calls = _llm_calls(release)
     executions = [execution for execution in map(_read_execution, release.executions) if execution]
     if executions and calls:
         calls = _joined(calls, release, executions)
-    return [_subject(held, release, calls.get(held.span_id)) for held in release.spans]
+    calls = {span_id: with_answer_tools(call, answer_tools) for span_id, call in calls.items()}
+    subjects = [_subject(held, release, calls.get(held.span_id), answer_tools) for held in release.spans]
+    return _mark_duplicates(subjects, release, answer_tools)
+
+
+def _mark_duplicates(subjects: list[Subject], release: Release, answer_tools: Sequence[str]) -> list[Subject]:
+    """The subjects, those recording a call an earlier-ended span of the trace records marked as such."""
+    others = [span for span, _ in release.trace_calls]
+    if len(others) < 2:
+        return subjects
+    readings: dict[int, LLMCall | None] = {}
+
+    def reading(span: ReadableSpan, classified: SpanClass) -> LLMCall | None:
+        if id(span) not in readings:
+            call = read_llm_call(span, classified)
+            readings[id(span)] = with_answer_tools(call, answer_tools) if call is not None else None
+        return readings[id(span)]
+
+    marked = []
+    for held, subject in zip(release.spans, subjects, strict=True):
+        call = subject.llm_call
+        if call is not None:
+            earlier = [
+                (span, other)
+                for span, classified in release.trace_calls
+                if span is not held.span and (other := reading(span, classified)) is not None
+            ]
+            original = duplicate_of(held.span, call, earlier)
+            if original is not None:
+                subject = replace(subject, duplicate_of=original)
+        marked.append(subject)
+    return marked
 
 
 def _joined(
@@ -53,19 +99,25 @@ def _llm_calls(release: Release) -> dict[int, LLMCall]:
             logged = read_log_records(records)
             if logged is not None:
                 call = call.merged_with(logged) if call is not None else logged
+        if call is not None and call.offered_tools is None and held.ancestor_menu is not None:
+            menu = read_menu(held.ancestor_menu)
+            if menu is not None:
+                call = replace(call, offered_tools=menu, menu_source=MENU_SOURCE_ANCESTOR)
         if call is not None:
             calls[held.span_id] = call
     return calls
 
 
-def _subject(held: HeldSpan, release: Release, call: LLMCall | None) -> Subject:
+def _subject(held: HeldSpan, release: Release, call: LLMCall | None, answer_tools: Sequence[str]) -> Subject:
     end_time = held.span.end_time or 0
+    answer_names = (call.declared_answer_tools if call else None) or answer_tools
     results = tuple(
         _result(execution)
         for fact in release.trace_executions
         if (fact.span.end_time or 0) <= end_time
         and (execution := _read_execution(fact)) is not None
         and execution.result is not None
+        and not is_answer_tool(execution.name, answer_names)  # an answer is no basis for itself
     )
     return Subject(
         span_id=format(held.span_id, "016x"),

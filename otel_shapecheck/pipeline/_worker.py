@@ -16,11 +16,13 @@ from collections.abc import Sequence
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from otel_shapecheck.checks._base import Check, Subject, Verdict
-from otel_shapecheck.pipeline._enrich import enriched_copy
-from otel_shapecheck.pipeline._ledger import HeldSpan, Ledger, Release
+from otel_shapecheck.pipeline._enrich import duplicate_copy, enriched_copy
+from otel_shapecheck.pipeline._facts import HeldSpan, Release
+from otel_shapecheck.pipeline._ledger import Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters
 from otel_shapecheck.pipeline._sinks import VerdictSink
 from otel_shapecheck.pipeline._subjects import build_subjects
+from otel_shapecheck.readers._classify import carries_message_content
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +42,7 @@ class EvaluationWorker:
         *,
         batch_size: int,
         schedule_delay_seconds: float,
+        answer_tools: Sequence[str] = (),
     ) -> None:
         self._ledger = ledger
         self._checks = tuple(checks) if checks is not None else None
@@ -48,6 +51,7 @@ class EvaluationWorker:
         self._counters = counters
         self._batch_size = batch_size
         self._delay = schedule_delay_seconds
+        self._answer_tools = tuple(answer_tools)
         self._init_thread_state()
 
     def _init_thread_state(self) -> None:
@@ -139,7 +143,7 @@ class EvaluationWorker:
         subjects: list[Subject] = []
         for release in releases:
             try:
-                built = build_subjects(release)
+                built = build_subjects(release, self._answer_tools)
             except Exception:
                 self._counters.error(
                     "read", "Reading spans for evaluation failed; forwarding them as they are"
@@ -149,9 +153,17 @@ class EvaluationWorker:
             subjects.extend(built)
         if not subjects:
             return
-        verdicts = self._run_checks(subjects)
-        self._counters.evaluated += len(subjects)
-        for held, span_verdicts in zip(held_spans, verdicts, strict=True):
+        duplicates = [(held, s) for held, s in zip(held_spans, subjects, strict=True) if s.duplicate_of]
+        for held, subject in duplicates:
+            del unforwarded[id(held)]
+            self._counters.duplicates += 1
+            self._forward(duplicate_copy(held.span, subject.duplicate_of or ""))
+        pairs = [(held, s) for held, s in zip(held_spans, subjects, strict=True) if not s.duplicate_of]
+        if not pairs:
+            return
+        verdicts = self._run_checks([subject for _, subject in pairs])
+        self._counters.evaluated += len(pairs)
+        for (held, _), span_verdicts in zip(pairs, verdicts, strict=True):
             del unforwarded[id(held)]
             self._finish(held.span, span_verdicts)
 
@@ -187,7 +199,12 @@ class EvaluationWorker:
             self._forward(span)
             return
         try:
-            copy = enriched_copy(span, verdicts)
+            on_span = verdicts
+            if not carries_message_content(span.attributes or {}, span.events):
+                # Content the instrumentation kept off this span must not come back on it through us;
+                # the event sink applies its own switch (include_content).
+                on_span = [verdict.without_content() for verdict in verdicts]
+            copy = enriched_copy(span, on_span)
         except Exception:
             self._counters.error("enrich", "Building an enriched copy failed; forwarding the span as it is")
             self._forward(span)

@@ -10,7 +10,7 @@ also carries) instead of classifying again. :func:`names_own_tool_calls` and
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -23,23 +23,31 @@ from otel_shapecheck.readers._genai import (
     EXECUTE_TOOL_SPAN_PREFIX,
     FINISH_REASONS,
     GENAI_CONTENT_KEYS,
+    INPUT_MESSAGES,
     OPERATION_NAME,
     OUTPUT_MESSAGES,
+    SYSTEM_INSTRUCTIONS,
 )
 from otel_shapecheck.readers._genai_events import CONTENT_EVENT_NAMES, event_name_of
 from otel_shapecheck.readers._openinference import FINISH_REASON as OPENINFERENCE_FINISH_REASON
 from otel_shapecheck.readers._openinference import (
+    INPUT_MESSAGES_PREFIX,
+    INPUT_VALUE,
     OPENINFERENCE_CONTENT_PREFIXES,
     OPENINFERENCE_SPAN_KIND,
     OUTPUT_MESSAGE_MARKERS,
+    OUTPUT_MESSAGES_PREFIX,
     OUTPUT_TOOL_CALL_MARKER,
+    OUTPUT_VALUE,
 )
 from otel_shapecheck.readers._openllmetry import (
     COMPLETION_FINISH_REASON,
     COMPLETION_MARKERS,
+    COMPLETION_PREFIX,
     COMPLETION_TOOL_CALL_MARKER,
     LLM_REQUEST_TYPE,
     OPENLLMETRY_CONTENT_PREFIXES,
+    PROMPT_PREFIX,
     TRACELOOP_SPAN_KIND,
 )
 
@@ -67,7 +75,7 @@ CLASSIFYING_KEYS = frozenset(
 """Every attribute :func:`classify_span` reads; a span with none of them (and no tool-span name) is OTHER."""
 
 _OUTPUT_KEYS = frozenset(
-    {OUTPUT_MESSAGES, *COMPLETION_MARKERS, *OUTPUT_MESSAGE_MARKERS}
+    {OUTPUT_MESSAGES, OUTPUT_VALUE, *COMPLETION_MARKERS, *OUTPUT_MESSAGE_MARKERS}
     | {COMPLETION_FINISH_REASON, OPENINFERENCE_FINISH_REASON, FINISH_REASONS}
 )
 """Every attribute :func:`names_own_tool_calls` reads."""
@@ -181,11 +189,33 @@ def content_conventions(attributes: Mapping[str, object]) -> Convention:
     return found
 
 
+_MESSAGE_CONTENT_KEYS = frozenset(
+    {INPUT_MESSAGES, OUTPUT_MESSAGES, SYSTEM_INSTRUCTIONS, INPUT_VALUE, OUTPUT_VALUE}
+)
+_MESSAGE_CONTENT_PREFIXES = (PROMPT_PREFIX, COMPLETION_PREFIX, INPUT_MESSAGES_PREFIX, OUTPUT_MESSAGES_PREFIX)
+
+
+def carries_message_content(attributes: Mapping[str, object], events: Sequence[object] = ()) -> bool:
+    """Whether a span itself carries message content (prompts, replies), in attributes or span events.
+
+    Only then may its enriched copy quote content (the figures of its answer and of tool results, tool
+    names the model wrote): a span whose instrumentation kept content out (log events only, or none)
+    must not gain it through us. Tool definitions are the application's, not message content.
+    """
+    for key in attributes:
+        if isinstance(key, str) and (
+            key in _MESSAGE_CONTENT_KEYS or key.startswith(_MESSAGE_CONTENT_PREFIXES)
+        ):
+            return True
+    return any(getattr(event, "name", None) in CONTENT_EVENT_NAMES for event in events)
+
+
 def names_own_tool_calls(attributes: Mapping[str, object]) -> bool:
     """Whether a span's own attributes carry its output, so its tool calls are known at its end.
 
     Flattened output that says the model stopped to call tools but names no tool call does not count:
-    some instrumentations record the text of a reply and never its tool calls.
+    some instrumentations record the text of a reply and never its tool calls. A raw ``output.value``
+    with no flattened output (an OpenInference LLM span of a streamed reply) is the whole reply.
     """
     present = _OUTPUT_KEYS.intersection(attributes)
     if not present:
@@ -197,7 +227,7 @@ def names_own_tool_calls(attributes: Mapping[str, object]) -> bool:
     elif not present.isdisjoint(OUTPUT_MESSAGE_MARKERS):
         tool_call_marker, finish_reason_key = OUTPUT_TOOL_CALL_MARKER, OPENINFERENCE_FINISH_REASON
     else:
-        return False
+        return OUTPUT_VALUE in present
     if tool_call_marker in present:
         return True
     reasons = [attributes[key] for key in (finish_reason_key, FINISH_REASONS) if key in present]

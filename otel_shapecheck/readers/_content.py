@@ -58,6 +58,10 @@ class CallContent:
     offered_tools: tuple[OfferedTool, ...] | None = None
     finish_reasons: tuple[str, ...] = ()
     response_id: str | None = None
+    answer_tools: tuple[str, ...] | None = None
+    """Output tools the framework declared apart from its function tools (``None``: none declared)."""
+    not_a_call: bool = False
+    """The span says it is no model call (its recorded output is a request): read it as none."""
 
 
 def llm_call_from_content(content: CallContent, ref: SpanRef) -> LLMCall:
@@ -83,6 +87,9 @@ def llm_call_from_content(content: CallContent, ref: SpanRef) -> LLMCall:
         finish_reasons=finish_reasons,
         response_id=content.response_id,
         end_time_ns=ref.end_time_ns,
+        declared_answer_tools=content.answer_tools,
+        menu_source="span" if content.offered_tools else None,
+        turn_tool_calls=_turn_tool_calls(inputs),
     )
 
 
@@ -107,6 +114,8 @@ def merge_content(first: CallContent, second: CallContent) -> CallContent:
         offered_tools=first.offered_tools if first.offered_tools is not None else second.offered_tools,
         finish_reasons=first.finish_reasons or second.finish_reasons,
         response_id=first.response_id or second.response_id,
+        answer_tools=first.answer_tools if first.answer_tools is not None else second.answer_tools,
+        not_a_call=first.not_a_call or second.not_a_call,
     )
 
 
@@ -135,6 +144,17 @@ def _turn_assistant_text(messages: Sequence[Message]) -> str | None:
         if message.role in ASSISTANT_ROLES and message.text is not None:
             return message.text
     return None
+
+
+def _turn_tool_calls(messages: Sequence[Message]) -> int:
+    """Tool calls (and tool results, when the calls themselves were not recorded) after the last prompt."""
+    calls = results = 0
+    for message in reversed(messages):
+        if _is_prompt(message):
+            break
+        calls += len(message.tool_calls)
+        results += len(message.tool_results)
+    return calls or results
 
 
 def _answer_text(outputs: Sequence[Message]) -> str | None:

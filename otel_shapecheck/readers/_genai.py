@@ -12,11 +12,18 @@ from collections.abc import Mapping
 
 from otel_shapecheck._model import JSONValue, OfferedTool, ToolCall, ToolExecution, ToolResult
 from otel_shapecheck.readers._content import CallContent, Message, SpanRef, optional_string
-from otel_shapecheck.readers._lenient_json import parse_json_list, parse_json_or_text, to_json_value
+from otel_shapecheck.readers._lenient_json import (
+    parse_json_list,
+    parse_json_object,
+    parse_json_or_text,
+    to_json_value,
+)
+from otel_shapecheck.readers._tool_schema import schema_of, tool_parameters
 
 OPERATION_NAME = "gen_ai.operation.name"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
+SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 TOOL_DEFINITIONS = "gen_ai.tool.definitions"
 FINISH_REASONS = "gen_ai.response.finish_reasons"
 RESPONSE_ID = "gen_ai.response.id"
@@ -24,9 +31,18 @@ TOOL_NAME = "gen_ai.tool.name"
 TOOL_CALL_ID = "gen_ai.tool.call.id"
 TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+PYDANTIC_AI_REQUEST_PARAMETERS = "model_request_parameters"
+"""pydantic-ai's record of a request: its ``output_tools`` are declared apart from its ``function_tools``."""
 
 GENAI_CONTENT_KEYS = frozenset(
-    {INPUT_MESSAGES, OUTPUT_MESSAGES, TOOL_DEFINITIONS, FINISH_REASONS, RESPONSE_ID}
+    {
+        INPUT_MESSAGES,
+        OUTPUT_MESSAGES,
+        TOOL_DEFINITIONS,
+        FINISH_REASONS,
+        RESPONSE_ID,
+        PYDANTIC_AI_REQUEST_PARAMETERS,
+    }
 )
 """Every attribute :func:`read_genai_content` reads: one of them present means there is GenAI content."""
 
@@ -42,6 +58,20 @@ def read_genai_content(attributes: Mapping[str, object]) -> CallContent:
         offered_tools=read_tool_definitions(attributes.get(TOOL_DEFINITIONS)),
         finish_reasons=read_string_list(attributes.get(FINISH_REASONS)),
         response_id=optional_string(attributes.get(RESPONSE_ID)),
+        answer_tools=declared_output_tools(attributes.get(PYDANTIC_AI_REQUEST_PARAMETERS)),
+    )
+
+
+def declared_output_tools(value: object) -> tuple[str, ...] | None:
+    """The output tool names of pydantic-ai's ``model_request_parameters``; ``None`` when it is absent."""
+    if value is None:
+        return None
+    parameters = parse_json_object(value)
+    tools = parameters.get("output_tools") if parameters is not None else None
+    if not isinstance(tools, list):
+        return None
+    return tuple(
+        name for tool in tools if isinstance(tool, dict) and (name := optional_string(tool.get("name")))
     )
 
 
@@ -108,7 +138,11 @@ def offered_tool_from_json(item: Mapping[str, JSONValue]) -> OfferedTool | None:
     name = optional_string(definition.get("name"))
     if not name:
         return None
-    return OfferedTool(name=name, description=optional_string(definition.get("description")))
+    return OfferedTool(
+        name=name,
+        description=optional_string(definition.get("description")),
+        parameters=tool_parameters(schema_of(definition)),
+    )
 
 
 def read_string_list(value: object) -> tuple[str, ...]:

@@ -5,6 +5,10 @@ attributes are the span's content attributes in structured form, and the depreca
 events (``gen_ai.system.message``, ``gen_ai.user.message``, ``gen_ai.assistant.message``,
 ``gen_ai.tool.message``, ``gen_ai.choice``), one per message, whose bodies hold the content.
 ``tool_calls`` sit inside ``message`` in some emitters and beside it in the specification; both are read.
+
+The same events also arrive as *span events* (strands-agents, and frameworks under
+``gen_ai_latest_experimental``). A span event has no body: the fields a log record's body would hold are
+its attributes, often as JSON strings, and a message's content may be a JSON-dumped block list.
 """
 
 from __future__ import annotations
@@ -20,10 +24,14 @@ from otel_shapecheck.readers._content import (
     Message,
     merge_content,
     optional_string,
+    stopped_for_tools,
 )
-from otel_shapecheck.readers._content_parts import content_blocks, openai_tool_calls
-from otel_shapecheck.readers._genai import read_genai_content
-from otel_shapecheck.readers._lenient_json import parse_json_object, to_json_value
+from otel_shapecheck.readers._content_parts import (
+    openai_tool_calls,
+    recorded_content_blocks,
+)
+from otel_shapecheck.readers._genai import OUTPUT_MESSAGES, read_genai_content
+from otel_shapecheck.readers._lenient_json import parse_json_object, parse_json_or_text, to_json_value
 
 OPERATION_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 SYSTEM_MESSAGE_EVENT = "gen_ai.system.message"
@@ -75,6 +83,40 @@ def read_content_events(events: Sequence[tuple[str, Mapping[str, object], object
     return functools.reduce(merge_content, readings) if readings else None
 
 
+def span_event_content(events: Sequence[object]) -> CallContent | None:
+    """The call content of a span's own GenAI events (``span.events``), read like log records."""
+    found: list[tuple[str, Mapping[str, object], object]] = []
+    for event in events:
+        name = getattr(event, "name", None)
+        if name in CONTENT_EVENT_NAMES:
+            attributes = getattr(event, "attributes", None)
+            attributes = attributes if isinstance(attributes, Mapping) else {}
+            found.append((name, attributes, attributes))  # a span event's fields are its attributes
+    return read_content_events(found) if found else None
+
+
+def events_name_tool_calls(events: Sequence[object]) -> bool:
+    """Whether a span's events carry its output (hot path: names and a key or two, no parsing).
+
+    An operation-details event with output messages does; so does a ``gen_ai.choice`` event, unless it
+    says the model stopped for tools without naming any.
+    """
+    for event in events:
+        name = getattr(event, "name", None)
+        if name == OPERATION_DETAILS_EVENT:
+            attributes = getattr(event, "attributes", None) or {}
+            if OUTPUT_MESSAGES in attributes:
+                return True
+        elif name == CHOICE_EVENT:
+            attributes = getattr(event, "attributes", None) or {}
+            if "tool_calls" in attributes or not stopped_for_tools(attributes.get("finish_reason")):
+                return True
+            message = attributes.get("message")
+            if isinstance(message, str) and ("toolUse" in message or "tool_calls" in message):
+                return True
+    return False
+
+
 def _gather(gathered: _EventContent, name: str, attributes: Mapping[str, object], body: object) -> None:
     if name == OPERATION_DETAILS_EVENT:
         gathered.details.append(read_genai_content(attributes))
@@ -102,29 +144,41 @@ def _event_message(default_role: str, body: Mapping[str, JSONValue]) -> Message:
     """One per-message event body: ``content``, optional ``role``, ``tool_calls``, ``id`` (tool messages)."""
     role = optional_string(body.get("role")) or default_role
     content = body.get("content")
+    blocks = recorded_content_blocks(content)
     if role in TOOL_RESULT_ROLES:
+        if blocks.tool_results:  # Converse toolResult blocks: one result per block, with its id
+            return Message(role=role, tool_results=blocks.tool_results)
         call_id = optional_string(body.get("id"))
         results = (ToolResult(content=content, call_id=call_id),) if "content" in body else ()
         return Message(role=role, tool_results=results)
-    blocks = content_blocks(content)
     return Message(
         role=role,
         texts=blocks.texts,
-        tool_calls=openai_tool_calls(body.get("tool_calls")) or blocks.tool_calls,
+        tool_calls=openai_tool_calls(parse_json_or_text(body.get("tool_calls"))) or blocks.tool_calls,
         tool_results=blocks.tool_results,
     )
 
 
 def _choice_message(choice: Mapping[str, JSONValue]) -> Message:
-    """A ``gen_ai.choice`` body; ``tool_calls`` inside ``message`` or beside it."""
+    """A ``gen_ai.choice`` body; ``tool_calls`` inside ``message`` or beside it.
+
+    ``message`` is the specification's ``{role, content, tool_calls}`` object, or (strands-agents) the
+    content itself: plain text or a JSON-dumped block list.
+    """
     inner = choice.get("message")
+    if isinstance(inner, str):
+        parsed = parse_json_or_text(inner)
+        inner = parsed if isinstance(parsed, dict) else {"content": inner}
     message = inner if isinstance(inner, dict) else {}
-    blocks = content_blocks(message.get("content"))
-    calls = openai_tool_calls(message.get("tool_calls")) or openai_tool_calls(choice.get("tool_calls"))
+    blocks = recorded_content_blocks(message.get("content"))
+    calls = openai_tool_calls(message.get("tool_calls")) or openai_tool_calls(
+        parse_json_or_text(choice.get("tool_calls"))
+    )
     return Message(
         role=optional_string(message.get("role")) or "assistant",
         texts=blocks.texts,
         tool_calls=calls or blocks.tool_calls,
+        tool_results=blocks.tool_results,
         finish_reason=optional_string(choice.get("finish_reason")),
     )
 

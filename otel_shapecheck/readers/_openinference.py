@@ -3,6 +3,7 @@
 Messages are ``llm.input_messages.<i>.message.*`` and ``llm.output_messages.<i>.message.*`` with tool
 calls under ``message.tool_calls.<j>.tool_call.*``; offered tools are whole OpenAI-style definitions in
 ``llm.tools.<i>.tool.json_schema``; TOOL spans carry ``tool.name``, ``input.value`` and ``output.value``.
+An LLM span without indexed messages is read from its raw ``input.value``/``output.value`` payloads.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from otel_shapecheck.readers._content import TOOL_RESULT_ROLES, CallContent, Mes
 from otel_shapecheck.readers._flattened import read_indexed
 from otel_shapecheck.readers._genai import offered_tool_from_json
 from otel_shapecheck.readers._lenient_json import parse_json_object, parse_json_or_text, to_json_value
+from otel_shapecheck.readers._payloads import is_request_payload, payload_messages
 
 OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
 INPUT_MESSAGES_PREFIX = "llm.input_messages."
@@ -25,6 +27,8 @@ TOOL_ID = "tool.id"
 TOOL_CALL_ID = "tool_call.id"
 INPUT_VALUE = "input.value"
 OUTPUT_VALUE = "output.value"
+INPUT_MIME_TYPE = "input.mime_type"
+OUTPUT_MIME_TYPE = "output.mime_type"
 
 FINISH_REASON = "llm.finish_reason"
 OPENINFERENCE_CONTENT_PREFIXES = (INPUT_MESSAGES_PREFIX, OUTPUT_MESSAGES_PREFIX, TOOLS_PREFIX, FINISH_REASON)
@@ -43,10 +47,24 @@ _TOOL_CALLS = "tool_calls."
 
 
 def read_openinference_content(attributes: Mapping[str, object]) -> CallContent:
-    """Call content from OpenInference's flattened message and tool attributes."""
+    """Call content from OpenInference's flattened message and tool attributes, else the raw payloads."""
+    inputs = read_indexed(attributes, INPUT_MESSAGES_PREFIX, _message)
+    if inputs is None and INPUT_VALUE in attributes:
+        inputs = payload_messages(attributes.get(INPUT_VALUE), attributes.get(INPUT_MIME_TYPE), output=False)
+    outputs = read_indexed(attributes, OUTPUT_MESSAGES_PREFIX, _message)
+    if (
+        outputs is None
+        and inputs is None
+        and is_request_payload(attributes.get(OUTPUT_VALUE), attributes.get(OUTPUT_MIME_TYPE))
+    ):
+        return CallContent(not_a_call=True)
+    if outputs is None and OUTPUT_VALUE in attributes:
+        outputs = payload_messages(
+            attributes.get(OUTPUT_VALUE), attributes.get(OUTPUT_MIME_TYPE), output=True
+        )
     return CallContent(
-        input_messages=read_indexed(attributes, INPUT_MESSAGES_PREFIX, _message),
-        output_messages=read_indexed(attributes, OUTPUT_MESSAGES_PREFIX, _message),
+        input_messages=inputs,
+        output_messages=outputs,
         offered_tools=read_indexed(attributes, TOOLS_PREFIX, _offered_tool),
         finish_reasons=_finish_reasons(attributes.get(FINISH_REASON)),
     )

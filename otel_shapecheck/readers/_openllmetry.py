@@ -15,6 +15,7 @@ from otel_shapecheck.readers._content import TOOL_RESULT_ROLES, CallContent, Mes
 from otel_shapecheck.readers._content_parts import recorded_content_blocks
 from otel_shapecheck.readers._flattened import read_indexed
 from otel_shapecheck.readers._lenient_json import parse_json_or_text, to_json_value
+from otel_shapecheck.readers._tool_schema import tool_parameters
 
 LLM_REQUEST_TYPE = "llm.request.type"
 TRACELOOP_SPAN_KIND = "traceloop.span.kind"
@@ -99,7 +100,13 @@ def _tool_call(fields: Mapping[str, object]) -> ToolCall | None:
 
 def _offered_tool(fields: Mapping[str, object]) -> OfferedTool | None:
     name = optional_string(fields.get("name"))
-    return OfferedTool(name=name, description=optional_string(fields.get("description"))) if name else None
+    if not name:
+        return None
+    return OfferedTool(
+        name=name,
+        description=optional_string(fields.get("description")),
+        parameters=tool_parameters(fields.get("parameters")),
+    )
 
 
 def _entity_arguments(value: object) -> JSONValue:

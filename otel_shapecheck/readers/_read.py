@@ -14,8 +14,14 @@ from typing import TypeGuard
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_shapecheck._attributes import ANALYST_ATTEMPT, ANALYST_ID, ROWS_ACCEPTED, ROWS_EMITTED
-from otel_shapecheck._model import AnalystAttempt, LLMCall, ToolExecution
+from otel_shapecheck._attributes import (
+    ANALYST_ATTEMPT,
+    ANALYST_ID,
+    ROWS_ACCEPTED,
+    ROWS_EMITTED,
+    ROWS_UNREADABLE,
+)
+from otel_shapecheck._model import AnalystAttempt, LLMCall, ToolExecution, read_row_count
 from otel_shapecheck.readers._classify import (
     AnyLogRecord,
     Convention,
@@ -33,7 +39,12 @@ from otel_shapecheck.readers._content import (
     optional_string,
 )
 from otel_shapecheck.readers._genai import read_genai_content, read_genai_tool_execution
-from otel_shapecheck.readers._genai_events import CONTENT_EVENT_NAMES, event_name_of, read_content_events
+from otel_shapecheck.readers._genai_events import (
+    CONTENT_EVENT_NAMES,
+    event_name_of,
+    read_content_events,
+    span_event_content,
+)
 from otel_shapecheck.readers._openinference import (
     read_openinference_content,
     read_openinference_tool_execution,
@@ -59,7 +70,14 @@ def read_llm_call(span: ReadableSpan, classified: SpanClass | None = None) -> LL
     ref = _span_ref(span)
     if ref is None or classified.role is not SpanRole.LLM_CALL:
         return None
-    return llm_call_from_content(read_span_content(attributes, classified.convention), ref)
+    content = read_span_content(attributes, classified.convention)
+    if span.events:
+        from_events = span_event_content(span.events)
+        if from_events is not None:
+            content = merge_content(content, from_events)
+    if content.not_a_call and content.input_messages is None and content.output_messages is None:
+        return None
+    return llm_call_from_content(content, ref)
 
 
 def read_span_content(attributes: Mapping[str, object], convention: Convention) -> CallContent:
@@ -101,14 +119,19 @@ def read_analyst_attempt(span: ReadableSpan) -> AnalystAttempt | None:
     attempt = _count(attributes.get(ANALYST_ATTEMPT))
     if ref is None or not analyst_id or attempt is None:
         return None
+    emitted, accepted = attributes.get(ROWS_EMITTED), attributes.get(ROWS_ACCEPTED)
+    unreadable = read_row_count(attributes.get(ROWS_UNREADABLE)) or 0
+    present = [count for count in (emitted, accepted) if count is not None]
+    unreadable += sum(1 for count in present if read_row_count(count) is None)
     return AnalystAttempt(
         span_id=ref.span_id,
         trace_id=ref.trace_id,
         parent_id=ref.parent_id,
         analyst_id=analyst_id,
         attempt=attempt,
-        emitted=_count(attributes.get(ROWS_EMITTED)) or 0,
-        accepted=_count(attributes.get(ROWS_ACCEPTED)) or 0,
+        emitted=read_row_count(emitted) or 0,
+        accepted=read_row_count(accepted) or 0,
+        unreadable=unreadable,
     )
 
 

@@ -41,7 +41,7 @@ def test_attribute_reference_lists_every_score_label() -> None:
     """Every gen_ai.evaluation.score.label a built-in check can write appears in docs/attributes.md."""
     from otel_shapecheck.checks.conformance import _check as _conformance_check
     from otel_shapecheck.checks.figures import _check as _figures_check
-    from otel_shapecheck.checks.tool_choice import _check as _tool_choice
+    from otel_shapecheck.checks.tool_choice import _labels as _tool_choice
 
     labels = {
         value
@@ -56,7 +56,7 @@ def test_attribute_reference_lists_every_score_label() -> None:
 
 def test_attribute_reference_lists_every_skip_reason() -> None:
     """Every value shapecheck.tool_choice.skipped can take appears in docs/attributes.md."""
-    from otel_shapecheck.checks.tool_choice import _check as _tool_choice
+    from otel_shapecheck.checks.tool_choice import _labels as _tool_choice
 
     reasons = {value for name, value in vars(_tool_choice).items() if name.startswith("SKIP_")}
     text = (DOCS / "attributes.md").read_text(encoding="utf-8")

@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from opentelemetry.util.genai.handler import TelemetryHandler
+from opentelemetry.util.genai.types import InputMessage, TextPart
 
 from otel_shapecheck import Shapecheck, ShapecheckSpanProcessor
 from otel_shapecheck._attributes import ANALYST_ATTEMPT, ANALYST_ID, ROWS_ACCEPTED, ROWS_EMITTED
@@ -303,3 +304,27 @@ def test_waiting_chat_gets_only_the_executions_before_its_next_sibling(
     assert waited is not None and waited.chosen == ("get_capacity",)
     named = check.subject(second).llm_call
     assert named is not None and named.chosen == ("get_weather",)
+
+
+@pytest.mark.parametrize("parent_name", ["invoke_agent storage", "POST /chat"])
+def test_chat_ending_after_its_parent_is_final_at_its_own_end(
+    parent_name: str,
+    tracer_provider: TracerProvider,
+    span_exporter: InMemorySpanExporter,
+    make_processor: Callable[..., ShapecheckSpanProcessor],
+    check: RecordingCheck,
+) -> None:
+    """A chat whose parent (an agent span or a plain one) already ended does not wait ``max_wait``."""
+    processor = make_processor(max_wait_millis=600_000)
+    handler = TelemetryHandler(tracer_provider=tracer_provider)
+    parent = tracer_provider.get_tracer("tests").start_span(parent_name)
+    invocation = handler.inference(
+        "openai", request_model="gpt-4o-mini", context=trace.set_span_in_context(parent)
+    )
+    invocation.input_messages = [InputMessage(role="user", parts=[TextPart(content="how full is lyon?")])]
+    parent.end()
+    invocation.stop()
+    assert processor.force_flush()
+    (chat_id,) = _chat_ids(span_exporter)
+    assert not check.subject(chat_id).incomplete
+    assert processor.counts().released_by_deadline == 0

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_shapecheck._model import LLMCall
+from otel_shapecheck._model import LLMCall, OfferedTool, ToolParameter
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedReply, ScriptedToolCall
 from otel_shapecheck.readers._classify import SpanRole, classify_span
 from otel_shapecheck.readers._read import read_llm_call
@@ -46,7 +46,7 @@ TOOLS: list[dict[str, Any]] = [
             "description": "Get the current weather for a city",
             "parameters": {
                 "type": "object",
-                "properties": {"city": {"type": "string"}},
+                "properties": {"city": {"type": "string", "description": "The city, e.g. Paris"}},
                 "required": ["city"],
             },
         },
@@ -68,6 +68,11 @@ OFFERED = [
     ("get_weather", "Get the current weather for a city"),
     ("get_time", "Get the local time in a city"),
 ]
+OFFERED_TOOLS = (
+    OfferedTool("get_weather", OFFERED[0][1], (ToolParameter("city", "The city, e.g. Paris"),)),
+    OfferedTool("get_time", OFFERED[1][1], (ToolParameter("city"),)),
+)
+"""The menu as every reader should give it: names, descriptions and the schemas' parameters."""
 
 
 def weather_script(*, call_id: str | None = CALL_ID, plan: str | None = None) -> list[ScriptedReply]:

@@ -19,13 +19,13 @@ from openinference.instrumentation.anthropic import (
 )
 from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor as OpenLLMetryAnthropicInstrumentor
 
-from otel_shapecheck._model import OfferedTool, ToolCall, ToolResult
+from otel_shapecheck._model import ToolCall, ToolResult
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
 from otel_shapecheck.readers._classify import SpanRole, names_own_tool_calls
 
 from .telemetry import (
     ANSWER,
-    OFFERED,
+    OFFERED_TOOLS,
     QUESTION,
     SYSTEM_PROMPT,
     TOOLS,
@@ -91,7 +91,7 @@ def test_tool_result_in_a_user_message_keeps_the_turn(instrumented: CapturedTele
     assert all(names_own_tool_calls(span.attributes or {}) for span in spans)
     first, second = instrumented.llm_calls()
 
-    assert first.offered_tools == tuple(OfferedTool(name, description) for name, description in OFFERED)
+    assert first.offered_tools == OFFERED_TOOLS
     assert first.tool_calls == (ToolCall("get_weather", TOOL_USE_ID, WEATHER_ARGUMENTS),)
     assert first.answer_text == PLAN
     assert first.user_text == QUESTION

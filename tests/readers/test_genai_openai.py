@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from opentelemetry.sdk._logs import LogRecordProcessor, ReadWriteLogRecord
 
-from otel_shapecheck._model import OfferedTool, ToolCall, ToolResult
+from otel_shapecheck._model import ToolCall, ToolResult
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
 from otel_shapecheck.readers._classify import SpanRole, is_genai_content_record, names_own_tool_calls
 from otel_shapecheck.readers._read import read_llm_call, read_log_records
@@ -17,7 +17,7 @@ from otel_shapecheck.readers._read import read_llm_call, read_log_records
 from .telemetry import (
     ANSWER,
     CALL_ID,
-    OFFERED,
+    OFFERED_TOOLS,
     QUESTION,
     WEATHER_ARGUMENTS,
     WEATHER_RESULT,
@@ -41,7 +41,7 @@ def test_content_on_spans_reads_menu_choice_result_and_answer(
     assert all(names_own_tool_calls(span.attributes or {}) for span in spans)
     first, second = genai_openai.llm_calls()
 
-    assert first.offered_tools == tuple(OfferedTool(name, description) for name, description in OFFERED)
+    assert first.offered_tools == OFFERED_TOOLS
     assert first.tool_calls == (ToolCall("get_weather", CALL_ID, WEATHER_ARGUMENTS),)
     assert first.chosen == ("get_weather",)
     assert first.user_text == QUESTION and first.user_texts == (QUESTION,)
@@ -84,7 +84,7 @@ def test_event_only_mode_is_read_through_the_log_records(genai_openai: CapturedT
     assert first_events.trace_id == format(spans[0].context.trace_id, "032x")
 
     first = from_spans[0].merged_with(first_events)  # type: ignore[union-attr]
-    assert first.offered_tools == tuple(OfferedTool(name, description) for name, description in OFFERED)
+    assert first.offered_tools == OFFERED_TOOLS
     assert first.tool_calls == (ToolCall("get_weather", CALL_ID, WEATHER_ARGUMENTS),)
     assert first.user_text == QUESTION
     assert first.response_id == "chatcmpl-turn-1"

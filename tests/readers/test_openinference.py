@@ -13,7 +13,7 @@ import pytest
 from openinference.instrumentation import OITracer, TraceConfig
 from openinference.instrumentation.openai import OpenAIInstrumentor
 
-from otel_shapecheck._model import OfferedTool, ToolCall, ToolResult
+from otel_shapecheck._model import ToolCall, ToolResult
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
 from otel_shapecheck.readers._classify import SpanRole, names_own_tool_calls
 from otel_shapecheck.readers._read import read_tool_execution
@@ -22,7 +22,7 @@ from otel_shapecheck.readers._tool_join import join_tool_executions
 from .telemetry import (
     ANSWER,
     CALL_ID,
-    OFFERED,
+    OFFERED_TOOLS,
     QUESTION,
     WEATHER_ARGUMENTS,
     WEATHER_RESULT,
@@ -47,7 +47,7 @@ def test_llm_spans_give_menu_choice_results_and_answer(instrumented: CapturedTel
     assert len(spans) == 2
     assert all(names_own_tool_calls(span.attributes or {}) for span in spans)
     first, second = instrumented.llm_calls()
-    assert first.offered_tools == tuple(OfferedTool(name, description) for name, description in OFFERED)
+    assert first.offered_tools == OFFERED_TOOLS
     assert first.tool_calls == (ToolCall("get_weather", CALL_ID, WEATHER_ARGUMENTS),)
     assert first.user_text == QUESTION
     assert first.answer_text is None

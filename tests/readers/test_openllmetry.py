@@ -17,7 +17,7 @@ import pytest
 from opentelemetry.instrumentation.cohere import CohereInstrumentor
 from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 
-from otel_shapecheck._model import OfferedTool, ToolCall, ToolResult
+from otel_shapecheck._model import ToolCall, ToolResult
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
 from otel_shapecheck.readers._classify import SpanRole, names_own_tool_calls
 from otel_shapecheck.readers._read import read_log_records
@@ -25,7 +25,7 @@ from otel_shapecheck.readers._read import read_log_records
 from .telemetry import (
     ANSWER,
     CALL_ID,
-    OFFERED,
+    OFFERED_TOOLS,
     QUESTION,
     SYSTEM_PROMPT,
     TOOLS,
@@ -61,7 +61,7 @@ def test_openai_json_form(openai_instrumented: CapturedTelemetry) -> None:
     assert [span.name for span in spans] == ["openai.chat", "openai.chat"]
     assert all(names_own_tool_calls(span.attributes or {}) for span in spans)
     first, second = openai_instrumented.llm_calls()
-    assert first.offered_tools == tuple(OfferedTool(name, description) for name, description in OFFERED)
+    assert first.offered_tools == OFFERED_TOOLS
     assert first.tool_calls == (ToolCall("get_weather", CALL_ID, WEATHER_ARGUMENTS),)
     assert first.user_text == QUESTION
     assert first.response_id == "chatcmpl-turn-1"
@@ -94,7 +94,7 @@ def test_cohere_legacy_indexed_form(cohere_instrumented: CapturedTelemetry) -> N
     assert all(names_own_tool_calls(span.attributes or {}) for span in spans)
     first, second = cohere_instrumented.llm_calls()
 
-    assert first.offered_tools == tuple(OfferedTool(name, description) for name, description in OFFERED)
+    assert first.offered_tools == OFFERED_TOOLS
     assert first.tool_calls == (ToolCall("get_weather", CALL_ID, WEATHER_ARGUMENTS),)
     assert first.user_text == QUESTION
     assert first.answer_text == PLAN, "the legacy content list of the tool-call reply holds the tool plan"

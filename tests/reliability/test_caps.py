@@ -7,6 +7,7 @@ worker, ``max_traces`` and ``max_facts_per_trace`` for the facts kept.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -46,6 +47,7 @@ def blocked_processor(
     max_pending_spans: int | None = None,
     max_traces: int | None = None,
     max_facts_per_trace: int | None = None,
+    max_fact_bytes: int | None = None,
 ) -> Iterator[tuple[ShapecheckSpanProcessor, IdRecorder, trace.Tracer]]:
     """A processor whose worker is inside :class:`BlockingCheck` until the block ends; shut down after."""
     check = BlockingCheck()
@@ -59,6 +61,7 @@ def blocked_processor(
             max_pending_spans=max_pending_spans,
             max_traces=max_traces,
             max_facts_per_trace=max_facts_per_trace,
+            max_fact_bytes=max_fact_bytes,
         ),
     )
     provider = TracerProvider(shutdown_on_exit=False)
@@ -110,16 +113,18 @@ def test_waiting_spans_are_held_to_max_pending_spans() -> None:
 
 
 def test_facts_are_held_to_max_facts_per_trace_and_max_traces() -> None:
-    """Tool executions past the per-trace cap, and traces past ``max_traces``, are dropped and counted."""
+    """Past the per-trace cap facts are dropped and counted; finished traces past ``max_traces`` are
+    forgotten without counting, and a forgotten trace that shows up again counts what it lost."""
     with blocked_processor(max_facts_per_trace=CAP, max_traces=CAP) as (processor, downstream, tracer):
         before = len(downstream)
-        root = tracer.start_span("invoke_agent storage", context=Context())
-        context = trace.set_span_in_context(root, Context())
+        first = tracer.start_span("invoke_agent storage", context=Context())
+        first_context = trace.set_span_in_context(first, Context())
         for number in range(OVERLOAD):
             tracer.start_span(
-                "execute_tool get_capacity", context=context, attributes=tool_attributes(f"c{number}", "{}")
+                "execute_tool get_capacity",
+                context=first_context,
+                attributes=tool_attributes(f"c{number}", "{}"),
             ).end()
-        root.end()
         one_trace = processor.counts().facts_dropped
         for _ in range(OVERLOAD):
             root = tracer.start_span("invoke_agent storage", context=Context())
@@ -128,8 +133,43 @@ def test_facts_are_held_to_max_facts_per_trace_and_max_traces() -> None:
                 "execute_tool get_capacity", context=context, attributes=tool_attributes("c", "{}")
             ).end()
             root.end()
-        many_traces = processor.counts().facts_dropped - one_trace
+        finished_traces = processor.counts().facts_dropped - one_trace
+        tracer.start_span(
+            "execute_tool get_capacity", context=first_context, attributes=tool_attributes("late", "{}")
+        ).end()
+        first.end()
+        returned = processor.counts().facts_dropped - one_trace - finished_traces
         forwarded = len(downstream) - before
     assert one_trace == OVERLOAD - CAP
-    assert many_traces >= OVERLOAD - CAP
-    assert forwarded == 2 * OVERLOAD + 1 + OVERLOAD  # facts are kept by reference; every span goes on
+    assert finished_traces == 0
+    assert returned == CAP
+    assert forwarded == 2 * OVERLOAD + 2 + OVERLOAD  # facts are kept by reference; every span goes on
+
+
+def test_facts_are_held_to_max_fact_bytes() -> None:
+    """Large tool results past the byte budget forget the oldest traces; one larger than it is dropped."""
+    budget = 100_000
+    with blocked_processor(max_fact_bytes=budget) as (processor, downstream, tracer):
+        before = len(downstream)
+        for number in range(50):
+            root = tracer.start_span("invoke_agent storage", context=Context())
+            context = trace.set_span_in_context(root, Context())
+            result = json.dumps({"rows": "x" * 10_000})
+            tracer.start_span(
+                "execute_tool get_capacity", context=context, attributes=tool_attributes(f"c{number}", result)
+            ).end()
+            root.end()
+        assert processor.ledger.fact_bytes <= budget
+        assert processor.counts().fact_bytes_exceeded > 0
+        assert processor.counts().facts_dropped == 0  # finished traces were forgotten: nobody needed them
+        root = tracer.start_span("invoke_agent storage", context=Context())
+        context = trace.set_span_in_context(root, Context())
+        huge = json.dumps({"rows": "x" * (2 * budget)})
+        tracer.start_span(
+            "execute_tool get_capacity", context=context, attributes=tool_attributes("huge", huge)
+        ).end()
+        assert processor.counts().facts_dropped == 1
+        assert processor.ledger.fact_bytes <= budget
+        root.end()
+        forwarded = len(downstream) - before
+    assert forwarded == 2 * 51

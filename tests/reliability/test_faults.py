@@ -187,7 +187,10 @@ def test_receiver_faults_never_reach_the_application(transport: str, state: str)
         under_test.assert_each_span_forwarded_once()
         assert counts.seen == len(under_test.originals)
         assert counts.held == counts.evaluated == 2 * len(under_test.originals) // SPANS_PER_TURN
-        assert counts.errors == ()
+        if state == "slow":  # a flush that outlives its timeout is counted, and nothing else
+            assert {kind for kind, _ in counts.errors} <= {"flush_hung:downstream", "flush_hung:events"}
+        else:
+            assert counts.errors == ()
         assert under_test.events is not None
         stats = under_test.events.stats()
         assert stats.errors == 0

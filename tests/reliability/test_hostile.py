@@ -43,7 +43,7 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_OFFERED_COUNT,
     TOOL_CHOICE_SKIPPED,
 )
-from otel_shapecheck.checks.tool_choice._check import SKIP_MENU_TOO_LARGE
+from otel_shapecheck.checks.tool_choice._labels import SKIP_MENU_TOO_LARGE
 from otel_shapecheck.pipeline._options import ProcessorOptions
 
 from .telemetry import ANSWER, IdRecorder, agent_turn, chat_attributes, messages, tool_attributes

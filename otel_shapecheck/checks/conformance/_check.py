@@ -8,7 +8,11 @@ the wrapper uses, and returns a verdict:
 - label ``recovered``: an attempt collapsed and the final attempt had rows accepted; flag
   ``conformance.collapsed``, since a recovered collapse still cost a re-sample;
 - label ``collapsed``: an attempt collapsed and the final one had no row accepted; flags
-  ``conformance.collapsed`` and ``conformance.unrecovered``.
+  ``conformance.collapsed`` and ``conformance.unrecovered``. The score is 0: the record keeps the
+  reference's rate (1 when the final re-sample emitted nothing), but a run that never recovered failed;
+- label ``unreadable``: no collapse is known, the final attempt reported no readable emitted rows and
+  some of its counts could not be read (``"abc"``, NaN); flag ``conformance.unreadable`` and no score,
+  since the run cannot be told from a genuine empty or from a collapse.
 
 See :mod:`otel_shapecheck.checks.conformance._record` for the exact definitions.
 """
@@ -20,6 +24,7 @@ from collections.abc import Sequence
 from otel_shapecheck._attributes import (
     EVALUATION_CONFORMANCE,
     FLAG_CONFORMANCE_COLLAPSED,
+    FLAG_CONFORMANCE_UNREADABLE,
     FLAG_CONFORMANCE_UNRECOVERED,
 )
 from otel_shapecheck._model import AnalystRun
@@ -29,11 +34,13 @@ from otel_shapecheck.checks.conformance._record import (
     AttemptCounts,
     build_conformance_record,
     conformance_attributes,
+    unreadable_counts,
 )
 
 LABEL_CONFORMANT = "conformant"
 LABEL_RECOVERED = "recovered"
 LABEL_COLLAPSED = "collapsed"
+LABEL_UNREADABLE = "unreadable"
 
 
 class ConformanceCheck:
@@ -48,41 +55,73 @@ class ConformanceCheck:
 
 def run_record(run: AnalystRun) -> AnalystConformanceRecord | None:
     """The conformance record of an analyst run, or ``None`` when no attempt of it is known."""
-    if not run.attempts:
-        return None
+    counts = _attempt_counts(run)
+    return build_conformance_record(run.attempts[0].analyst_id, counts) if counts else None
+
+
+def _attempt_counts(run: AnalystRun) -> list[AttemptCounts]:
     attempts = sorted(run.attempts, key=lambda attempt: attempt.attempt)
-    counts = [AttemptCounts(max(0, attempt.emitted), max(0, attempt.accepted)) for attempt in attempts]
-    return build_conformance_record(attempts[0].analyst_id, counts)
+    return [
+        AttemptCounts(max(0, attempt.emitted), max(0, attempt.accepted), max(0, attempt.unreadable))
+        for attempt in attempts
+    ]
 
 
 def _verdict(run: AnalystRun) -> Verdict | None:
-    record = run_record(run)
-    if record is None:
+    counts = _attempt_counts(run)
+    if not counts:
         return None
+    record = build_conformance_record(run.attempts[0].analyst_id, counts)
+    unreadable = unreadable_counts(counts)
+    label = _label(record, counts[-1])
     flags: tuple[str, ...] = ()
     if record.collapsed:
         flags = (FLAG_CONFORMANCE_COLLAPSED,)
         if not record.recovered:
             flags += (FLAG_CONFORMANCE_UNRECOVERED,)
+    elif label == LABEL_UNREADABLE:
+        flags = (FLAG_CONFORMANCE_UNREADABLE,)
     return Verdict(
         evaluation=EVALUATION_CONFORMANCE,
-        attributes=conformance_attributes(record),
-        label=_label(record),
-        explanation=_explanation(record),
-        score=record.conformance_rate,
+        attributes=conformance_attributes(record, unreadable),
+        label=label,
+        explanation=_explanation(record, unreadable, label),
+        score=_score(record, label),
         flags=flags,
     )
 
 
-def _label(record: AnalystConformanceRecord) -> str:
-    if not record.collapsed:
-        return LABEL_CONFORMANT
-    return LABEL_RECOVERED if record.recovered else LABEL_COLLAPSED
+def _label(record: AnalystConformanceRecord, final: AttemptCounts) -> str:
+    if record.collapsed:
+        return LABEL_RECOVERED if record.recovered else LABEL_COLLAPSED
+    if final.unreadable and final.emitted == 0 and final.accepted == 0:
+        return LABEL_UNREADABLE
+    return LABEL_CONFORMANT
 
 
-def _explanation(record: AnalystConformanceRecord) -> str:
+def _score(record: AnalystConformanceRecord, label: str) -> float | None:
+    """The rate, except that an unrecovered collapse scores 0 and an unreadable run has no score."""
+    if label == LABEL_COLLAPSED:
+        return 0.0
+    return None if label == LABEL_UNREADABLE else record.conformance_rate
+
+
+def _explanation(record: AnalystConformanceRecord, unreadable: int, label: str) -> str:
+    sentence = _outcome_sentence(record, label)
+    if unreadable:
+        sentence = sentence.removesuffix(".")
+        sentence += f"; {unreadable} reported row count{'s' if unreadable != 1 else ''} could not be read."
+    return sentence
+
+
+def _outcome_sentence(record: AnalystConformanceRecord, label: str) -> str:
     tries = f"{record.attempts} attempt{'s' if record.attempts != 1 else ''}"
     outcome = f"{record.accepted} of {record.emitted_final} emitted rows accepted"
+    if label == LABEL_UNREADABLE:
+        return (
+            f"Analyst {record.analyst_id!r} returned no readable row count in {tries}, so its empty "
+            "result cannot be told from a shape collapse."
+        )
     if not record.collapsed:
         if record.emitted_final == 0:
             return f"Analyst {record.analyst_id!r} emitted no rows (nothing to find) in {tries}."

@@ -11,7 +11,11 @@ Definitions:
 - A run is ``recovered`` when it collapsed and its final attempt had at least one row accepted. A run
   whose re-sample came back empty (nothing emitted) or collapsed again is not recovered.
 - ``conformance_rate`` is ``accepted / emitted_final`` of the final attempt, 1 when the final attempt
-  emitted nothing, and capped at 1 for emitters that report more accepted than emitted rows.
+  emitted nothing, and capped at 1 for emitters that report more accepted than emitted rows. It is the
+  reference's rate, kept as is; the verdict's score of an unrecovered collapse is 0, not this rate.
+- A count an attempt reported that cannot be read (``"abc"``, NaN, a negative) is *unreadable*: it adds
+  nothing to ``emitted`` or ``accepted`` and is counted apart, so an attempt whose only counts were
+  unreadable is never taken for a genuine empty.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from otel_shapecheck._attributes import (
     CONFORMANCE_EMITTED_PEAK,
     CONFORMANCE_RATE,
     CONFORMANCE_RECOVERED,
+    CONFORMANCE_UNREADABLE,
 )
 
 
@@ -37,6 +42,8 @@ class AttemptCounts:
 
     emitted: int
     accepted: int
+    unreadable: int = 0
+    """Counts the attempt reported that could not be read; they add to neither emitted nor accepted."""
 
     @property
     def collapsed(self) -> bool:
@@ -83,9 +90,19 @@ def build_conformance_record(analyst_id: str, attempts: Sequence[AttemptCounts])
     )
 
 
-def conformance_attributes(record: AnalystConformanceRecord) -> dict[str, str | bool | int | float]:
-    """The ``shapecheck.conformance.*`` attributes of the public contract for ``record``."""
-    return {
+def unreadable_counts(attempts: Sequence[AttemptCounts]) -> int:
+    """How many counts the attempts reported that could not be read."""
+    return sum(attempt.unreadable for attempt in attempts)
+
+
+def conformance_attributes(
+    record: AnalystConformanceRecord, unreadable: int = 0
+) -> dict[str, str | bool | int | float]:
+    """The ``shapecheck.conformance.*`` attributes of the public contract for ``record``.
+
+    ``shapecheck.conformance.unreadable`` is added only when some count could not be read.
+    """
+    attributes: dict[str, str | bool | int | float] = {
         CONFORMANCE_ANALYST_ID: record.analyst_id,
         CONFORMANCE_ATTEMPTS: record.attempts,
         CONFORMANCE_EMITTED_PEAK: record.emitted_peak,
@@ -95,3 +112,6 @@ def conformance_attributes(record: AnalystConformanceRecord) -> dict[str, str | 
         CONFORMANCE_RECOVERED: record.recovered,
         CONFORMANCE_RATE: record.conformance_rate,
     }
+    if unreadable:
+        attributes[CONFORMANCE_UNREADABLE] = unreadable
+    return attributes

@@ -9,23 +9,18 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
 import numpy as np
 
 from otel_shapecheck._model import ToolResult
-from otel_shapecheck.checks.figures._fold import (
-    BasisBuilder,
-    CarriedPath,
-    DerivedValues,
-    is_percent_key,
-    path_text,
-)
+from otel_shapecheck.checks.figures._columns import DerivedValues, is_percent_key
+from otel_shapecheck.checks.figures._fold import BasisBuilder, CarriedPath, path_text
 from otel_shapecheck.checks.figures._text import written_decimals
 
-_SCALES: Final = tuple(
+UNIT_SCALES: Final = tuple(
     (float(base**power), f"{base}^{power}") for power in range(1, 6) for base in (1000, 1024)
 )
 _SMALL_INDEX: Final = 64  # below this many values, sorting in Python beats numpy's call overhead
@@ -61,6 +56,18 @@ class Derivation:
     """The carried numbers it derives from, in words (``100 × rows[].used_tb ÷ rows[].total_tb``)."""
 
 
+class BasisStructure(NamedTuple):
+    """The carried numbers as the extended derivations read them: the columns and the structure notes."""
+
+    values: Sequence[float]
+    paths: Sequence[CarriedPath]
+    keys: Sequence[str | None]
+    marks: Mapping[int, int]
+    """Position → ``MARK_*`` bits of :mod:`._fold` (text token, written with ``%``, accounting negative)."""
+    labels: Mapping[str, str]
+    """Container path → its first text (a row's label)."""
+
+
 class _SortedNumbers:
     """Values sorted for window look-ups, each with the earliest of its (ascending) positions."""
 
@@ -82,6 +89,12 @@ class _SortedNumbers:
             self._positions = np.asarray(positions, dtype=np.int64)[order][first].tolist()
         self._low = self._values[0] if self._values else math.inf
         self._high = self._values[-1] if self._values else -math.inf
+
+    def count_within(self, low: float, high: float) -> int:
+        """How many distinct values lie in ``[low, high]``."""
+        if high < self._low or low > self._high:
+            return 0
+        return bisect_right(self._values, high) - bisect_left(self._values, low)
 
     def first_within(self, low: float, high: float, accept: Callable[[float], bool]) -> int | None:
         """The earliest recorded position of an accepted value in ``[low, high]``."""
@@ -112,7 +125,11 @@ class FigureBasis:
         derived: DerivedValues,
         truncated: bool,
         named: Iterable[float] = (),
+        marks: Mapping[int, int] | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> None:
+        self._marks = marks or {}
+        self._labels = labels or {}
         self._values = list(values)
         self._paths = list(paths)
         self._keys = list(keys)
@@ -154,6 +171,27 @@ class FigureBasis:
             )
         return self._derived
 
+    @property
+    def structure(self) -> BasisStructure:
+        """The carried numbers with the structure notes a ``structure=True`` fold took (else none)."""
+        return BasisStructure(self._values, self._paths, self._keys, self._marks, self._labels)
+
+    def closed_candidates_within(self, low: float, high: float) -> int:
+        """How many values of the closed derivation set lie in ``[low, high]``.
+
+        Carried numbers, percentage complements, column derivations, and carried numbers and column sums
+        divided by each unit scale: every value a figure could have matched before the extended layer.
+        It counts toward the coincidence bound of an extended derivation.
+        """
+        count = sum(
+            index.count_within(low, high)
+            for index in (self._carried_index, self._complement_index, self._derived_index)
+        )
+        for scale, _ in UNIT_SCALES:
+            count += self._carried_index.count_within(low * scale, high * scale)
+            count += self._sum_index.count_within(low * scale, high * scale)
+        return count
+
     def derived_at(self, position: int) -> Derivation:
         """How the derived value recorded at ``position`` was derived."""
         return Derivation(*self._derived_values.explain(position))
@@ -181,17 +219,25 @@ class FigureBasis:
         )
 
 
-def figure_basis(tool_results: Iterable[ToolResult]) -> FigureBasis:
+def figure_basis(tool_results: Iterable[ToolResult], *, structure: bool = False) -> FigureBasis:
     """Fold every tool result into the numbers it carries and the column derivations over its lists.
 
     Content is read as JSON when it is JSON (also JSON followed by text, and JSON inside JSON strings),
-    else as text. Never raises; every bound that cuts the fold sets ``truncated``.
+    else as text. Never raises; every bound that cuts the fold sets ``truncated``. ``structure`` also
+    keeps what the extended derivations read (:attr:`FigureBasis.structure`); the closed set ignores it.
     """
-    builder = BasisBuilder()
+    builder = BasisBuilder(structure=structure)
     for result in tool_results:
         builder.add(result.content)
     return FigureBasis(
-        builder.values, builder.paths, builder.keys, builder.derived, builder.truncated, builder.named
+        builder.values,
+        builder.paths,
+        builder.keys,
+        builder.derived,
+        builder.truncated,
+        builder.named,
+        builder.marks,
+        builder.labels,
     )
 
 
@@ -207,9 +253,9 @@ def explain_figure(value: str, basis: FigureBasis) -> Derivation | None:
     if decimals is None:
         return None
     target = float(value)
-    # The window is closed (a half-even rounding lands exactly on its edge); the slack absorbs the float
-    # error of the subtraction, which grows with the magnitude (an ulp of 49590.662 is ~7e-12).
-    tolerance = 0.5 * 10.0**-decimals * (1 + 1e-9) + 4 * math.ulp(target) + 1e-12
+    if not math.isfinite(target):
+        return None  # 309 digits or more: no finite carried number rounds to it
+    tolerance = match_tolerance(target, decimals)
 
     def near(x: float) -> bool:
         return abs(x - target) <= tolerance
@@ -235,12 +281,22 @@ def explain_figure(value: str, basis: FigureBasis) -> Derivation | None:
     return None
 
 
+def match_tolerance(target: float, decimals: int) -> float:
+    """How far a value may lie from a figure written with ``decimals`` digits after the point and match it.
+
+    Half a unit of the last written digit; the window is closed (a half-even rounding lands exactly on
+    its edge), and the slack absorbs the float error of the subtraction, which grows with the
+    magnitude (an ulp of 49590.662 is ~7e-12).
+    """
+    return 0.5 * 10.0**-decimals * (1 + 1e-9) + 4 * math.ulp(target) + 1e-12
+
+
 def _first_scaled(
     index: _SortedNumbers, low: float, high: float, near: Callable[[float], bool]
 ) -> tuple[int, str] | None:
     """The earliest number ≥ 1000 in magnitude that some scale divides into the window, with that scale."""
     best: tuple[int, int] | None = None
-    for order, (scale, _) in enumerate(_SCALES):
+    for order, (scale, _) in enumerate(UNIT_SCALES):
 
         def accept(x: float, scale: float = scale) -> bool:
             return abs(x) >= 1000 and near(x / scale)
@@ -248,4 +304,4 @@ def _first_scaled(
         position = index.first_within(low * scale, high * scale, accept)
         if position is not None and (best is None or (position, order) < best):
             best = (position, order)
-    return None if best is None else (best[0], _SCALES[best[1]][1])
+    return None if best is None else (best[0], UNIT_SCALES[best[1]][1])

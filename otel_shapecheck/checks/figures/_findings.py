@@ -1,32 +1,51 @@
-"""Figures: is every number in a final answer carried by a tool result, or a declared derivation of one?
+"""Figures: is every number in a final answer carried by a tool result, or a derivation of one?
 
 A *figure* is a number wearing a unit of measure (``53.2%``, ``6.3 TB``, ``41,200 IOPS``) whatever its
 digit count, or a bare number with at least ``min_digits`` digits. Each figure of an answer is
 *carried* when a tool result (or the user) states it, *computed* when it is one of a closed set of
-derivations of carried numbers (rounded, unit-scale, complement, column sum, ratio, difference), and
-*unsupported* otherwise. Everything here is plain arithmetic over plain data, bounded in time and memory.
+derivations of carried numbers (rounded, unit-scale, complement, column sum, ratio, difference),
+*inferred* when, under ``derivations="extended"``, it is cell arithmetic (a difference, a percent change,
+an average…) whose coincidence chance is below ``coincidence``, and *unsupported* otherwise. Everything
+here is plain arithmetic over plain data, bounded in time and memory.
 
-The rules follow agentfootprint's evidence figures module (``figureBasisOf`` / ``explainFigure``), with
-one deliberate difference: precision is the answer's own *as written*, so ``61.0%`` is compared within
-±0.05 and does not match a carried 61.1, where the reference's normalisation turns it into ``61`` first.
+The closed rules follow agentfootprint's evidence figures module (``figureBasisOf`` / ``explainFigure``),
+with one deliberate difference: precision is the answer's own *as written*, so ``61.0%`` is compared
+within ±0.05 and does not match a carried 61.1, where the reference's normalisation turns it into ``61``
+first. The extended layer is asked only of figures the closed set leaves unsupported, so it never
+changes a closed verdict; ``derivations="closed"`` is the reference's set alone.
 
-This module gives one answer's finding; the parts are ``_figures_text`` (figures and numbers in text),
-``_figures_fold`` (tool results folded into carried numbers and column derivations) and
-``_figures_basis`` (the fold indexed, and the derivation question asked of it).
+The parts are ``_text`` (figures and numbers in text), ``_fold`` and ``_columns`` (tool results folded
+into carried numbers and column derivations), ``_basis`` (the fold indexed, and the closed question),
+``_cells``, ``_extended`` and ``_coincidence`` (the extended layer and its bound).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
 from otel_shapecheck._model import ToolResult
-from otel_shapecheck.checks.figures._basis import explain_figure, figure_basis
-from otel_shapecheck.checks.figures._text import DEFAULT_MIN_DIGITS, figures_in, numbers_in_text
+from otel_shapecheck.checks.figures._basis import FigureBasis, explain_figure, figure_basis
+from otel_shapecheck.checks.figures._cells import Pairing
+from otel_shapecheck.checks.figures._coincidence import DEFAULT_COINCIDENCE, format_chance
+from otel_shapecheck.checks.figures._extended import ExtendedDerivations
+from otel_shapecheck.checks.figures._text import (
+    DEFAULT_MIN_DIGITS,
+    Figure,
+    figures_in,
+    is_number_text,
+    numbers_in_text,
+)
 
 MAX_CONCLUSION_VALUES: Final = 8
 """Flagged values named in the conclusion line; the rest are counted."""
+
+Derivations = Literal["closed", "extended"]
+DERIVATION_SETS: Final = ("closed", "extended")
+"""``closed``: the reference's derivations only; ``extended``: also cell arithmetic under the bound."""
+DEFAULT_DERIVATIONS: Final = "extended"
 
 
 @dataclass(frozen=True)
@@ -44,6 +63,24 @@ class ComputedFigure:
 
 
 @dataclass(frozen=True)
+class InferredFigure:
+    """A figure no closed derivation explains and an extended one does, below the coincidence bound."""
+
+    written: str
+    value: str
+    derivation: str
+    """One of the extended operations (``difference``, ``percent-change``, ``average``…)."""
+    source: str
+    """The operands and where they sit: ``(5765.2 − 5050.2) / 5050.2, row Total``."""
+    chance: float
+    """The chance that a random number of the figure's magnitude and precision would match a candidate."""
+
+    def describe(self) -> str:
+        """``"12.3% = percent-change: (5765.2 − 5050.2) / 5050.2, row Total (chance 0.4%)"``."""
+        return f"{self.written} = {self.derivation}: {self.source} (chance {format_chance(self.chance)})"
+
+
+@dataclass(frozen=True)
 class FiguresFinding:
     """What the figures check found in one answer."""
 
@@ -56,13 +93,17 @@ class FiguresFinding:
     """Figures (as written) that nothing carried and no declared derivation explains."""
     truncated: bool
     """A bound cut the basis (can only flag more, never fewer)."""
+    inferred: tuple[InferredFigure, ...] = ()
+    """Figures an extended derivation explains below the coincidence bound."""
+    extended_skipped: str | None = None
+    """Why the extended layer was not tried although a figure needed it (a bound); ``None`` otherwise."""
 
     @property
     def supported_share(self) -> float:
-        """Share of the checked figures that are carried or computed; 1.0 when there were none."""
+        """Share of the checked figures that are carried, computed or inferred; 1.0 when there were none."""
         if not self.checked:
             return 1.0
-        return (len(self.carried) + len(self.computed)) / self.checked
+        return (len(self.carried) + len(self.computed) + len(self.inferred)) / self.checked
 
 
 def check_figures(
@@ -71,22 +112,30 @@ def check_figures(
     user_texts: Iterable[str] = (),
     *,
     min_digits: int = DEFAULT_MIN_DIGITS,
+    derivations: Derivations = DEFAULT_DERIVATIONS,
+    coincidence: float = DEFAULT_COINCIDENCE,
+    pairing: Pairing = "structural",
 ) -> FiguresFinding:
     """Check every figure of ``answer`` against the tool results it could have seen.
 
-    Numbers stated in the user's own messages are exempt (counted as carried).
+    Numbers stated in the user's own messages are exempt (counted as carried). Under
+    ``derivations="extended"`` a figure no closed derivation explains is asked the extended derivations
+    and accepted (inferred) when its coincidence chance is below ``coincidence``. ``pairing="any"``
+    pairs any two cells instead of cells sharing a row, column or text (to measure what that adds).
 
     Raises:
-        ValueError: ``min_digits`` is not a whole number ≥ 1.
+        ValueError: ``min_digits`` is not a whole number ≥ 1, ``derivations`` is not ``closed`` or
+            ``extended``, ``coincidence`` is not a number in [0, 1], or ``pairing`` is unknown.
     """
+    _require_settings(derivations, coincidence, pairing)
     figures = figures_in(answer, min_digits)
     if not figures:
         return FiguresFinding(0, (), (), (), False)
-    basis = figure_basis(tool_results)
+    basis = figure_basis(tool_results, structure=derivations == "extended")
     user_numbers = {number for text in user_texts for number in numbers_in_text(text)}
     carried: list[str] = []
     computed: list[ComputedFigure] = []
-    unsupported: list[str] = []
+    left: list[Figure] = []
     for figure in figures:
         number = float(figure.value)
         if number in user_numbers or basis.carries(number):
@@ -94,21 +143,73 @@ def check_figures(
             continue
         derivation = explain_figure(figure.value, basis)
         if derivation is None:
-            unsupported.append(figure.written)
+            left.append(figure)
         else:
             computed.append(
                 ComputedFigure(figure.written, figure.value, derivation.derivation, derivation.source)
             )
-    return FiguresFinding(len(figures), tuple(carried), tuple(computed), tuple(unsupported), basis.truncated)
+    inferred: list[InferredFigure] = []
+    skipped: str | None = None
+    if left and derivations == "extended":
+        inferred, skipped = _infer(left, basis, coincidence, pairing)
+    explained = {figure.written for figure in inferred}
+    unsupported = tuple(figure.written for figure in left if figure.written not in explained)
+    return FiguresFinding(
+        len(figures),
+        tuple(carried),
+        tuple(computed),
+        unsupported,
+        basis.truncated,
+        tuple(inferred),
+        skipped,
+    )
+
+
+def _infer(
+    figures: Sequence[Figure], basis: FigureBasis, coincidence: float, pairing: Pairing
+) -> tuple[list[InferredFigure], str | None]:
+    """The figures the extended derivations explain below the bound, and why the layer was skipped."""
+    extended = ExtendedDerivations(basis, pairing)
+    if extended.skipped is not None:
+        return [], extended.skipped
+    inferred = []
+    for figure in figures:
+        inference = extended.infer(figure)
+        if inference is not None and inference.chance < coincidence:
+            inferred.append(
+                InferredFigure(
+                    figure.written, figure.value, inference.derivation, inference.source, inference.chance
+                )
+            )
+    return inferred, None
+
+
+def _require_settings(derivations: str, coincidence: float, pairing: str) -> None:
+    if derivations not in DERIVATION_SETS:
+        raise ValueError(
+            f"derivations={derivations!r} is not a valid value: derivations must be one of closed, extended"
+        )
+    if (
+        isinstance(coincidence, bool)
+        or not isinstance(coincidence, int | float)
+        or not math.isfinite(coincidence)
+        or not 0 <= coincidence <= 1
+    ):
+        raise ValueError(
+            f"coincidence={coincidence!r} is not a valid value: coincidence must be a number in [0, 1]"
+        )
+    if pairing not in ("structural", "any"):
+        raise ValueError(f"pairing={pairing!r} is not a valid value: pairing must be structural or any")
 
 
 def figures_conclusion_line(unsupported: Sequence[str]) -> str | None:
     """The library's finding about the flagged figures, as one line for the end of a revision request.
 
-    Names at most :data:`MAX_CONCLUSION_VALUES` figures, then ``and N more``; ``None`` when nothing is
-    flagged. Worded as the check's finding, not as the person's correction.
+    Names at most :data:`MAX_CONCLUSION_VALUES` figures, then ``and N more``; ``None`` when no flagged
+    value is a number (an identifier is not a figure: its correction is the instruction alone, as in
+    the reference). Worded as the check's finding, not as the person's correction.
     """
-    values = list(dict.fromkeys(value.strip() for value in unsupported if value and value.strip()))
+    values = list(dict.fromkeys(value.strip() for value in unsupported if value and is_number_text(value)))
     if not values:
         return None
     named = ", ".join(values[:MAX_CONCLUSION_VALUES])

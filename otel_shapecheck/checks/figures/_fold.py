@@ -14,9 +14,8 @@ from collections.abc import Iterable, Iterator
 from itertools import islice, repeat
 from typing import Final, cast
 
-import numpy as np
-
 from otel_shapecheck._model import JSONValue
+from otel_shapecheck.checks.figures._columns import DerivedValues, RowTable
 from otel_shapecheck.checks.figures._text import (
     may_state_a_number,
     normalize_token,
@@ -36,21 +35,27 @@ MAX_ROWS: Final = 5_000
 MAX_NUMERIC_FIELDS: Final = 64
 """Numeric fields of one list folded into columns."""
 
-MAX_GROUP_FIELDS: Final = 8
-"""Text fields of one list whose values group the rows for per-group sums."""
-
-MIN_GROUP_VALUES: Final = 2
-MAX_GROUP_VALUES: Final = 50
-"""A text field groups the rows when it has this many distinct values (and fewer than rows)."""
-
 MAX_DEPTH: Final = 64
 """Deepest nesting of a tool result that is walked; deeper parts are skipped (and ``truncated`` set)."""
 
 MAX_NODES: Final = 500_000
 """JSON nodes walked per basis, so one huge result costs bounded time."""
 
-_PERCENT_KEY_RE: Final = re.compile(r"(pct|percent|percentage)$", re.IGNORECASE)
-_UNIT_SUFFIX_RE: Final = re.compile(r"[_-]([A-Za-z]+)$")
+MAX_LABEL_CHARS: Final = 60
+"""Characters kept of a row's label (its first text), which names the row in an inferred derivation."""
+
+MARK_TEXT: Final = 1
+"""A carried number read out of a longer text, not a value of its own (structure mode only)."""
+MARK_PERCENT: Final = 2
+"""A carried number written with a ``%`` sign (``"12.5%"``)."""
+MARK_NEGATIVE: Final = 4
+"""A carried number written as an accounting negative (``"(1,234)"``, ``"$(2,227)"``)."""
+
+_ACCOUNTING_NEGATIVE_RE: Final = re.compile(
+    r"\s*[$€£]?\s*\(\s*[$€£]?\s*[0-9][0-9,]*(?:\.[0-9]+)?\s*\)\s*%?\s*"
+)
+_LONE_NUMBER_RE: Final = re.compile(r"[\s$€£¥(+\-]*[0-9][0-9,]*(?:\.[0-9]+)?[\s)%]*")
+"""A string that is one number and currency or sign punctuation around it (``"$ 1,997.8"``): a cell."""
 _JSON_OPENERS: Final = frozenset("[{")
 _DIGIT_RE: Final = re.compile(r"[0-9]")
 _NUMBER_KINDS: Final = frozenset({int, float, type(None)})
@@ -68,12 +73,13 @@ class _ChildPaths:
     """Paths and field names of a container's children, built only for the children that need one."""
 
     def __init__(self, at: str, keyed: bool) -> None:
-        self._at = at
+        self.at = at
+        """The container's own path."""
         self._prefix = f"{at}." if at else ""
         self._keyed = keyed
 
     def path(self, name: str | int) -> str:
-        return f"{self._prefix}{name}" if self._keyed else f"{self._at}[{name}]"
+        return f"{self._prefix}{name}" if self._keyed else f"{self.at}[{name}]"
 
     def key(self, name: str | int) -> str | None:
         return str(name) if self._keyed else None
@@ -82,10 +88,18 @@ class _ChildPaths:
 class BasisBuilder:
     """Folds tool-result content into parallel columns: carried numbers, their paths and fields, derivations.
 
-    The walk is iterative (no recursion, so nesting cannot exhaust the stack).
+    The walk is iterative (no recursion, so nesting cannot exhaust the stack). With ``structure`` it also
+    notes what the extended derivations need and the closed ones ignore: which carried numbers were read
+    out of a longer text, or written with ``%`` or as accounting negatives (:data:`MARK_TEXT`…), and the
+    first text of each container (a row's label). Without it the fold is exactly the reference's.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, structure: bool = False) -> None:
+        self.structure = structure
+        self.marks: dict[int, int] = {}
+        """Position of a carried number → its ``MARK_*`` bits (structure mode; unmarked numbers absent)."""
+        self.labels: dict[str, str] = {}
+        """Container path → its first text that is not a number (structure mode)."""
         self.values: list[float] = []
         self.paths: list[CarriedPath] = []
         self.keys: list[str | None] = []
@@ -167,6 +181,8 @@ class BasisBuilder:
                     continue
                 self._carry(value, child.path(name), child.key(name))  # type: ignore[arg-type]
             elif kind is str:
+                if self.structure:
+                    self._note_label(child.at, value)  # type: ignore[arg-type]
                 self._read_string(value, child.path(name), child.key(name), depth)  # type: ignore[arg-type]
             elif isinstance(value, dict | list):
                 containers.append((value, child.path(name), child.key(name), depth))
@@ -204,6 +220,8 @@ class BasisBuilder:
                 texts[name] = [text or None for text in strings]
                 may_carry = {text: _may_carry(text) for text in set(strings) if text}
                 for (path, _), text in zip(table, strings, strict=True):
+                    if text and self.structure:
+                        self._note_label(path, text)
                     if text and may_carry[text]:
                         self._read_string(text, f"{path}.{name}", name, depth + 1)
             else:
@@ -211,7 +229,7 @@ class BasisBuilder:
                 if mixed is not None:
                     self._add_column(numeric, name, mixed)
         self._stack.extend(reversed(containers))
-        self._fold(_RowTable(numeric, texts, len(table)), label)
+        self._fold(RowTable(numeric, texts, len(table)), label)
 
     def _add_column(self, numeric: dict[str, list[float]], name: str, column: list[float]) -> None:
         if len(numeric) >= MAX_NUMERIC_FIELDS:
@@ -290,14 +308,39 @@ class BasisBuilder:
         number = plain_number(normalize_token(text)) if len(text) <= 64 else None
         if number is not None:
             self._carry(number, at, key)
+            if self.structure:
+                self._mark_cell(text)
             return
+        first = len(self.values)
         for value in numbers_in_text(text):
             if len(self.values) >= MAX_BASIS_NUMBERS:
                 self.truncated = True
-                return
+                break
             self._carry(value, at, None)
+        if not self.structure:
+            return
+        if len(self.values) == first + 1 and _LONE_NUMBER_RE.fullmatch(text):
+            self._mark_cell(text)
+        else:
+            self.marks.update(dict.fromkeys(range(first, len(self.values)), MARK_TEXT))
 
-    def _fold(self, table: _RowTable, label: str) -> None:
+    def _mark_cell(self, text: str) -> None:
+        """Note how the string the last carried number came from wrote it: with ``%``, in parentheses."""
+        mark = (MARK_PERCENT if "%" in text else 0) | (
+            MARK_NEGATIVE if "(" in text and _ACCOUNTING_NEGATIVE_RE.fullmatch(text) else 0
+        )
+        if mark and self.values:
+            self.marks[len(self.values) - 1] = mark
+
+    def _note_label(self, container: str, text: str) -> None:
+        """Keep ``text`` as the container's label when it is its first text that is not a number."""
+        if container in self.labels or len(self.labels) >= MAX_BASIS_NUMBERS:
+            return
+        label = text.strip()
+        if label and plain_number(normalize_token(label)) is None:
+            self.labels[container] = label[:MAX_LABEL_CHARS]
+
+    def _fold(self, table: RowTable, label: str) -> None:
         """Record the column derivations over all rows, then over each group of a grouping text field."""
         complete = self._derive(table, table.totals(), table.row_count, f"{label}[]")
         for name, group, group_totals, group_rows in table.groupings():
@@ -307,7 +350,7 @@ class BasisBuilder:
                 break
         self.truncated |= table.truncated
 
-    def _derive(self, table: _RowTable, totals: dict[str, float], rows: int, label: str) -> bool:
+    def _derive(self, table: RowTable, totals: dict[str, float], rows: int, label: str) -> bool:
         """Record the sums, ratios, differences and complements of some rows' column totals."""
         derived: list[tuple[float, tuple[str, str, str, str]]] = []
         if rows > 1:
@@ -334,87 +377,6 @@ class BasisBuilder:
         return True
 
 
-class DerivedValues:
-    """Derived values and how each was derived, kept as columns; the words are formatted when read."""
-
-    def __init__(self) -> None:
-        self.values: list[float] = []
-        self.how: list[tuple[str, str, str, str]] = []
-        """(derivation, rows label, field a, field b) per value."""
-
-    def explain(self, position: int) -> tuple[str, str]:
-        """The derivation and its words (``100 × rows[].used_tb ÷ rows[].total_tb``) at ``position``."""
-        derivation, label, a, b = self.how[position]
-        if derivation == "column-sum":
-            return derivation, f"sum of {label}.{a}"
-        if derivation == "column-difference":
-            return derivation, f"{label}.{b} − {label}.{a}"
-        ratio = f"100 × {label}.{a} ÷ {label}.{b}"
-        return derivation, ratio if derivation == "column-ratio" else f"100 − {ratio}"
-
-
-class _RowTable:
-    """The numeric columns and grouping text fields of one list of rows, and their totals."""
-
-    def __init__(
-        self, numeric: dict[str, list[float]], texts: dict[str, list[str | None]], rows: int
-    ) -> None:
-        self.truncated = False
-        self.row_count = rows
-        self._columns = {name: np.asarray(column, dtype=np.float64) for name, column in numeric.items()}
-        self._texts = texts
-        self.like_unit_pairs = _like_unit_pairs(list(numeric))
-
-    def totals(self) -> dict[str, float]:
-        """The sum of each numeric field over the rows that carry it (finite sums only)."""
-        totals: dict[str, float] = {}
-        for name, column in self._columns.items():
-            present = column[~np.isnan(column)]
-            if present.size:
-                total = math.fsum(present.tolist())
-                if math.isfinite(total):
-                    totals[name] = total
-        return totals
-
-    def groupings(self) -> Iterator[tuple[str, list[str], list[dict[str, float]], list[int]]]:
-        """Each grouping text field: its name, its distinct values, and each value's totals and row count."""
-        used = 0
-        for name, values in self._texts.items():
-            distinct = list(dict.fromkeys(value for value in values if value is not None))
-            if not MIN_GROUP_VALUES <= len(distinct) <= MAX_GROUP_VALUES or len(distinct) >= self.row_count:
-                continue
-            if used == MAX_GROUP_FIELDS:
-                self.truncated = True
-                return
-            used += 1
-            code_of = {value: code for code, value in enumerate(distinct)}
-            codes = np.array([-1 if value is None else code_of[value] for value in values], dtype=np.int64)
-            yield (
-                name,
-                distinct,
-                self._group_totals(codes, len(distinct)),
-                self._group_rows(codes, len(distinct)),
-            )
-
-    def _group_totals(self, codes: np.ndarray, groups: int) -> list[dict[str, float]]:
-        totals: list[dict[str, float]] = [{} for _ in range(groups)]
-        grouped = codes >= 0
-        with np.errstate(all="ignore"):
-            for name, column in self._columns.items():
-                present = grouped & ~np.isnan(column)
-                counts = np.bincount(codes[present], minlength=groups)
-                sums = np.bincount(codes[present], weights=column[present], minlength=groups)
-                for code in np.flatnonzero(counts).tolist():
-                    total = float(sums[code])
-                    if math.isfinite(total):
-                        totals[code][name] = total
-        return totals
-
-    @staticmethod
-    def _group_rows(codes: np.ndarray, groups: int) -> list[int]:
-        return [int(count) for count in np.bincount(codes[codes >= 0], minlength=groups)]
-
-
 def _field_names(rows: list[dict[str, JSONValue]]) -> list[str]:
     """Every field of the rows in first-seen order (one look when all rows share the first row's fields)."""
     if not rows:
@@ -438,21 +400,6 @@ def _finite_or_nan(value: float) -> float:
     except OverflowError:
         return math.nan
     return number if math.isfinite(number) else math.nan
-
-
-def is_percent_key(key: str) -> bool:
-    """Whether a field's name says it holds a percentage (``used_pct``, ``percent``)."""
-    return _PERCENT_KEY_RE.search(key) is not None
-
-
-def _like_unit_pairs(fields: list[str]) -> list[tuple[str, str]]:
-    """Ordered pairs of different fields wearing the same unit suffix, percentages left out."""
-    units: dict[str, str] = {}
-    for name in fields:
-        match = _UNIT_SUFFIX_RE.search(name)
-        if match and not is_percent_key(name):
-            units[name] = match.group(1).lower()
-    return [(a, b) for a in units for b in units if a != b and units[a] == units[b]]
 
 
 def _json_prefix(text: str) -> tuple[JSONValue, str]:

@@ -49,6 +49,7 @@ _PLAIN_NUMBER_RE: Final = re.compile(r"[-+]?([0-9]+)(?:\.([0-9]+))?")
 _THOUSANDS_RE: Final = re.compile(r"-?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?")
 _TOKEN_RE: Final = re.compile(r"[A-Za-z0-9:_\-/.,%+@#$]+")
 _TOKEN_COMMA_RE: Final = re.compile(r"(?<![0-9]),|,(?![0-9])")
+_NUMBER_TEXT_RE: Final = re.compile(rf"{_NUMBER}(?:\s?(?:{_UNIT}))?", re.IGNORECASE)
 _FIGURE_TOKEN_RE: Final = re.compile(rf"(?P<number>{_NUMBER})(?:{_UNIT})", re.IGNORECASE)
 _LEADING_STRIP: Final = "$#@+'\"`([{<"
 _TRAILING_STRIP: Final = ".,;:!?%'\"`)]}>"
@@ -66,6 +67,8 @@ class Figure:
     """The number without thousands separators or a ``+`` sign, trailing zeros kept (``1526.3``)."""
     shape: Shape
     """``figure`` for a number wearing a unit, ``number`` for a long bare number."""
+    unit: str = ""
+    """The unit it wears, lower case (``%``, ``tb``, ``gb/s``); empty for a bare number."""
 
 
 def figures_in(answer: str, min_digits: int = DEFAULT_MIN_DIGITS) -> tuple[Figure, ...]:
@@ -78,7 +81,8 @@ def figures_in(answer: str, min_digits: int = DEFAULT_MIN_DIGITS) -> tuple[Figur
     found: list[tuple[int, Figure]] = []
     covered = bytearray(len(answer))
     for match in _FIGURE_RE.finditer(answer):
-        found.append((match.start(), Figure(match.group(0), _plain_value(match.group("number")), "figure")))
+        number, unit = _plain_value(match.group("number")), match.group("unit").lower()
+        found.append((match.start(), Figure(match.group(0), number, "figure", unit)))
         covered[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
     for match in _BARE_RE.finditer(answer):
         number = match.group("number")
@@ -120,6 +124,14 @@ def written_decimals(value: str) -> int | None:
     if match is None:
         return None
     return len(match.group(2) or "")
+
+
+def is_number_text(text: str) -> bool:
+    """Whether ``text`` is one number, with or without a unit (``53.2%``, ``6.3 TB``, ``12,500``).
+
+    A flagged identifier (``CLUSTER-A01``) is not: the conclusion line names numbers only.
+    """
+    return _NUMBER_TEXT_RE.fullmatch(text.strip()) is not None
 
 
 def may_state_a_number(text: str) -> bool:

@@ -20,7 +20,6 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Final
 
 from otel_shapecheck import _settings
 from otel_shapecheck._attributes import (
@@ -29,56 +28,49 @@ from otel_shapecheck._attributes import (
     FLAG_TOOL_CHOICE_PROXY_DISAGREEMENT,
     TOOL_CHOICE_CHOSEN,
     TOOL_CHOICE_EMBEDDER,
-    TOOL_CHOICE_MARGIN,
-    TOOL_CHOICE_NARROW,
+    TOOL_CHOICE_MENU_SOURCE,
     TOOL_CHOICE_OFFERED_COUNT,
-    TOOL_CHOICE_PROXY_DISAGREEMENT,
+    TOOL_CHOICE_SCORING,
     TOOL_CHOICE_SKIPPED,
-    TOOL_CHOICE_TOP,
 )
 from otel_shapecheck._model import LLMCall, OfferedTool
 from otel_shapecheck.checks._base import AttributeValue, Subject, Verdict
 from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache, cached
 from otel_shapecheck.checks.tool_choice._embedders import Embedder, MiniLMEmbedder
-from otel_shapecheck.checks.tool_choice._index import ToolIndex, confusability_text
+from otel_shapecheck.checks.tool_choice._index import ToolIndex, confusability_text, parameter_text
+from otel_shapecheck.checks.tool_choice._labels import (
+    SKIP_ANSWER_TOOL,
+    SKIP_MENU_TOO_LARGE,
+    SKIP_NO_MENU,
+    explanation,
+    result_attributes,
+    skip_reason,
+)
 from otel_shapecheck.checks.tool_choice._margin import (
-    DEFAULT_MARGIN_THRESHOLD,
     DEFAULT_MAX_SLOT_CHARS,
     MarginResult,
     choice_context,
     score_margin,
 )
+from otel_shapecheck.checks.tool_choice._scoring import (
+    SCORING_CALIBRATED,
+    SCORINGS,
+    calibrated_margin,
+    default_threshold,
+    needs_segments,
+    segment_texts,
+)
 from otel_shapecheck.environment_variables import (
     OTEL_SHAPECHECK_MARGIN_THRESHOLD,
     OTEL_SHAPECHECK_MAX_SLOT_CHARS,
+    OTEL_SHAPECHECK_TOOL_CHOICE_SCORING,
 )
-from otel_shapecheck.readers._content import stopped_for_tools
 
 logger = logging.getLogger(__name__)
 
 
 _DEFAULT_MAX_RECORDED_CALLS = 1024
 _DEFAULT_MAX_MENU_TOOLS = 1024
-
-# Values of ``shapecheck.tool_choice.skipped``.
-SKIP_NOTHING_CHOSEN: Final = "nothing-chosen"
-SKIP_CHOSEN_NOT_OFFERED: Final = "chosen-not-offered"
-SKIP_NO_MENU: Final = "no-menu"
-SKIP_NO_CONTEXT: Final = "no-context"
-SKIP_INCOMPLETE: Final = "incomplete"
-SKIP_MENU_TOO_LARGE: Final = "menu-too-large"
-
-# Values of ``gen_ai.evaluation.score.label`` for tool choice.
-LABEL_CLEAR: Final = "clear"
-"""The chosen tool led the best other offered tool by at least the threshold."""
-LABEL_NARROW: Final = "narrow"
-"""The chosen tool was top-scored, but by less than the threshold."""
-LABEL_DISAGREEMENT: Final = "disagreement"
-"""A tool the model did not choose scored highest (such a margin is also narrow)."""
-LABEL_ALL_CHOSEN: Final = "all-chosen"
-"""Every offered tool was chosen: no margin to measure."""
-LABEL_SKIPPED: Final = "skipped"
-"""Not scored; ``shapecheck.tool_choice.skipped`` says why."""
 
 
 @dataclass(frozen=True)
@@ -94,10 +86,14 @@ class ToolChoiceCall:
     tool_call_ids: tuple[str, ...]
     context_text: str
     """The choice context that is (or will be) embedded."""
+    segments: tuple[str, ...] = ()
+    """Clause views of the context, embedded too when the calibrated scoring scores each chosen tool."""
     result: MarginResult | None = None
     """The ranking, once scored; stays ``None`` when ``skipped`` says why it never will be."""
     skipped: str | None = None
     response_id: str | None = None
+    menu_source: str | None = None
+    """``span`` or ``ancestor``: whose span the menu was read from."""
 
     @property
     def flagged(self) -> bool:
@@ -123,55 +119,6 @@ class ToolChoiceSummary:
     """Calls that will never be scored."""
 
 
-def _skip_reason(call: LLMCall, incomplete: bool) -> str | None:
-    offered = {tool.name for tool in call.offered_tools or ()}
-    if call.tool_calls is None:
-        stopped = incomplete or stopped_for_tools(call.finish_reasons)
-        return SKIP_INCOMPLETE if stopped else SKIP_NOTHING_CHOSEN
-    if not call.chosen:
-        return SKIP_NOTHING_CHOSEN
-    if any(name not in offered for name in call.chosen):
-        return SKIP_CHOSEN_NOT_OFFERED
-    if not (call.user_text or "").strip():
-        return SKIP_NO_CONTEXT
-    return None
-
-
-def _explanation(call: ToolChoiceCall, threshold: float) -> tuple[str, str]:
-    result = call.result
-    if result is None:
-        return LABEL_SKIPPED, _SKIP_EXPLANATIONS.get(call.skipped or "", "The tool choice was not scored.")
-    if result.margin is None:
-        return LABEL_ALL_CHOSEN, "Every offered tool was chosen, so there is no margin to measure."
-    if result.proxy_disagreement:
-        return (
-            LABEL_DISAGREEMENT,
-            f"An offered tool the model did not choose scored highest; the best chosen tool trails it "
-            f"by {-result.margin:.3f}.",
-        )
-    if result.narrow:
-        return (
-            LABEL_NARROW,
-            f"The chosen tool led the best other offered tool by only {result.margin:.3f}, "
-            f"under the {threshold:g} threshold.",
-        )
-    return (
-        LABEL_CLEAR,
-        f"The chosen tool led the best other offered tool by {result.margin:.3f} "
-        f"(narrow below {threshold:g}).",
-    )
-
-
-_SKIP_EXPLANATIONS: Final = {
-    SKIP_NOTHING_CHOSEN: "The call answered without invoking a tool, so there is no choice to score.",
-    SKIP_CHOSEN_NOT_OFFERED: "A chosen tool is not on the captured menu; reported as-is, not scored.",
-    SKIP_NO_MENU: "Tools were invoked but no tool menu was captured, so the choice cannot be ranked.",
-    SKIP_NO_CONTEXT: "No user message was captured for the turn, so there is no context to rank against.",
-    SKIP_INCOMPLETE: "The call's output was not seen before the span was released, so the choice is unknown.",
-    SKIP_MENU_TOO_LARGE: "The menu has more tools than the check ranks per call, so it was not scored.",
-}
-
-
 _default_index_lock = threading.Lock()
 _default_index: ToolIndex | None = None
 
@@ -193,8 +140,14 @@ class ToolChoiceCheck:
     one) and fills a :class:`ToolIndex`; without an embedder, a process-wide MiniLM index is shared and
     the model loads on the first call that needs a vector.
 
+    ``scoring`` is ``calibrated`` (the default: parameter-aware text, lexical fusion, each of several
+    chosen tools scored) or ``seed`` (the ported rule exactly); see
+    :mod:`~otel_shapecheck.checks.tool_choice._scoring`. The threshold defaults to the scoring's own
+    (0.01 calibrated, 0.05 seed); a ``margin_threshold`` or its variable, when set, applies to either.
+
     Env vars:
-        :envvar:`OTEL_SHAPECHECK_MARGIN_THRESHOLD` (default 0.05),
+        :envvar:`OTEL_SHAPECHECK_TOOL_CHOICE_SCORING` (default ``calibrated``),
+        :envvar:`OTEL_SHAPECHECK_MARGIN_THRESHOLD` (default: the scoring's),
         :envvar:`OTEL_SHAPECHECK_MAX_SLOT_CHARS` (default 2000).
     """
 
@@ -204,14 +157,21 @@ class ToolChoiceCheck:
         self,
         embedder: Embedder | None = None,
         *,
+        scoring: str | None = None,
         margin_threshold: float | None = None,
         max_slot_chars: int | None = None,
         max_recorded_calls: int | None = None,
         max_menu_tools: int | None = None,
         tool_index: ToolIndex | None = None,
     ) -> None:
+        self._scoring = _settings.choice(
+            "scoring", scoring, OTEL_SHAPECHECK_TOOL_CHOICE_SCORING, SCORING_CALIBRATED, SCORINGS
+        )
         self._threshold = _settings.non_negative_float(
-            "margin_threshold", margin_threshold, OTEL_SHAPECHECK_MARGIN_THRESHOLD, DEFAULT_MARGIN_THRESHOLD
+            "margin_threshold",
+            margin_threshold,
+            OTEL_SHAPECHECK_MARGIN_THRESHOLD,
+            default_threshold(self._scoring),
         )
         self._max_slot_chars = _settings.positive_int(
             "max_slot_chars", max_slot_chars, OTEL_SHAPECHECK_MAX_SLOT_CHARS, DEFAULT_MAX_SLOT_CHARS
@@ -241,6 +201,11 @@ class ToolChoiceCheck:
     def tool_index(self) -> ToolIndex:
         """The tool index (shareable with :func:`~otel_shapecheck.lint_catalog`)."""
         return self._index
+
+    @property
+    def scoring(self) -> str:
+        """``calibrated`` or ``seed``: how choices are scored."""
+        return self._scoring
 
     @property
     def margin_threshold(self) -> float:
@@ -318,12 +283,14 @@ class ToolChoiceCheck:
         for tool in call.offered_tools or ():
             unique.setdefault(tool.name, tool)
         offered = tuple(unique.values())
+        if call.answer_tool is not None and not call.chosen:
+            return self._unscored(call, offered, SKIP_ANSWER_TOOL)
         if not offered:
             if call.chosen and not call.offered_tools:
                 return self._unscored(call, (), SKIP_NO_MENU)
             return None
         incomplete = subject.incomplete and call.tool_calls is None
-        skipped = _skip_reason(call, incomplete)
+        skipped = skip_reason(call, incomplete)
         if skipped is None and len(offered) > self._max_menu_tools:
             skipped = SKIP_MENU_TOO_LARGE
         return self._unscored(call, offered, skipped)
@@ -332,10 +299,16 @@ class ToolChoiceCheck:
         self, call: LLMCall, offered: tuple[OfferedTool, ...], skipped: str | None
     ) -> ToolChoiceCall:
         context = ""
+        segments: tuple[str, ...] = ()
         if (call.user_text or "").strip():
             context = choice_context(
                 call.user_text or "", call.assistant_text, max_slot_chars=self._max_slot_chars
             )
+            per_tool = skipped is None and needs_segments(len(offered), len(call.chosen))
+            if self._scoring == SCORING_CALIBRATED and per_tool:
+                segments = segment_texts(
+                    call.user_text or "", call.assistant_text, max_slot_chars=self._max_slot_chars
+                )
         return ToolChoiceCall(
             span_id=call.span_id,
             trace_id=call.trace_id,
@@ -343,8 +316,10 @@ class ToolChoiceCheck:
             chosen=call.chosen,
             tool_call_ids=call.tool_call_ids,
             context_text=context,
+            segments=segments,
             skipped=skipped,
             response_id=call.response_id,
+            menu_source=call.menu_source if offered else None,
         )
 
     def _scored(self, calls: Sequence[ToolChoiceCall]) -> list[ToolChoiceCall]:
@@ -352,21 +327,41 @@ class ToolChoiceCheck:
         to_score = [call for call in calls if call.skipped is None and call.result is None]
         if not to_score:
             return list(calls)
-        menus = {
+        calibrated = self._scoring == SCORING_CALIBRATED
+        seed_texts = {
             id(call): [confusability_text(t.name, t.description) for t in call.offered] for call in to_score
         }
-        missing = self._index.missing(text for texts in menus.values() for text in texts)
-        batch = list(dict.fromkeys([call.context_text for call in to_score] + missing))
+        parameter_texts = {
+            id(call): [parameter_text(t.name, t.description, t.parameters) for t in call.offered]
+            for call in to_score
+            if calibrated
+        }
+        tool_texts = [text for menu in (*seed_texts.values(), *parameter_texts.values()) for text in menu]
+        missing = self._index.missing(tool_texts)
+        views = [text for call in to_score for text in (call.context_text, *call.segments)]
+        batch = list(dict.fromkeys(views + missing))
         vectors = dict(zip(batch, self._index.embedder.embed(batch), strict=True))
         fresh = {text: vectors[text] for text in missing}
         results: dict[int, MarginResult] = {}
         for call in to_score:
-            results[id(call)] = score_margin(
+            names = [tool.name for tool in call.offered]
+            seed_vectors = self._index.vectors(seed_texts[id(call)], fresh)
+            if not calibrated:
+                results[id(call)] = score_margin(
+                    vectors[call.context_text], names, seed_vectors, call.chosen, threshold=self._threshold
+                )
+                continue
+            texts = parameter_texts[id(call)]
+            results[id(call)] = calibrated_margin(
+                call.context_text,
                 vectors[call.context_text],
-                [tool.name for tool in call.offered],
-                self._index.vectors(menus[id(call)], fresh),
+                names,
+                seed_vectors,
+                self._index.vectors(texts, fresh),
+                texts,
                 call.chosen,
                 threshold=self._threshold,
+                segments=[(text, vectors[text]) for text in call.segments],
             )
         return [replace(call, result=results[id(call)]) if id(call) in results else call for call in calls]
 
@@ -374,28 +369,37 @@ class ToolChoiceCheck:
         attributes: dict[str, AttributeValue] = {TOOL_CHOICE_CHOSEN: call.chosen}
         if call.offered:
             attributes[TOOL_CHOICE_OFFERED_COUNT] = len(call.offered)
+            if call.menu_source:
+                attributes[TOOL_CHOICE_MENU_SOURCE] = call.menu_source
         flags: list[str] = []
         result = call.result
         if call.skipped is not None:
             attributes[TOOL_CHOICE_SKIPPED] = call.skipped
         if result is not None:
-            attributes[TOOL_CHOICE_TOP] = result.top
-            attributes[TOOL_CHOICE_NARROW] = result.narrow
-            attributes[TOOL_CHOICE_PROXY_DISAGREEMENT] = result.proxy_disagreement
+            attributes.update(result_attributes(result))
             attributes[TOOL_CHOICE_EMBEDDER] = self._index.embedder.id
-            if result.margin is not None:
-                attributes[TOOL_CHOICE_MARGIN] = result.margin
+            attributes[TOOL_CHOICE_SCORING] = self._scoring
             if result.narrow:
                 flags.append(FLAG_TOOL_CHOICE_NARROW)
             if result.proxy_disagreement:
                 flags.append(FLAG_TOOL_CHOICE_PROXY_DISAGREEMENT)
-        label, explanation = _explanation(call, self._threshold)
+        label, text = explanation(result, call.skipped, self._threshold)
         return Verdict(
             evaluation=EVALUATION_TOOL_CHOICE,
             attributes=attributes,
             label=label,
-            explanation=explanation,
+            explanation=text,
             score=result.margin if result is not None else None,
             flags=tuple(flags),
             response_id=call.response_id,
+            content_keys=_INVENTED_NAMES if _names_a_tool_not_offered(call) else frozenset(),
         )
+
+
+_INVENTED_NAMES = frozenset({TOOL_CHOICE_CHOSEN})
+
+
+def _names_a_tool_not_offered(call: ToolChoiceCall) -> bool:
+    """Whether ``chosen`` holds a name the model wrote that is not on the menu (content, not a tool)."""
+    offered = {tool.name for tool in call.offered}
+    return any(name not in offered for name in call.chosen)

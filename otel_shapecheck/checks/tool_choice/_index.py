@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from otel_shapecheck import _settings
+from otel_shapecheck._model import ToolParameter
 from otel_shapecheck.checks.tool_choice._cache import content_hash
 from otel_shapecheck.checks.tool_choice._embedders import Embedder, FloatMatrix
 
@@ -42,6 +43,25 @@ def confusability_text(name: str, description: str | None) -> str:
     label = tokenised_name(name)
     described = (description or "").strip()
     return f"{label}: {described}" if described else label
+
+
+@functools.lru_cache(maxsize=8192)
+def parameter_text(name: str, description: str | None, parameters: tuple[ToolParameter, ...]) -> str:
+    """The calibrated scoring's tool text: :func:`confusability_text` plus the schema's parameters.
+
+    ``"<tokenised name>: <description> (parameters: <name>: <description>; <name>; ...)"``, parameter
+    names tokenised like tool names (``new_preferences.milk_type`` → ``new preferences milk type``).
+    Without parameters it is exactly :func:`confusability_text`, so a menu captured without schemas
+    embeds the same vectors in both scorings.
+    """
+    text = confusability_text(name, description)
+    parts = []
+    for parameter in parameters:
+        label = tokenised_name(parameter.name.replace(".", " "))
+        described = (parameter.description or "").strip()
+        if label:
+            parts.append(f"{label}: {described}" if described else label)
+    return f"{text} (parameters: {'; '.join(parts)})" if parts else text
 
 
 class ToolIndex:

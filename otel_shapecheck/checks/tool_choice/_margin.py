@@ -54,11 +54,15 @@ class MarginResult:
     top: str
     """The top-scored tool."""
     margin: float | None
-    """Best chosen − best other cosine; ``None`` when every offered tool was chosen."""
+    """Best chosen − best other score; ``None`` when every offered tool was chosen."""
     narrow: bool
     """``margin < threshold`` (a negative margin is narrow)."""
     proxy_disagreement: bool
     """The top-scored tool is not among the chosen."""
+    cosine_margin: float | None = None
+    """Best chosen − best other plain cosine of the seed's tool text (the seed rule's margin)."""
+    weakest: str | None = None
+    """For a call that chose several tools and was scored per tool: the chosen tool that set ``margin``."""
 
     @property
     def flagged(self) -> bool:
@@ -79,6 +83,19 @@ def cosine_scores(context: npt.ArrayLike, candidates: npt.ArrayLike) -> npt.NDAr
     return np.asarray(np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0), dtype=np.float64)
 
 
+def check_wiring(names: Sequence[str], chosen: Sequence[str]) -> None:
+    """Raise ``ValueError`` for no candidates, duplicate names, nothing chosen or an unknown chosen name."""
+    if not names:
+        raise ValueError("score_margin needs at least one candidate")
+    if len(set(names)) != len(names):
+        raise ValueError("candidate names must be unique")
+    if not chosen:
+        raise ValueError("score_margin needs at least one chosen tool")
+    missing = [name for name in chosen if name not in names]
+    if missing:
+        raise ValueError(f"chosen tools are not candidates: {missing}")
+
+
 def score_margin(
     context: npt.ArrayLike,
     names: Sequence[str],
@@ -89,27 +106,35 @@ def score_margin(
 ) -> MarginResult:
     """Rank ``names`` (with vectors ``candidates``) against ``context`` and measure the chosen tools' lead.
 
+    This is the seed rule: each score is the cosine. The calibrated scoring builds on
+    :func:`margin_of_scores` with its own scores (:mod:`~otel_shapecheck.checks.tool_choice._scoring`).
+
     Raises:
         ValueError: on wiring errors: no candidates, duplicate names, a row count that differs from
             the names, nothing chosen, or a chosen name that is not a candidate.
     """
-    if not names:
-        raise ValueError("score_margin needs at least one candidate")
-    if len(set(names)) != len(names):
-        raise ValueError("candidate names must be unique")
-    if not chosen:
-        raise ValueError("score_margin needs at least one chosen tool")
-    missing = [name for name in chosen if name not in names]
-    if missing:
-        raise ValueError(f"chosen tools are not candidates: {missing}")
-    scores = cosine_scores(context, candidates)
-    if scores.shape[0] != len(names):
-        raise ValueError(f"{len(names)} names but {scores.shape[0]} candidate vectors")
+    check_wiring(names, chosen)
+    cosines = cosine_scores(context, candidates)
+    if cosines.shape[0] != len(names):
+        raise ValueError(f"{len(names)} names but {cosines.shape[0]} candidate vectors")
+    return margin_of_scores(names, cosines, chosen, threshold=threshold)
+
+
+def margin_of_scores(
+    names: Sequence[str],
+    scores: npt.NDArray[np.float64],
+    chosen: Sequence[str],
+    *,
+    threshold: float,
+    cosines: npt.NDArray[np.float64] | None = None,
+) -> MarginResult:
+    """The ranking, margin and flags of already computed ``scores`` (one per name, menu order).
+
+    ``cosines`` (default: ``scores``) gives ``cosine_margin``. Names are assumed checked by the caller.
+    """
     chosen_set = set(chosen)
     ranked = sorted(range(len(names)), key=lambda i: -scores[i])
-    best_chosen = max(float(scores[i]) for i, name in enumerate(names) if name in chosen_set)
-    others = [float(scores[i]) for i, name in enumerate(names) if name not in chosen_set]
-    margin = best_chosen - max(others) if others else None
+    margin = _lead(scores, names, chosen_set)
     top = names[ranked[0]]
     return MarginResult(
         scores=tuple(ToolScore(names[i], float(scores[i])) for i in ranked),
@@ -118,4 +143,12 @@ def score_margin(
         margin=margin,
         narrow=margin is not None and margin < threshold,
         proxy_disagreement=top not in chosen_set,
+        cosine_margin=margin if cosines is None else _lead(cosines, names, chosen_set),
     )
+
+
+def _lead(scores: npt.NDArray[np.float64], names: Sequence[str], chosen: set[str]) -> float | None:
+    """Best chosen − best other score, or ``None`` when every name is chosen."""
+    best_chosen = max(float(scores[i]) for i, name in enumerate(names) if name in chosen)
+    others = [float(scores[i]) for i, name in enumerate(names) if name not in chosen]
+    return best_chosen - max(others) if others else None

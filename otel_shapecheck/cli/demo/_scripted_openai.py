@@ -4,7 +4,8 @@ It answers ``POST /v1/chat/completions`` with canned replies, in order, so the r
 (and every instrumentation that wraps it) can run a whole agent turn without a network or a model.
 Tests use it to capture real telemetry; the CLI demo uses it to run an agent offline. The same script
 can also be played in Anthropic's messages format (``POST /v1/messages``) and Cohere's v2 chat format
-(``POST /v2/chat``), so clients of those wire formats run against it too.
+(``POST /v2/chat``), so clients of those wire formats run against it too, and as OpenAI Responses
+(``POST /v1/responses``, plain or streamed).
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from otel_shapecheck.cli.demo._scripted_responses import RESPONSES_PATHS, response_body, response_events
+
 logger = logging.getLogger(__name__)
 
 _CHAT_COMPLETIONS_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 _COHERE_CHAT_PATH = "/v2/chat"
 _ANTHROPIC_MESSAGES_PATH = "/v1/messages"
-_ROUTES = _CHAT_COMPLETIONS_PATHS | {_COHERE_CHAT_PATH, _ANTHROPIC_MESSAGES_PATH}
+_ROUTES = _CHAT_COMPLETIONS_PATHS | RESPONSES_PATHS | {_COHERE_CHAT_PATH, _ANTHROPIC_MESSAGES_PATH}
 _ANTHROPIC_STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 _COHERE_FINISH_REASONS = {"stop": "COMPLETE", "tool_calls": "TOOL_CALL", "length": "MAX_TOKENS"}
 _POLL_INTERVAL_S = 0.02
@@ -247,6 +250,11 @@ class ScriptedOpenAIServer:
             "usage": {"billed_units": tokens, "tokens": tokens},
         }
 
+    def response_body(self, reply: ScriptedReply, request: Mapping[str, Any]) -> dict[str, Any]:
+        """The Responses API ``response`` for a reply: a ``function_call`` item per call, then the message."""
+        response_id = reply.completion_id or f"resp_scripted_{next(self._ids)}"
+        return response_body(reply, request, response_id, self._tool_call_id, self._model)
+
     def _envelope(self, reply: ScriptedReply, request: Mapping[str, Any], kind: str) -> dict[str, Any]:
         model = request.get("model")
         return {
@@ -326,10 +334,7 @@ def _handler_class(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]
             path = self.path.split("?", 1)[0]
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
-            if path not in _CHAT_COMPLETIONS_PATHS and path not in (
-                _COHERE_CHAT_PATH,
-                _ANTHROPIC_MESSAGES_PATH,
-            ):
+            if path not in _ROUTES:
                 self._send_json(HTTPStatus.NOT_FOUND, _error(f"no route for {path}"))
                 return
             try:
@@ -349,6 +354,11 @@ def _handler_class(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]
                 self._send_json(HTTPStatus.OK, server.cohere_chat_body(reply))
             elif path == _ANTHROPIC_MESSAGES_PATH:
                 self._send_json(HTTPStatus.OK, server.anthropic_message_body(reply, body))
+            elif path in RESPONSES_PATHS and body.get("stream") is True:
+                events = response_events(server.response_body(reply, body))
+                self._send_events([(event["type"], event) for event in events])
+            elif path in RESPONSES_PATHS:
+                self._send_json(HTTPStatus.OK, server.response_body(reply, body))
             elif body.get("stream") is True:
                 self._send_stream(server.completion_chunks(reply, body))
             else:
@@ -364,7 +374,14 @@ def _handler_class(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]
 
         def _send_stream(self, chunks: Iterator[Mapping[str, Any]]) -> None:
             events = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + ["data: [DONE]\n\n"]
-            data = "".join(events).encode()
+            self._send_sse("".join(events).encode())
+
+        def _send_events(self, events: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+            self._send_sse(
+                "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
+            )
+
+        def _send_sse(self, data: bytes) -> None:
             self.send_response(HTTPStatus.OK)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Content-Length", str(len(data)))

@@ -16,8 +16,10 @@ from otel_shapecheck._attributes import (
     FIGURES_CHECKED,
     FIGURES_COMPUTED,
     FIGURES_DERIVATIONS,
+    FIGURES_INFERRED,
     FIGURES_TRUNCATED,
     FIGURES_UNSUPPORTED,
+    FIGURES_UNSUPPORTED_COUNT,
     FLAG_FIGURES_UNSUPPORTED,
     RESPONSE_ID,
 )
@@ -70,7 +72,10 @@ class TestApplies:
         assert check.min_digits == 4
 
     def test_one_entry_per_subject_in_order(self) -> None:
-        """evaluate returns one entry per subject, None where the check does not apply."""
+        """evaluate returns one entry per subject, None where the check does not apply.
+
+        An answer that could not be read where tool results exist is a skipped verdict, not silence.
+        """
         subjects = [
             answer_subject("CLUSTER-A01 is 59.2% used.", tool_results=(capacity_result(),)),
             Subject(span_id="00f067aa0ba902b7", trace_id=TRACE_ID),
@@ -82,7 +87,11 @@ class TestApplies:
         verdicts = FiguresCheck().evaluate(subjects)
         assert len(verdicts) == 4
         assert verdicts[0] is not None
-        assert verdicts[1:] == [None, None, None]
+        assert verdicts[1] is None and verdicts[3] is None
+        assert verdicts[2] is not None and verdicts[2].attributes == {
+            "shapecheck.figures.skipped": "no-content"
+        }
+        assert verdicts[2].label == "skipped" and not verdicts[2].flagged
 
     def test_plain_chat_without_tools_gets_no_verdict(self) -> None:
         """An answer that saw no tool result and was offered no tool is not an agent's answer."""
@@ -121,7 +130,9 @@ class TestVerdict:
             FIGURES_CHECKED: 3,
             FIGURES_CARRIED: 1,
             FIGURES_COMPUTED: 2,
+            FIGURES_INFERRED: 0,
             FIGURES_UNSUPPORTED: (),
+            FIGURES_UNSUPPORTED_COUNT: 0,
             FIGURES_DERIVATIONS: (
                 "59.2 = column-ratio: 100 × rows[].used_tb ÷ rows[].total_tb",
                 "1526.3 = column-sum: sum of rows[].usable_tb",
@@ -138,6 +149,8 @@ class TestVerdict:
         answer = "CLUSTER-A01 is 53.2% used, with 6.3 TB free, 1,526.3 TB usable."
         verdict = _verdict(answer_subject(answer, tool_results=(capacity_result(),)))
         assert verdict.attributes[FIGURES_UNSUPPORTED] == ("53.2%", "6.3 TB")
+        assert verdict.attributes[FIGURES_UNSUPPORTED_COUNT] == 2
+        assert verdict.content_keys == {FIGURES_UNSUPPORTED, FIGURES_DERIVATIONS}
         assert verdict.flags == (FLAG_FIGURES_UNSUPPORTED,)
         assert verdict.label == "unsupported"
         assert verdict.score == pytest.approx(1 / 3)

@@ -84,15 +84,43 @@ class TestPerturbedNumbersAreFlagged:
         """A figure farther than its precision window from every carried and derivable value is flagged."""
         places = max(0, -int(guess.as_tuple().exponent))
         value = float(guess)
-        total = float(first) + float(second)
-        # The closed derivation set for two rows of one unit-less field: each value, their sum, and the
-        # sum in a larger unit when it reaches 1000.
-        derivable = [float(first), float(second), total]
-        derivable += [total / scale for scale in SCALES if abs(total) >= 1000]
+        derivable = closed_derivable(float(first), float(second))
         assume(all(abs(value - candidate) > tolerance(places) * 1.001 for candidate in derivable))
         rows = [{"reading": float(first)}, {"reading": float(second)}]
-        finding = check_figures(f"It reads {guess}{unit}.", [ToolResult(json.dumps(rows))])
+        finding = check_figures(
+            f"It reads {guess}{unit}.", [ToolResult(json.dumps(rows))], derivations="closed"
+        )
         assert finding.unsupported == (f"{guess}{unit}",)
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        first=exact_decimals(below=1000),
+        second=exact_decimals(below=1000),
+        guess=exact_decimals(below=10**5),
+        unit=st.sampled_from(["TB", "%", " ms"]),
+    )
+    def test_extended_outside_every_window_is_flagged(
+        self, first: Decimal, second: Decimal, guess: Decimal, unit: str
+    ) -> None:
+        """Under the extended derivations too, a figure outside every candidate's window is flagged."""
+        places = max(0, -int(guess.as_tuple().exponent))
+        a, b = float(first), float(second)
+        # Two cells of one column: their differences, in larger units for a size figure, and the shares
+        # of a percentage figure, on top of the closed set.
+        derivable = closed_derivable(a, b) + [a - b, b - a]
+        derivable += [(a - b) / scale for scale in SCALES] + [(b - a) / scale for scale in SCALES]
+        derivable += [100 * x / y for x, y in ((a, a + b), (b, a + b), (a, b), (b, a)) if y]
+        assume(all(abs(float(guess) - candidate) > tolerance(places) * 1.001 for candidate in derivable))
+        rows = [{"reading": a}, {"reading": b}]
+        finding = check_figures(f"It reads {guess}{unit}.", [ToolResult(json.dumps(rows))], coincidence=1.0)
+        assert finding.unsupported == (f"{guess}{unit}",)
+
+
+def closed_derivable(first: float, second: float) -> list[float]:
+    """The closed derivation set for two rows of one unit-less field: each value, their sum, and the sum
+    in a larger unit when it reaches 1000."""
+    total = first + second
+    return [first, second, total, *(total / scale for scale in SCALES if abs(total) >= 1000)]
 
 
 json_values = st.recursive(
@@ -139,6 +167,28 @@ class TestArbitraryInput:
         finding = check_figures(answer, results)
         assert finding.checked == len(finding.carried) + len(finding.computed) + len(finding.unsupported)
         assert 0.0 <= finding.supported_share <= 1.0
+
+    @settings(max_examples=200, deadline=None)
+    @given(
+        values=st.lists(json_values, max_size=3),
+        shape=st.sampled_from(["structured", "json", "json-and-text", "text"]),
+        tail=st.text(alphabet=st.sampled_from("0123456789.,-()$% abTB"), max_size=80),
+        answer=st.text(alphabet=st.sampled_from("0123456789.,-% TBms\n"), max_size=120),
+    )
+    def test_extended_never_changes_a_closed_verdict(
+        self, values: list[JSONValue], shape: str, tail: str, answer: str
+    ) -> None:
+        """The extended layer only moves unsupported figures to inferred; the closed fold is unchanged."""
+        results = [ToolResult(as_content(value, shape, tail)) for value in values]
+        plain, noted = figure_basis(results), figure_basis(results, structure=True)
+        assert (plain.carried, plain.derived) == (noted.carried, noted.derived)
+        closed = check_figures(answer, results, derivations="closed")
+        extended = check_figures(answer, results, derivations="extended", coincidence=1.0)
+        assert (extended.carried, extended.computed) == (closed.carried, closed.computed)
+        assert set(extended.unsupported) | {figure.written for figure in extended.inferred} == set(
+            closed.unsupported
+        )
+        assert all(0 <= figure.chance < 1 for figure in extended.inferred)
 
     @settings(max_examples=200, deadline=None)
     @given(answer=st.text(alphabet=st.sampled_from("0123456789.,-+% TBmsKi/x#:\n"), max_size=200))

@@ -100,7 +100,7 @@ class TestPlantedVectors:
         planted = PlantedEmbedder(
             [("user:", [1, 0.1, 0]), ("fcns", [1, 0.12, 0]), ("email", [0, 0, 1])], fallback=[0, 1, 0]
         )
-        check = ToolChoiceCheck(planted)
+        check = ToolChoiceCheck(planted, scoring="seed")
         check.record(
             [
                 _subject("a" * 16, PLANTED_MENU, ["get_fcns"]),
@@ -123,7 +123,7 @@ class TestPlantedVectors:
         planted = PlantedEmbedder(
             [("user:", [1, 0, 0]), ("fcns", [1, 0.05, 0]), ("email", [0, 0, 1])], fallback=[0, 1, 0]
         )
-        check = ToolChoiceCheck(planted)
+        check = ToolChoiceCheck(planted, scoring="seed")
         check.record(_subject("a" * 16, PLANTED_MENU, ["send_email"]))
         (flagged,) = check.flagged()
         assert flagged.result is not None
@@ -135,7 +135,7 @@ class TestPlantedVectors:
         planted = PlantedEmbedder(
             [("user:", [0, 0, 1]), ("fcns", [1, 0, 0]), ("email", [0, 0.2, 1])], fallback=[0, 1, 0]
         )
-        check = ToolChoiceCheck(planted)
+        check = ToolChoiceCheck(planted, scoring="seed")
         check.record(_subject("a" * 16, PLANTED_MENU, ["send_email"]))
         (call,) = check.calls()
         assert call.result is not None and call.result.margin == pytest.approx(0.98058, abs=1e-5)
@@ -226,7 +226,7 @@ class TestTextConstruction:
             assistant_text="checking the FLOGI DB",
             tool_results=(ToolResult("TOOL_RESULT_MARKER 42"),),
         )
-        ToolChoiceCheck(counting).evaluate([Subject("a" * 16, "0" * 32, llm_call=call)])
+        ToolChoiceCheck(counting, scoring="seed").evaluate([Subject("a" * 16, "0" * 32, llm_call=call)])
         assert counting.texts
         assert not any("TOOL_RESULT_MARKER" in text for text in counting.texts)
 

@@ -20,7 +20,6 @@ from opentelemetry.trace import SpanContext
 
 from otel_shapecheck import EvaluationEventEmitter
 from otel_shapecheck import _attributes as attrs
-from otel_shapecheck.pipeline._events import CONTENT_ATTRIBUTES
 
 from .verdicts import figures_verdict, tool_choice_verdict
 
@@ -91,7 +90,7 @@ class TestContent:
         events.shutdown()
         (readable,) = memory.get_finished_logs()
         attributes = readable.log_record.attributes or {}
-        assert not CONTENT_ATTRIBUTES & set(attributes)
+        assert not {attrs.FIGURES_UNSUPPORTED, attrs.FIGURES_DERIVATIONS} & set(attributes)
         assert all("4200" not in str(value) for value in attributes.values())
         assert not events.include_content
 

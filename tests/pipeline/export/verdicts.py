@@ -23,6 +23,7 @@ def figures_verdict(*, flagged: bool = True) -> Verdict:
         score=2 / 3 if flagged else 1.0,
         flags=(attrs.FLAG_FIGURES_UNSUPPORTED,) if flagged else (),
         response_id="chatcmpl-42",
+        content_keys=frozenset({attrs.FIGURES_UNSUPPORTED, attrs.FIGURES_DERIVATIONS}),
     )
 
 

@@ -1,0 +1,238 @@
+"""Figures on real analyst arithmetic: faithful answers accepted and mutated ones flagged, per setting.
+
+Each of the 661 TAT-QA table questions in ``benchmarks/data/tatqa_tuning.jsonl`` becomes two answers
+over the same tool result (the table, a list of rows of cell strings, as a tool would return it):
+
+- **faithful**: the gold ``answer_text`` (``14.16%``, ``14212 thousand``), a figure computed from cells;
+- **mutated**: the same figure as a plausible wrong number at the same precision and sign: either
+  ×(1 ± 2–30 %), or one digit changed (seeded by the record's id, so every run mutates alike).
+
+Every answer is checked with ``min_digits=1`` (so ``316`` and ``4.3 million`` are figures too) under
+``closed``, and ``extended`` at p = 0.5, 1, 2 and 5 % (and p = 1, i.e. no bound), with structural pairs
+(cells sharing a row, column or text) and with any two cells. The records are split by the SHA-256 of
+their id: the *tune* half (even first byte) is where the layer's choices were made, the *report* half
+(odd) is what :func:`run` reports. Run alone with ``python -m benchmarks.bench_figures_tatqa`` to see
+both halves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from otel_shapecheck._model import ToolResult
+from otel_shapecheck.checks.figures._cells import Pairing
+from otel_shapecheck.checks.figures._findings import Derivations, check_figures
+
+DATA = Path(__file__).resolve().parent / "data" / "tatqa_tuning.jsonl"
+P_VALUES = (0.005, 0.01, 0.02, 0.05)
+DEFAULT_P = 0.01
+_NUMBER = re.compile(r"([-+]?)([0-9]+(?:\.[0-9]+)?)(.*)")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One question: its table as a tool result, and the faithful and mutated answers' figure texts."""
+
+    id: str
+    half: str
+    result: ToolResult
+    faithful: str
+    mutated: str
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One configuration of the figures check."""
+
+    name: str
+    derivations: Derivations
+    coincidence: float = DEFAULT_P
+    pairing: Pairing = "structural"
+
+
+def settings() -> list[Setting]:
+    """closed; extended at each p and with no bound, for structural pairs and for any two cells."""
+    listed = [Setting("closed", "closed")]
+    for pairing in ("structural", "any"):
+        for p in (*P_VALUES, 1.0):
+            bound = "no bound" if p == 1.0 else f"p = {100 * p:g}%"
+            listed.append(Setting(f"extended, {pairing} pairs, {bound}", "extended", p, pairing))  # type: ignore[arg-type]
+    return listed
+
+
+def half_of(record_id: str) -> str:
+    """``tune`` or ``report``, by the first byte of the SHA-256 of the id."""
+    return "tune" if hashlib.sha256(record_id.encode()).digest()[0] % 2 == 0 else "report"
+
+
+def mutate(text: str, seed: str) -> str:
+    """A plausible wrong number for the answer ``text``: same sign, same decimals, same unit words."""
+    match = _NUMBER.fullmatch(text)
+    if match is None:
+        raise ValueError(f"not a number answer: {text!r}")
+    sign, number, rest = match.groups()
+    decimals = len(number.partition(".")[2])
+    generator = random.Random(hashlib.sha256(seed.encode()).digest())
+    for _ in range(100):
+        if generator.random() < 0.5:
+            factor = 1 + generator.choice((-1, 1)) * generator.uniform(0.02, 0.30)
+            candidate = f"{float(number) * factor:.{decimals}f}"
+        else:
+            candidate = _change_a_digit(number, generator)
+        if float(candidate) != float(number) and float(candidate) != 0:
+            return f"{sign}{candidate}{rest}"
+    raise ValueError(f"could not mutate {text!r}")
+
+
+def _change_a_digit(number: str, generator: random.Random) -> str:
+    positions = [index for index, char in enumerate(number) if char.isdigit()]
+    position = generator.choice(positions)
+    leading = position == 0 and len(number.partition(".")[0]) > 1
+    digits = [digit for digit in "0123456789" if digit != number[position] and not (leading and digit == "0")]
+    return number[:position] + generator.choice(digits) + number[position + 1 :]
+
+
+def cases(path: Path = DATA) -> list[Case]:
+    """Every record of the data file as a case."""
+    loaded = []
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            record = json.loads(line)
+            loaded.append(
+                Case(
+                    id=record["id"],
+                    half=half_of(record["id"]),
+                    result=ToolResult(json.dumps(record["table"]), name="get_table"),
+                    faithful=record["answer_text"],
+                    mutated=mutate(record["answer_text"], record["id"]),
+                )
+            )
+    return loaded
+
+
+def accepted(figure: str, result: ToolResult, setting: Setting) -> bool | None:
+    """Whether the check supports the answer's figure; ``None`` when the answer had no figure."""
+    finding = check_figures(
+        f"The answer is {figure}.",
+        [result],
+        min_digits=1,
+        derivations=setting.derivations,
+        coincidence=setting.coincidence,
+        pairing=setting.pairing,
+    )
+    if finding.checked == 0:
+        return None
+    return not finding.unsupported
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Faithful figures accepted and mutated figures accepted, of one setting on one half."""
+
+    setting: Setting
+    half: str
+    faithful: int
+    faithful_accepted: int
+    mutated: int
+    mutated_accepted: int
+    mutated_added: int
+    """Mutated figures this setting accepts that ``closed`` flags: what the extended layer lets through."""
+
+    @property
+    def faithful_share(self) -> float:
+        return self.faithful_accepted / self.faithful if self.faithful else 0.0
+
+    @property
+    def mutated_share(self) -> float:
+        return self.mutated_accepted / self.mutated if self.mutated else 0.0
+
+
+def tally(all_cases: Sequence[Case], setting: Setting, half: str) -> Tally:
+    """Count one setting over the cases of one half."""
+    closed = Setting("closed", "closed")
+    faithful = faithful_accepted = mutated = mutated_accepted = added = 0
+    for case in all_cases:
+        if case.half != half:
+            continue
+        verdict = accepted(case.faithful, case.result, setting)
+        if verdict is not None:
+            faithful += 1
+            faithful_accepted += verdict
+        verdict = accepted(case.mutated, case.result, setting)
+        if verdict is not None:
+            mutated += 1
+            mutated_accepted += verdict
+            added += verdict and not accepted(case.mutated, case.result, closed)
+    return Tally(setting, half, faithful, faithful_accepted, mutated, mutated_accepted, added)
+
+
+def tallies(halves: Sequence[str] = ("report",)) -> Iterator[Tally]:
+    """Every setting on every named half."""
+    loaded = cases()
+    for half in halves:
+        for setting in settings():
+            yield tally(loaded, setting, half)
+
+
+def _share(part: float, whole: float) -> float | None:
+    return round(part / whole, 2) if whole else None
+
+
+def run() -> list[dict[str, Any]]:
+    """Rows for the report half: faithful figures accepted and mutated figures accepted, per setting."""
+    rows: list[dict[str, Any]] = []
+    results = list(tallies(("report",)))
+    closed = results[0]
+    for result in results:
+        default = result.setting == Setting(result.setting.name, "extended")
+        name = f"figures TAT-QA report half, {result.setting.name}"
+        rows.append(
+            {
+                "name": f"{name}: faithful accepted",
+                "value": round(100 * result.faithful_share, 1),
+                "unit": f"% of {result.faithful}",
+                "baseline": round(100 * closed.faithful_share, 1),
+                "baseline_of": "closed",
+                "ratio": _share(result.faithful_share, closed.faithful_share),
+                "target": "≥ 60 %" if default else "",
+            }
+        )
+        rows.append(
+            {
+                "name": f"{name}: mutated accepted",
+                "value": round(100 * result.mutated_share, 1),
+                "unit": f"% of {result.mutated}",
+                "baseline": round(100 * closed.mutated_share, 1),
+                "baseline_of": "closed",
+                "ratio": _share(result.mutated_share, closed.mutated_share),
+                "target": "≤ 1 %" if default else "",
+                "added_by_extended": result.mutated_added,
+            }
+        )
+    return rows
+
+
+def main() -> None:
+    """Print both halves: faithful accepted and mutated flagged, per setting."""
+    print(
+        f"{'half':<7} {'setting':<42} {'faithful accepted':>18} {'mutated flagged':>16} "
+        f"{'mutated accepted (by extended)':>31}"
+    )
+    for result in tallies(("tune", "report")):
+        print(
+            f"{result.half:<7} {result.setting.name:<42} "
+            f"{100 * result.faithful_share:>8.1f}% of {result.faithful:<5} "
+            f"{100 - 100 * result.mutated_share:>8.1f}% "
+            f"{result.mutated_accepted:>12} of {result.mutated} ({result.mutated_added})"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""A lexical score for tool choice: BM25 of the choice context against one menu's candidate texts.
+
+Sentence embeddings blur exact words: ``get_current_weather`` and ``get_forecast`` sit close together,
+while the user's "current" names one of them. BM25 rewards the words the context shares with a tool's
+text, weighted by how rare each word is *on this menu* (the idf is computed over the menu's own
+candidate texts, so a word every tool carries counts for almost nothing). The scores are divided by the
+menu's best, so they lie in [0, 1] and fuse with cosines at a fixed weight. Stateless: nothing is kept
+between calls, and the cost is a pass over the menu's words.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from typing import Final
+
+from otel_shapecheck.checks.tool_choice._index import tokenised_name
+
+K1: Final = 1.2
+"""BM25 term-frequency saturation (the usual value)."""
+B: Final = 0.75
+"""BM25 length normalisation (the usual value)."""
+
+_WORD = re.compile(r"\w+")
+_SLOT_LABEL = re.compile(r"(?:\A|\n\n)(?:user|assistant): ")
+"""The labels :func:`choice_context` puts before its slots: they are in every context, so not evidence."""
+_NOT_PLURAL = ("ss", "us", "is")
+_STOPWORD_TEXT = (
+    "a an and any are as at be by can do for from get has have how i if in into is it its me my "
+    "of on or our please set that the their them then there these this to use used using want was "
+    "we what when where which will with would you your"
+)
+_STOPWORDS: Final = frozenset(_STOPWORD_TEXT.split())
+
+
+@functools.lru_cache(maxsize=8192)  # candidate texts recur on every call that offers the same menu
+def lexical_terms(text: str) -> tuple[str, ...]:
+    """The words BM25 compares: camelCase and ``_``/``-`` split, lower case, no stopwords, crude plurals.
+
+    Words of one character and common English function words carry no choice between tools and are
+    dropped; a trailing ``s`` is removed from words longer than three letters (``orders`` → ``order``),
+    unless the word ends in ``ss``, ``us`` or ``is`` (``address``, ``status``, ``analysis``).
+    """
+    words = _WORD.findall(tokenised_name(text).lower())
+    return tuple(_stem(word) for word in words if len(word) > 1 and word not in _STOPWORDS)
+
+
+def _stem(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith(_NOT_PLURAL) else word
+
+
+def lexical_scores(context: str, candidates: Sequence[str]) -> list[float]:
+    """BM25 of ``context`` against each candidate text, idf over the candidates, divided by the best.
+
+    Each distinct context word counts once. Returns one score per candidate in [0, 1]: 1 for the best
+    lexical match, 0 for candidates sharing no word with the context (all 0 when none shares one).
+    """
+    documents = [Counter(lexical_terms(text)) for text in candidates]
+    query = set(lexical_terms(_SLOT_LABEL.sub(" ", context)))
+    if not documents or not query:
+        return [0.0] * len(documents)
+    count = len(documents)
+    lengths = [sum(document.values()) for document in documents]
+    average = (sum(lengths) / count) or 1.0
+    raw = [0.0] * count
+    for term in query:
+        holders = [i for i, document in enumerate(documents) if term in document]
+        if not holders:
+            continue
+        idf = math.log(1.0 + (count - len(holders) + 0.5) / (len(holders) + 0.5))
+        for i in holders:
+            tf = documents[i][term]
+            raw[i] += idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * lengths[i] / average))
+    best = max(raw)
+    return [score / best for score in raw] if best > 0 else raw

@@ -1,0 +1,169 @@
+"""The two scorings of a tool choice: the seed's rule, and the calibrated default.
+
+``seed`` is agentfootprint's rule exactly: each tool's :func:`confusability_text` cosine against the
+choice context, ``margin = best chosen − best other``, narrow under 0.05.
+
+``calibrated`` keeps that frame and changes what is compared, measured on planted wrong choices
+(``benchmarks/bench_tool_choice_detection.py``; ``docs/how-it-decides.md`` has the table):
+
+- **Text.** Each tool is embedded twice, as its seed text and as :func:`parameter_text` (the seed
+  text plus the schema's parameter names and descriptions); its cosine is the mean of the two. Without
+  a captured schema both texts are the same, so the cosine is the seed's.
+- **Lexical fusion.** ``score = (1 − w) · cosine + w · lexical`` with ``w`` =
+  :data:`CALIBRATED_LEXICAL_WEIGHT` and ``lexical`` the BM25 of the context against the menu's
+  parameter texts, idf over the menu, divided by the menu's best (:func:`lexical_scores`).
+- **Several chosen tools.** The seed measures only the *best* chosen tool, so a wrong tool chosen next to
+  a right one goes unseen. When a call chose two or more tools and left some unchosen, each chosen tool
+  must lead every unchosen one in the whole context or in one of its clauses (:func:`context_segments`):
+  its evidence is its best lead over those views, and ``margin`` is the weakest chosen tool's evidence.
+- **One threshold**, :data:`CALIBRATED_MARGIN_THRESHOLD`, chosen on the tuning half of BFCL live.
+
+Both return a :class:`MarginResult` whose ``cosine_margin`` is the seed rule's margin, so the two can be
+compared on every call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from otel_shapecheck.checks.tool_choice._lexical import lexical_scores
+from otel_shapecheck.checks.tool_choice._margin import (
+    DEFAULT_MARGIN_THRESHOLD,
+    DEFAULT_MAX_SLOT_CHARS,
+    MarginResult,
+    check_wiring,
+    cosine_scores,
+    margin_of_scores,
+)
+
+SCORING_CALIBRATED: Final = "calibrated"
+SCORING_SEED: Final = "seed"
+SCORINGS: Final = (SCORING_CALIBRATED, SCORING_SEED)
+"""Values of ``OTEL_SHAPECHECK_TOOL_CHOICE_SCORING`` and ``shapecheck.tool_choice.scoring``."""
+
+SEED_MARGIN_THRESHOLD: Final = DEFAULT_MARGIN_THRESHOLD
+"""The seed's threshold, 0.05."""
+CALIBRATED_MARGIN_THRESHOLD: Final = 0.01
+"""Chosen with :data:`CALIBRATED_LEXICAL_WEIGHT` on the tuning half of BFCL live, as the point with the
+most headroom on all three targets at once (false alarms ≤ 12 %, random wrong tools detected ≥ 97 %,
+nearest rivals ≥ 96 %); ``benchmarks/bench_tool_choice_detection.py`` re-derives it on every run."""
+CALIBRATED_LEXICAL_WEIGHT: Final = 0.1
+"""The weight of the lexical score in the fusion, chosen with the threshold."""
+
+MAX_SEGMENTS: Final = 8
+"""Clauses of a context scored per chosen tool, at most (each is one more embedding)."""
+_CLAUSE_BREAK = re.compile(
+    r"(?<=[.?!;])\s+|\n+|,?\s+(?:and also|and then|as well as|also|then|and)\s+", re.IGNORECASE
+)
+
+
+def default_threshold(scoring: str) -> float:
+    """The narrow threshold a scoring uses unless one is set."""
+    return CALIBRATED_MARGIN_THRESHOLD if scoring == SCORING_CALIBRATED else SEED_MARGIN_THRESHOLD
+
+
+def context_segments(text: str | None, *, limit: int = MAX_SEGMENTS) -> tuple[str, ...]:
+    """The clauses of ``text`` that a chosen tool may answer: split at sentence ends and "and/also/then".
+
+    Clauses of fewer than two words are dropped; a text that does not split gives ``()`` (the whole
+    context is scored anyway). At most ``limit`` clauses, first ones first.
+    """
+    parts = [part.strip(" ,") for part in _CLAUSE_BREAK.split(text or "")]
+    clauses = list(dict.fromkeys(part for part in parts if len(part.split()) >= 2))
+    return tuple(clauses[:limit]) if len(clauses) > 1 else ()
+
+
+def segment_texts(
+    user_text: str, assistant_text: str | None = None, *, max_slot_chars: int = DEFAULT_MAX_SLOT_CHARS
+) -> tuple[str, ...]:
+    """The clause views of a choice context, each labelled like its slot (``"user: <clause>"``).
+
+    The slots are cut as :func:`choice_context` cuts them; at most :data:`MAX_SEGMENTS` in all.
+    """
+    views = [f"user: {clause}" for clause in context_segments(user_text[:max_slot_chars])]
+    latest = (assistant_text or "").strip()
+    if latest:
+        views += [f"assistant: {clause}" for clause in context_segments(latest[-max_slot_chars:])]
+    return tuple(views[:MAX_SEGMENTS])
+
+
+def needs_segments(offered: int, chosen: int) -> bool:
+    """Whether the calibrated scoring scores each chosen tool: several chosen, at least one not."""
+    return chosen >= 2 and offered > chosen
+
+
+def calibrated_margin(
+    context_text: str,
+    context: npt.ArrayLike,
+    names: Sequence[str],
+    seed_vectors: npt.ArrayLike,
+    parameter_vectors: npt.ArrayLike,
+    parameter_texts: Sequence[str],
+    chosen: Sequence[str],
+    *,
+    threshold: float = CALIBRATED_MARGIN_THRESHOLD,
+    lexical_weight: float = CALIBRATED_LEXICAL_WEIGHT,
+    segments: Sequence[tuple[str, npt.ArrayLike]] = (),
+    per_tool: bool = True,
+) -> MarginResult:
+    """The calibrated ranking of one call (see the module docstring).
+
+    ``segments`` are ``(text, vector)`` views of the context's clauses; they are used only when
+    :func:`needs_segments`, and without them each chosen tool's evidence is its lead in the whole context.
+    ``per_tool=False`` keeps the seed's best-chosen margin for calls that chose several tools.
+
+    Raises:
+        ValueError: on the wiring errors of :func:`score_margin`, or vector and text counts that differ
+            from the names.
+    """
+    check_wiring(names, chosen)
+    if len(parameter_texts) != len(names):
+        raise ValueError(f"{len(names)} names but {len(parameter_texts)} parameter texts")
+    seed = cosine_scores(context, seed_vectors)
+    scores = _fused(context_text, context, seed, parameter_vectors, parameter_texts, lexical_weight)
+    if seed.shape[0] != len(names) or scores.shape[0] != len(names):
+        raise ValueError(f"{len(names)} names but {seed.shape[0]} seed and {scores.shape[0]} vectors")
+    result = margin_of_scores(names, scores, chosen, threshold=threshold, cosines=seed)
+    if not per_tool or not needs_segments(len(names), len(set(chosen))):
+        return result
+    views = [scores]
+    for text, vector in segments:
+        seed_view = cosine_scores(vector, seed_vectors)
+        views.append(_fused(text, vector, seed_view, parameter_vectors, parameter_texts, lexical_weight))
+    chosen_set = set(chosen)
+    unchosen = [i for i, name in enumerate(names) if name not in chosen_set]
+    evidence = {
+        name: max(float(view[i] - max(view[j] for j in unchosen)) for view in views)
+        for i, name in enumerate(names)
+        if name in chosen_set
+    }
+    weakest = min(evidence, key=lambda name: evidence[name])
+    margin = evidence[weakest]
+    return MarginResult(
+        scores=result.scores,
+        chosen=result.chosen,
+        top=result.top,
+        margin=margin,
+        narrow=margin < threshold,
+        proxy_disagreement=result.proxy_disagreement,
+        cosine_margin=result.cosine_margin,
+        weakest=weakest,
+    )
+
+
+def _fused(
+    text: str,
+    context: npt.ArrayLike,
+    seed: npt.NDArray[np.float64],
+    parameter_vectors: npt.ArrayLike,
+    parameter_texts: Sequence[str],
+    lexical_weight: float,
+) -> npt.NDArray[np.float64]:
+    cosines = (seed + cosine_scores(context, parameter_vectors)) / 2.0
+    lexical = np.asarray(lexical_scores(text, parameter_texts), dtype=np.float64)
+    return np.asarray((1.0 - lexical_weight) * cosines + lexical_weight * lexical, dtype=np.float64)

@@ -1,0 +1,95 @@
+"""One model call recorded by two instrumentations: which span is evaluated, and which is a duplicate.
+
+OpenInference and OpenLLMetry on one LangChain app write two parallel span trees; a framework's own
+LLM span sits above a provider instrumentation's. Both spans then record the same call. The rule, the
+same live and offline: a span is a duplicate of the earliest-ended span of its trace that records the
+same call; the span that ended first is the one evaluated. Two spans record the same call when
+
+- they overlap in time (one model call runs inside both);
+- they come from different instrumentation scopes (one instrumentation never records a call twice,
+  so parallel or repeated calls of one framework are never merged);
+- their response ids are equal when both have one; otherwise their outputs are known and equal (the
+  same tool calls with the same arguments, or the same answer text) and so are their user messages.
+
+An output that is unknown on either side never merges: two calls are kept apart unless the telemetry
+shows they are one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+from otel_shapecheck._model import LLMCall
+
+
+def duplicate_of(
+    span: ReadableSpan, call: LLMCall, earlier: Sequence[tuple[ReadableSpan, LLMCall]]
+) -> str | None:
+    """The span id (hex) of the earliest span in ``earlier`` that records the same call, else ``None``.
+
+    ``earlier`` holds other LLM-call spans of the trace with their readings.
+    """
+    matches = [
+        other
+        for other, other_call in earlier
+        if _ended_before(other, span)
+        and _overlap(other, span)
+        and _other_scope(other, span)
+        and same_call(call, other_call)
+    ]
+    if not matches:
+        return None
+    first = min(matches, key=_end_key)
+    return format(first.context.span_id, "016x") if first.context is not None else None
+
+
+def same_call(first: LLMCall, second: LLMCall) -> bool:
+    """Whether two readings record one model call (see the module docstring)."""
+    if first.response_id and second.response_id:
+        return first.response_id == second.response_id
+    output = _output(first)
+    if output is None or output != _output(second):
+        return False
+    return first.user_text is None or second.user_text is None or first.user_text == second.user_text
+
+
+def _output(call: LLMCall) -> tuple[object, ...] | None:
+    if call.tool_calls:
+        return tuple(sorted((c.name, _canonical(c.arguments)) for c in call.tool_calls))
+    text = " ".join((call.answer_text or "").split())
+    if call.answer_tool is not None or (call.tool_calls == () and text):
+        return ("text", text)
+    return None
+
+
+def _canonical(arguments: object) -> str:
+    try:
+        return json.dumps(arguments, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return repr(arguments)
+
+
+def _end_key(span: ReadableSpan) -> tuple[int, int]:
+    return (span.end_time or 0, span.context.span_id if span.context else 0)
+
+
+def _ended_before(other: ReadableSpan, span: ReadableSpan) -> bool:
+    return _end_key(other) < _end_key(span)
+
+
+def _overlap(first: ReadableSpan, second: ReadableSpan) -> bool:
+    if None in (first.start_time, first.end_time, second.start_time, second.end_time):
+        return False
+    return (first.start_time or 0) <= (second.end_time or 0) and (second.start_time or 0) <= (
+        first.end_time or 0
+    )
+
+
+def _other_scope(first: ReadableSpan, second: ReadableSpan) -> bool:
+    a, b = first.instrumentation_scope, second.instrumentation_scope
+    if a is None or b is None:
+        return True
+    return (a.name, a.version) != (b.name, b.version)

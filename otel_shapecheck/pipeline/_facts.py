@@ -1,0 +1,159 @@
+"""What the ledger holds: held spans, the facts of each trace, and what a release hands the worker.
+
+Facts are bounded by count per trace (``max_facts_per_trace``) and by bytes over the whole ledger
+(``max_fact_bytes``). Bytes are estimated from what the facts keep alive (attribute strings, log bodies),
+cheaply enough for the application's thread: long sequences are sampled, not walked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from opentelemetry._logs import LogRecord
+from opentelemetry.attributes import BoundedAttributes
+from opentelemetry.sdk.trace import ReadableSpan
+
+from otel_shapecheck._model import ToolExecution
+from otel_shapecheck.readers._classify import SpanClass, SpanRole
+
+_SAMPLED_ITEMS = 16
+"""Items of a long sequence or mapping that are measured; the rest are assumed of the same size."""
+_SCALAR_BYTES = 8
+
+
+@dataclass(eq=False, slots=True)
+class HeldSpan:
+    """An ended span kept for evaluation."""
+
+    span: ReadableSpan
+    span_id: int
+    trace_id: int
+    parent_id: int | None
+    classified: SpanClass
+    """The hot path's classification, so the worker reads the span without classifying it again."""
+    analyst: bool
+    deadline: float
+    """``time.monotonic()`` past which the span is released as incomplete."""
+    awaits_parent: bool = False
+    """Whether it waits for its parent to end (its tool calls come from sibling executions)."""
+    incomplete: bool = False
+    ancestor_menu: Mapping[str, object] | None = None
+    """The menu attributes of its nearest ancestor with a menu, copied when it ended without one."""
+
+    @property
+    def llm_call(self) -> bool:
+        """Whether the span is an LLM call (else it is an analyst span)."""
+        return self.classified.role is SpanRole.LLM_CALL
+
+
+@dataclass(eq=False)
+class ExecutionFact:
+    """A tool-execution span of a trace; the worker reads it once and keeps the reading here."""
+
+    span: ReadableSpan
+    parent_id: int | None
+    classified: SpanClass
+    reading: ToolExecution | None = None
+    read: bool = False
+
+
+@dataclass(frozen=True)
+class Release:
+    """Held spans the worker evaluates together, with the facts of their trace at take-out time."""
+
+    spans: tuple[HeldSpan, ...]
+    executions: tuple[ExecutionFact, ...] = ()
+    """Executions under the spans themselves or under the parent they waited for (for the join)."""
+    trace_executions: tuple[ExecutionFact, ...] = ()
+    """Every execution of the trace that was kept (the figures basis)."""
+    sibling_calls: tuple[tuple[ReadableSpan, SpanClass], ...] = ()
+    """Other LLM-call spans under the parent the spans waited for: they bound which executions are whose."""
+    trace_calls: tuple[tuple[ReadableSpan, SpanClass], ...] = ()
+    """Every LLM-call span of the trace kept so far (a second span of one call is found among them)."""
+    content: Mapping[int, tuple[LogRecord, ...]] = field(default_factory=dict)
+    """Content log records by span id."""
+    attempts: Mapping[int, tuple[ReadableSpan, ...]] = field(default_factory=dict)
+    """Analyst-attempt spans by the span id of their analyst span."""
+
+
+class TraceFacts:
+    """What one trace has shown so far, bounded by ``limit`` entries in all.
+
+    ``bytes`` is the estimated size of what its facts keep alive, ``held`` the number of its spans the
+    ledger holds (waiting or ready): a trace with held spans still needs its facts.
+    """
+
+    __slots__ = (
+        "attempt_bytes",
+        "attempts",
+        "bytes",
+        "calls",
+        "content",
+        "content_bytes",
+        "content_names_calls",
+        "ended",
+        "executions",
+        "held",
+        "limit",
+        "size",
+    )
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self.bytes = 0
+        self.held = 0
+        self.content_bytes: dict[int, int] = {}
+        self.attempt_bytes: dict[int, int] = {}
+        self.executions: list[ExecutionFact] = []
+        self.calls: list[tuple[int | None, ReadableSpan, SpanClass]] = []
+        self.attempts: dict[int, list[ReadableSpan]] = {}
+        self.content: dict[int, list[LogRecord]] = {}
+        self.content_names_calls: set[int] = set()
+        self.ended: set[int] = set()
+
+    def room(self) -> bool:
+        if self.size >= self.limit:
+            return False
+        self.size += 1
+        return True
+
+
+def attribute_mapping(span: ReadableSpan) -> Mapping[str, object]:
+    """The span's attributes, read without the per-call cost of ``ReadableSpan.attributes``.
+
+    The public property wraps the SDK's ``BoundedAttributes`` in a new read-only view on every call,
+    and iterating that view runs Python-level code per key; an ended span's ``BoundedAttributes`` is
+    frozen, so reading its plain dict directly is safe and about twice as fast. Anything else (a
+    span built from a plain mapping, or a future SDK that stores attributes differently) takes the
+    public property.
+    """
+    stored = span._attributes
+    if type(stored) is BoundedAttributes:
+        return stored._dict
+    return span.attributes or {}
+
+
+def approximate_bytes(attributes: Mapping[str, object] | None, body: object = None) -> int:
+    """What a span's or log record's attributes (and a record's body) keep alive, roughly, in bytes."""
+    total = _value_bytes(body, 3) if body is not None else 0
+    for key, value in (attributes or {}).items():
+        total += len(key) + _value_bytes(value, 3)
+    return total
+
+
+def _value_bytes(value: object, depth: int) -> int:
+    if isinstance(value, str | bytes):
+        return len(value)
+    if depth <= 0:
+        return _SCALAR_BYTES
+    if isinstance(value, Mapping):
+        items = list(value.items())[:_SAMPLED_ITEMS] if len(value) > _SAMPLED_ITEMS else value.items()
+        sample = sum(_value_bytes(k, 0) + _value_bytes(v, depth - 1) for k, v in items)
+        return sample * len(value) // max(len(items), 1)
+    if isinstance(value, Sequence):
+        head = value[:_SAMPLED_ITEMS]
+        sample = sum(_value_bytes(item, depth - 1) for item in head)
+        return sample * len(value) // max(len(head), 1)
+    return _SCALAR_BYTES
