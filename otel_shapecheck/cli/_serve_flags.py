@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable
 
 from otel_shapecheck.checks._builtin import EMBEDDERS
+from otel_shapecheck.cli._figures_options import add_figures_arguments
 from otel_shapecheck.gateway._settings import (
     DEFAULT_IDLE_TIMEOUT_SECONDS,
     DEFAULT_MAX_CONNECTIONS,
@@ -181,3 +182,4 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="events also quote numbers from answers and tool results",
     )
+    add_figures_arguments(checks)
