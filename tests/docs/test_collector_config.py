@@ -44,6 +44,7 @@ def wiring_problems(document: dict[str, Any]) -> list[str]:
                 for c in pipeline.get(kind) or []
                 if c not in usable[kind]
             ]
+    problems += _extension_problems(document)
     used = {kind: {c for p in pipelines.values() for c in p.get(kind) or []} for kind in KINDS}
     for kind in KINDS:
         problems += [f"{kind} {c} defined but unused" for c in sorted(defined[kind] - used[kind])]
@@ -57,6 +58,32 @@ def wiring_problems(document: dict[str, Any]) -> list[str]:
         problems += [
             f"connector {connector} routes to unknown pipeline {r}" for r in routes if r not in pipelines
         ]
+    return problems
+
+
+def _authenticators(node: Any) -> list[str]:
+    """Every ``auth: {authenticator: NAME}`` anywhere in a component's settings."""
+    if isinstance(node, dict):
+        found = [str(node["authenticator"])] if isinstance(node.get("authenticator"), str) else []
+        return found + [name for value in node.values() for name in _authenticators(value)]
+    if isinstance(node, list):
+        return [name for value in node for name in _authenticators(value)]
+    return []
+
+
+def _extension_problems(document: dict[str, Any]) -> list[str]:
+    """Extensions enabled but not defined, defined but not enabled, authenticators not enabled."""
+    defined = set(document.get("extensions") or {})
+    enabled = set((document.get("service") or {}).get("extensions") or [])
+    problems = [f"extension {name} enabled but not defined" for name in sorted(enabled - defined)]
+    problems += [f"extension {name} defined but not enabled" for name in sorted(defined - enabled)]
+    for kind in KINDS:
+        for component, settings in (document.get(kind) or {}).items():
+            problems += [
+                f"{kind} {component}: authenticator {name} is not an enabled extension"
+                for name in _authenticators(settings)
+                if name not in enabled
+            ]
     return problems
 
 
@@ -87,7 +114,8 @@ def test_the_checks_catch_a_miswired_configuration() -> None:
     broken = """
 receivers: {otlp: {}}
 processors: {batch: {}, tail_sampling: {}}
-exporters: {otlp/tempo: {}}
+exporters: {otlp/tempo: {auth: {authenticator: bearertokenauth/missing}}}
+extensions: {health_check: {}}
 connectors:
   routing/x: {default_pipelines: [logs/nowhere], table: []}
 service:
@@ -103,6 +131,10 @@ service:
     assert "processors tail_sampling defined but unused" in problems
     assert "connector routing/x not used at both ends" in problems
     assert "connector routing/x routes to unknown pipeline logs/nowhere" in problems
+    assert "extension health_check defined but not enabled" in problems
+    assert (
+        "exporters otlp/tempo: authenticator bearertokenauth/missing is not an enabled extension" in problems
+    )
     assert unknown_names(broken) == {"shapecheck.flaged"}
 
 
@@ -170,3 +202,12 @@ class TestConfiguration:
         assert wait is not None, sampling["decision_wait"]
         millis = int(wait[1]) * {"ms": 1, "s": 1000, "m": 60_000}[wait[2]]
         assert millis > _DEFAULT_MAX_WAIT_MILLIS
+
+
+def test_the_front_collector_reaches_the_gateways_over_tls_with_a_bearer_token() -> None:
+    """shapecheck-front.yaml exports to the gateways with TLS (not insecure) and a bearer token."""
+    document = _load(CONFIG_DIR / "shapecheck-front.yaml")
+    for name, exporter in document["exporters"].items():
+        otlp = exporter["protocol"]["otlp"]
+        assert otlp["tls"].get("insecure") is not True and otlp["tls"].get("ca_file"), name
+        assert otlp["auth"]["authenticator"].startswith("bearertokenauth"), name
