@@ -96,6 +96,8 @@ class _Received:
     spans: list[ReceivedSpan] = field(default_factory=list)
     log_records: list[ReceivedLogRecord] = field(default_factory=list)
     metric_points: list[ReceivedMetricPoint] = field(default_factory=list)
+    trace_requests: list[trace_service_pb2.ExportTraceServiceRequest] = field(default_factory=list)
+    """Every trace export request taken, as the protobuf message it arrived as."""
     requests: int = 0
     """Trace and log export requests (metric exports are not counted: they come on their own schedule)."""
 
@@ -213,6 +215,12 @@ class OTLPReceiver:
             return list(self._received.spans)
 
     @property
+    def trace_requests(self) -> list[trace_service_pb2.ExportTraceServiceRequest]:
+        """Every trace export request taken so far, as received (for byte-level comparisons)."""
+        with self._condition:
+            return list(self._received.trace_requests)
+
+    @property
     def log_records(self) -> list[ReceivedLogRecord]:
         """Every log record received so far."""
         with self._condition:
@@ -270,6 +278,8 @@ class OTLPReceiver:
                 else self._received.log_records
             )
             target.extend(records)
+            if isinstance(request, trace_service_pb2.ExportTraceServiceRequest):
+                self._received.trace_requests.append(request)
             self._condition.notify_all()
         return None
 

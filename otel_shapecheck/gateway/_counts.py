@@ -61,6 +61,8 @@ class GatewayCounts:
     log_records_exported: int
     log_records_export_failed: int
     export_retries: int
+    spans_passed_through: int = 0
+    """Of ``spans_exported``, spans forwarded as received (no evaluation needed; never converted)."""
 
     @property
     def accepted(self) -> int:

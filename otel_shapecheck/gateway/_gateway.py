@@ -6,8 +6,11 @@ in the spool and only then acknowledged (:meth:`Gateway.accept`). The :class:`Sp
 requests into the pipeline as its item and byte budgets allow: received spans become SDK
 ``ReadableSpan`` values and go through the same :class:`ShapecheckSpanProcessor` an in-process
 application registers, received log records through its log side, and both on to the forward endpoint
-through batch processors whose exporters retry until the destination takes each batch. An entry leaves
-the spool once every item in it was forwarded; what a stop could not forward in time stays there.
+through batch processors whose exporters retry until the destination takes each batch. Spans that need
+no evaluation (all of them with ``evaluate=False``) skip that conversion: their scope groups are forwarded
+as the received protobuf (:mod:`~otel_shapecheck.gateway._passthrough`) over the span exporter's own
+connection, under the same retries and spool accounting. An entry leaves the spool once every item in it
+was forwarded; what a stop could not forward in time stays there.
 
 Usage::
 
@@ -28,6 +31,7 @@ import threading
 import time
 from collections.abc import Sequence
 
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk._logs import LogRecordProcessor, ReadWriteLogRecord
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
@@ -39,6 +43,7 @@ from otel_shapecheck.gateway._admission import Admission, Budget, RequestGate
 from otel_shapecheck.gateway._counts import ExportAnswer, GatewayCounts, Ticket
 from otel_shapecheck.gateway._decode import Validated
 from otel_shapecheck.gateway._forward import ForwardingPolicy, RetryingLogExporter, RetryingSpanExporter
+from otel_shapecheck.gateway._passthrough import RawForwarder, Split, raw_sender, split_request
 from otel_shapecheck.gateway._queue import SpoolQueue
 from otel_shapecheck.gateway._settings import (
     gateway_processor_options,
@@ -86,6 +91,9 @@ class Gateway:
             retry until it is forwarded or the gateway stops).
         schedule_delay_millis: the batch processors' export delay (default: the SDK variables').
         options: the span processor's bounds (default: :func:`gateway_processor_options`).
+        pass_through: forward spans that need no evaluation as received, without converting them
+            (when ``span_exporter`` is the SDK's OTLP/gRPC or OTLP/HTTP exporter; else every span is
+            converted).
 
     Raises:
         ValueError: a setting (argument or variable) out of range.
@@ -108,6 +116,7 @@ class Gateway:
         give_up_after_seconds: float | None = None,
         schedule_delay_millis: int | None = None,
         options: ProcessorOptions | None = None,
+        pass_through: bool = True,
     ) -> None:
         capacity = gateway_queue_size(max_queue_size)
         self.capacity = capacity
@@ -117,12 +126,16 @@ class Gateway:
         self.gate = RequestGate()
         self._spool: Spool = spool if spool is not None else MemorySpool(spool_max_bytes(durable=False))
         self.policy = ForwardingPolicy(give_up_after_seconds)
+        send_raw = raw_sender(span_exporter) if pass_through else None
+        self._raw: RawForwarder[object] | None = None
         self._queue = SpoolQueue(
             self._spool,
             self._ingest,
             max_items=capacity,
             max_bytes=gateway_queue_bytes(max_queue_bytes),
             abandoning=lambda: self.policy.stopped,
+            split=self._split if send_raw is not None else None,
+            forward_raw=self._forward_raw if send_raw is not None else None,
         )
         queue = self._queue
         self._span_exporter = CountingSpanExporter(
@@ -168,6 +181,8 @@ class Gateway:
                 self._release_exporters()
                 raise
             self._spans = self._shapecheck.span_processor
+        if send_raw is not None:
+            self._raw = RawForwarder(send_raw, self.policy, queue.raw_sent, queue.raw_after)  # type: ignore[arg-type]
         self._lock = threading.Lock()
         self._spans_accepted = 0
         self._log_records_accepted = 0
@@ -255,7 +270,7 @@ class Gateway:
                     Admission.FULL, "the spool could not store the request; retry", validated
                 )
             ticket.spool = 0
-            self._queue.add(entry, validated.message)
+            self._queue.add(entry, validated.message, validated.body)
             with self._lock:
                 if validated.kind == "traces":
                     self._spans_accepted += validated.items
@@ -273,6 +288,14 @@ class Gateway:
         return ExportAnswer(admission, 0, rejected, reason, self._retry_after)
 
     # The pipeline.
+
+    def _split(self, message: ExportTraceServiceRequest, body: bytes, done: bytearray) -> Split:
+        processor = self._shapecheck.span_processor if self._shapecheck is not None else None
+        return split_request(message, body, done, processor)
+
+    def _forward_raw(self, body: bytes, refs: Sequence[object]) -> None:
+        if self._raw is not None:
+            self._raw.forward(body, refs)
 
     def _ingest(self, spans: Sequence[ReadableSpan], records: Sequence[ReadWriteLogRecord]) -> bool:
         if spans:
@@ -306,11 +329,12 @@ class Gateway:
                 dropped=queued.dropped,
                 left_in_spool=self._left,
                 durable=self._spool.durable,
-                spans_exported=self._span_exporter.exported,
-                spans_export_failed=self._span_exporter.failed,
+                spans_exported=self._span_exporter.exported + (self._raw.exported if self._raw else 0),
+                spans_export_failed=self._span_exporter.failed + (self._raw.failed if self._raw else 0),
                 log_records_exported=logs.exported if logs else 0,
                 log_records_export_failed=logs.failed if logs else 0,
                 export_retries=self.policy.retries,
+                spans_passed_through=self._raw.exported if self._raw else 0,
             )
 
     def shutdown(self, timeout_seconds: float | None = None) -> GatewayCounts:
@@ -353,6 +377,8 @@ class Gateway:
         return counts
 
     def _drain(self) -> None:
+        if self._raw is not None:
+            self._raw.shutdown()  # sends what passes through, until the policy's deadline
         if self._shapecheck is not None:
             self._shapecheck.shutdown()  # evaluates and forwards what it holds, then shuts the batch down
         else:

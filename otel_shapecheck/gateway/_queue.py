@@ -9,7 +9,11 @@ tagged with its entry and index; the forwarding exporters report every batch bef
 sent and done in the spool, frees the budgets, and deletes an entry once all of its items are done.
 
 Spans are recognised by their ``SpanContext`` object, which the span processor's enriched copies keep;
-log records by a tag on the API record, which the batch processor's shallow copy keeps.
+log records by a tag on the API record, which the batch processor's shallow copy keeps. With a
+pass-through (:mod:`~otel_shapecheck.gateway._passthrough`) the scope groups of a trace request that need
+no evaluation are not converted at all: they go to the raw forwarder as protobuf, with their span
+references, and its reports (:meth:`SpoolQueue.raw_sent`, :meth:`SpoolQueue.raw_after`) account for them
+as the exporters' do.
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from google.protobuf.message import Message
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk._logs import ReadableLogRecord, ReadWriteLogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanContext
 
 from otel_shapecheck.gateway._admission import Budget
 from otel_shapecheck.gateway._decode import log_records_of, parse_stored, spans_of
+from otel_shapecheck.gateway._passthrough import Split
 from otel_shapecheck.gateway._spool import Spool, SpoolEntry, bit, set_bit
 
 logger = logging.getLogger(__name__)
@@ -41,6 +47,8 @@ _TRIM_AFTER_SECONDS = 1.0
 
 Ingest = Callable[[Sequence[ReadableSpan], Sequence[ReadWriteLogRecord]], bool]
 """Hands converted items to the pipeline; False means they are consumed there and never exported."""
+Splitter = Callable[[ExportTraceServiceRequest, bytes, bytearray], Split]
+"""Divides a stored trace request into what passes through and what is converted."""
 
 
 @dataclass(eq=False)
@@ -79,6 +87,8 @@ class SpoolQueue:
         max_items: items in the pipeline at once (the batch processors are sized to hold them).
         max_bytes: bytes of stored requests whose items are in the pipeline at once.
         abandoning: whether a failed batch is being abandoned at shutdown (else it was given up).
+        split: divides a trace request for the pass-through (None: every span is converted).
+        forward_raw: sends a passed-through request with its span references (with ``split``).
     """
 
     def __init__(
@@ -89,16 +99,20 @@ class SpoolQueue:
         max_items: int,
         max_bytes: int,
         abandoning: Callable[[], bool],
+        split: Splitter | None = None,
+        forward_raw: Callable[[bytes, list[tuple[_Loaded, int]]], None] | None = None,
     ) -> None:
         self.spool = spool
         self._ingest = ingest
         self._abandoning = abandoning
+        self._split = split if forward_raw is not None else None
+        self._forward_raw = forward_raw
         self.items = Budget(max_items)
         self.bytes = Budget(max_bytes)
         self.counts = QueueCounts()
         self._lock = threading.Lock()
         self._wake = threading.Event()
-        self._pending: deque[tuple[SpoolEntry, Message | None]] = deque()
+        self._pending: deque[tuple[SpoolEntry, Message | None, bytes | None]] = deque()
         self._spans: dict[int, tuple[SpanContext, _Loaded, int]] = {}
         self._loading = True
         self._closed = False
@@ -112,7 +126,7 @@ class SpoolQueue:
         for entry in self.spool.recover():
             self.counts.carried_over += entry.remaining
             self.counts.in_doubt += entry.in_doubt
-            self._pending.append((entry, None))
+            self._pending.append((entry, None, None))
         if self._pending:
             logger.warning(
                 "Forwarding %d items a previous run left in the spool (%s); up to %d of them may arrive "
@@ -129,10 +143,11 @@ class SpoolQueue:
         with self._lock:
             return len(self._pending)
 
-    def add(self, entry: SpoolEntry, message: Message | None) -> None:
-        """Queue an entry just stored; ``message`` is its parsed request (kept until it is loaded)."""
+    def add(self, entry: SpoolEntry, message: Message | None, body: bytes | None = None) -> None:
+        """Queue an entry just stored; ``message`` is its parsed request and ``body`` the bytes stored
+        (both kept until it is loaded, so neither is read back from the spool)."""
         with self._lock:
-            self._pending.append((entry, message))
+            self._pending.append((entry, message, body))
         self._wake.set()
 
     def stop_loading(self) -> None:
@@ -187,16 +202,27 @@ class SpoolQueue:
     def _room_for(self, entry: SpoolEntry) -> bool:
         return self.items.fits(entry.remaining) and self.bytes.fits(entry.size)
 
-    def _load(self, entry: SpoolEntry, message: Message | None) -> None:
-        if message is None:
-            message = parse_stored(entry.kind, self.spool.body(entry))
+    def _load(self, entry: SpoolEntry, message: Message | None, body: bytes | None) -> None:
+        if message is None or (body is None and self._split is not None):
+            body = self.spool.body(entry)
+            message = parse_stored(entry.kind, body)
         loaded = _Loaded(entry, 0, entry.size)
         spans: list[ReadableSpan] = []
         records: list[ReadWriteLogRecord] = []
+        raw: tuple[bytes, list[tuple[_Loaded, int]]] | None = None
         converted = 0
         try:
             if entry.kind == "traces":
-                for index, span in spans_of(message):
+                indices: Sequence[int] | None = None
+                if self._split is not None and body is not None:
+                    assert isinstance(message, ExportTraceServiceRequest)
+                    split = self._split(message, body, entry.done)
+                    if split.raw is not None and split.raw_indices:
+                        raw = (split.raw, [(loaded, index) for index in split.raw_indices])
+                    converted += len(split.raw_indices)
+                    message, indices = split.evaluated, split.evaluated_indices
+                for number, span in spans_of(message) if message is not None else ():
+                    index = indices[number] if indices is not None else number
                     converted += 1
                     if not bit(entry.done, index) and span.context is not None:
                         spans.append(span)
@@ -209,13 +235,15 @@ class SpoolQueue:
                         records.append(record)
         except Exception:  # validated at the door: a conversion bug; the rest of the entry is dropped
             self._note_failure(entry.items - converted)
-        loaded.count = len(spans) + len(records)
+        loaded.count = len(spans) + len(records) + (len(raw[1]) if raw is not None else 0)
         self.items.take(loaded.count)
         self.bytes.take(loaded.charged)
         if not loaded.count:
             self._finish([loaded], [])
             return
-        if not self._ingest(spans, records):
+        if raw is not None and self._forward_raw is not None:
+            self._forward_raw(*raw)
+        if (spans or records) and not self._ingest(spans, records):
             self._confirm([(loaded, index) for index in range(entry.items) if not bit(entry.done, index)])
 
     def _note_failure(self, lost: int) -> None:
@@ -234,6 +262,14 @@ class SpoolQueue:
     def after_spans(self, batch: Sequence[ReadableSpan], delivered: bool) -> None:
         """Confirm the batch's spans (or drop them, when given up)."""
         self._after(self._span_refs(batch, pop=delivered or not self._abandoning()), delivered)
+
+    def raw_sent(self, refs: Sequence[tuple[_Loaded, int]]) -> None:
+        """Mark a passed-through request's spans as sent."""
+        self._sent(list(refs))
+
+    def raw_after(self, refs: Sequence[tuple[_Loaded, int]], delivered: bool) -> None:
+        """Confirm a passed-through request's spans (or drop them, when given up)."""
+        self._after(list(refs), delivered)
 
     def before_logs(self, batch: Sequence[ReadableLogRecord]) -> None:
         """Mark the batch's log records as sent."""

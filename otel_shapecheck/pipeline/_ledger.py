@@ -135,6 +135,10 @@ class Ledger:
         """
         return span_id in self._waiting_by_parent or span_id in self._analyst_parents
 
+    def concerns_any(self) -> bool:
+        """Whether any span id at all would pass :meth:`concerns` (a lock-free check)."""
+        return bool(self._waiting_by_parent) or bool(self._analyst_parents)
+
     def has_attempts(self, span_id: int) -> bool:
         """Whether analyst-attempt children of the span ended (it will be held as an analyst span)."""
         return span_id in self._analyst_parents

@@ -232,6 +232,15 @@ class ShapecheckSpanProcessor(SpanProcessor):
             except Exception:
                 self._counters.error("downstream", "The downstream span processor failed in on_start")
 
+    def concerns(self, span_id: int) -> bool:
+        """Whether a span with no classifying key must still go through ``on_end``: held spans wait for
+        its end, or it has analyst-attempt children (lock-free; the gateway's pass-through asks)."""
+        return self._ledger.concerns(span_id)
+
+    def concerns_any(self) -> bool:
+        """Whether :meth:`concerns` could hold for any span id at all (lock-free)."""
+        return self._ledger.concerns_any()
+
     def span_started(self, span: ReadableSpan | Span) -> None:
         """Keep ``span`` as a possible menu ancestor until it ends (one dictionary store; never raises).
 
