@@ -156,6 +156,7 @@ def _count_spans(request: ExportTraceServiceRequest) -> int:
 
 def _serve(connection: Connection) -> None:
     received = [0]
+    last = [0.0]
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -168,10 +169,11 @@ def _serve(connection: Connection) -> None:
             elif encoding == "deflate":
                 body = zlib.decompress(body)
             received[0] += _count_spans(ExportTraceServiceRequest.FromString(body))
+            last[0] = time.monotonic()
             self._reply(ExportTraceServiceResponse().SerializeToString())
 
         def do_GET(self) -> None:  # noqa: N802 - the stdlib's hook name
-            self._reply(str(received[0]).encode())
+            self._reply(str(last[0] if self.path == "/last" else received[0]).encode())
 
         def _reply(self, payload: bytes) -> None:
             self.send_response(200)
@@ -216,6 +218,12 @@ class CountingReceiver:
         """Spans received so far."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/count", timeout=10) as response:
             return int(response.read())
+
+    def last_arrival(self) -> float:
+        """``time.monotonic()`` (system-wide) when the receiver last counted spans: timing from it needs
+        no frequent polling."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/last", timeout=10) as response:
+            return float(response.read())
 
     def wait_for(self, count: int, timeout: float = 120.0) -> bool:
         """Wait until at least ``count`` spans arrived."""

@@ -44,7 +44,7 @@ from otel_shapecheck.gateway._counts import ExportAnswer, GatewayCounts, Ticket
 from otel_shapecheck.gateway._decode import Validated
 from otel_shapecheck.gateway._forward import ForwardingPolicy, RetryingLogExporter, RetryingSpanExporter
 from otel_shapecheck.gateway._passthrough import RawForwarder, Split, raw_sender, split_request
-from otel_shapecheck.gateway._queue import SpoolQueue
+from otel_shapecheck.gateway._queue import RawRef, SpoolQueue
 from otel_shapecheck.gateway._settings import (
     gateway_processor_options,
     gateway_queue_bytes,
@@ -127,7 +127,7 @@ class Gateway:
         self._spool: Spool = spool if spool is not None else MemorySpool(spool_max_bytes(durable=False))
         self.policy = ForwardingPolicy(give_up_after_seconds)
         send_raw = raw_sender(span_exporter) if pass_through else None
-        self._raw: RawForwarder[object] | None = None
+        self._raw: RawForwarder[RawRef] | None = None
         self._queue = SpoolQueue(
             self._spool,
             self._ingest,
@@ -182,7 +182,7 @@ class Gateway:
                 raise
             self._spans = self._shapecheck.span_processor
         if send_raw is not None:
-            self._raw = RawForwarder(send_raw, self.policy, queue.raw_sent, queue.raw_after)  # type: ignore[arg-type]
+            self._raw = RawForwarder(send_raw, self.policy, queue.raw_sent, queue.raw_after)
         self._lock = threading.Lock()
         self._spans_accepted = 0
         self._log_records_accepted = 0
@@ -293,9 +293,9 @@ class Gateway:
         processor = self._shapecheck.span_processor if self._shapecheck is not None else None
         return split_request(message, body, done, processor)
 
-    def _forward_raw(self, body: bytes, refs: Sequence[object]) -> None:
+    def _forward_raw(self, body: bytes, ref: RawRef, spans: int) -> None:
         if self._raw is not None:
-            self._raw.forward(body, refs)
+            self._raw.forward(body, ref, spans)
 
     def _ingest(self, spans: Sequence[ReadableSpan], records: Sequence[ReadWriteLogRecord]) -> bool:
         if spans:

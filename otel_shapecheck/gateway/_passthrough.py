@@ -141,9 +141,11 @@ def split_request(
     """
     plain_body = evaluating is None or not any(marker in body for marker in _MARKERS)
     if plain_body and (evaluating is None or not evaluating.concerns_any()):
-        indices = [index for index in range(_span_count(message)) if not bit(done, index)]
-        whole = len(indices) == _span_count(message)
-        return Split(body if whole else _subset(message, done, None), indices, None, [])
+        count = _span_count(message)
+        if not any(done):  # the common case: nothing of it forwarded yet, so it goes as it is
+            return Split(body, list(range(count)), None, [])
+        indices = [index for index in range(count) if not bit(done, index)]
+        return Split(_subset(message, done, None) if indices else None, indices, None, [])
     assert evaluating is not None
     parents = set() if plain_body else _genai_parents(message)
     passes: list[bool] = []
@@ -254,8 +256,8 @@ class RawForwarder(Generic[_Ref]):
     Args:
         send: the sender (:func:`raw_sender`).
         policy: the gateway's forwarding policy (retries, give-up, the shutdown deadline).
-        before: called with a request's span references before it is sent (they may now arrive twice).
-        after: called with them and whether the destination took the request.
+        before: called with a request's reference before it is sent (its spans may now arrive twice).
+        after: called with it and whether the destination took the request.
 
     What waits here is bounded by the spool queue's item and byte budgets: a request's spans hold their
     budget until ``after`` releases it.
@@ -265,14 +267,14 @@ class RawForwarder(Generic[_Ref]):
         self,
         send: RawSender,
         policy: ForwardingPolicy,
-        before: Callable[[Sequence[_Ref]], None],
-        after: Callable[[Sequence[_Ref], bool], None],
+        before: Callable[[_Ref], None],
+        after: Callable[[_Ref, bool], None],
     ) -> None:
         self._send = send
         self._policy = policy
         self._before = before
         self._after = after
-        self._pending: deque[tuple[bytes, Sequence[_Ref]]] = deque()
+        self._pending: deque[tuple[bytes, _Ref, int]] = deque()
         self._ready = threading.Condition()
         self._stopping = False
         self.exported = 0
@@ -282,10 +284,10 @@ class RawForwarder(Generic[_Ref]):
         self._thread = threading.Thread(target=self._run, name="shapecheck-gateway-passthrough", daemon=True)
         self._thread.start()
 
-    def forward(self, body: bytes, refs: Sequence[_Ref]) -> None:
-        """Queue one serialized request whose spans are ``refs``."""
+    def forward(self, body: bytes, ref: _Ref, spans: int) -> None:
+        """Queue one serialized request of ``spans`` spans, reported back as ``ref``."""
         with self._ready:
-            self._pending.append((body, refs))
+            self._pending.append((body, ref, spans))
             self._ready.notify()
 
     def shutdown(self) -> None:
@@ -302,15 +304,15 @@ class RawForwarder(Generic[_Ref]):
                     self._ready.wait()
                 if not self._pending:
                     return
-                body, refs = self._pending.popleft()
+                body, ref, spans = self._pending.popleft()
             try:
-                self._before(refs)
-                delivered = self._policy.run(partial(self._attempt, body), len(refs), "spans")
+                self._before(ref)
+                delivered = self._policy.run(partial(self._attempt, body), spans, "spans")
                 if delivered:
-                    self.exported += len(refs)
+                    self.exported += spans
                 else:
-                    self.failed += len(refs)
-                self._after(refs, delivered)
+                    self.failed += spans
+                self._after(ref, delivered)
             except Exception:  # a bug must not stop forwarding of everything after it
                 logger.exception("Forwarding a passed-through request failed")
 

@@ -37,7 +37,7 @@ from opentelemetry.trace import SpanContext
 from otel_shapecheck.gateway._admission import Budget
 from otel_shapecheck.gateway._decode import log_records_of, parse_stored, spans_of
 from otel_shapecheck.gateway._passthrough import Split
-from otel_shapecheck.gateway._spool import Spool, SpoolEntry, bit, set_bit
+from otel_shapecheck.gateway._spool import Spool, SpoolEntry, bit, set_bit, set_bits
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +48,8 @@ _TRIM_AFTER_SECONDS = 1.0
 Ingest = Callable[[Sequence[ReadableSpan], Sequence[ReadWriteLogRecord]], bool]
 """Hands converted items to the pipeline; False means they are consumed there and never exported."""
 Splitter = Callable[[ExportTraceServiceRequest, bytes, bytearray], Split]
+RawRef = tuple["_Loaded", list[int]]
+"""A passed-through request as its forwarder reports it back: the entry loaded, and its span indices."""
 """Divides a stored trace request into what passes through and what is converted."""
 
 
@@ -100,7 +102,7 @@ class SpoolQueue:
         max_bytes: int,
         abandoning: Callable[[], bool],
         split: Splitter | None = None,
-        forward_raw: Callable[[bytes, list[tuple[_Loaded, int]]], None] | None = None,
+        forward_raw: Callable[[bytes, RawRef, int], None] | None = None,
     ) -> None:
         self.spool = spool
         self._ingest = ingest
@@ -209,7 +211,7 @@ class SpoolQueue:
         loaded = _Loaded(entry, 0, entry.size)
         spans: list[ReadableSpan] = []
         records: list[ReadWriteLogRecord] = []
-        raw: tuple[bytes, list[tuple[_Loaded, int]]] | None = None
+        raw: tuple[bytes, RawRef, int] | None = None
         converted = 0
         try:
             if entry.kind == "traces":
@@ -218,7 +220,7 @@ class SpoolQueue:
                     assert isinstance(message, ExportTraceServiceRequest)
                     split = self._split(message, body, entry.done)
                     if split.raw is not None and split.raw_indices:
-                        raw = (split.raw, [(loaded, index) for index in split.raw_indices])
+                        raw = (split.raw, (loaded, split.raw_indices), len(split.raw_indices))
                     converted += len(split.raw_indices)
                     message, indices = split.evaluated, split.evaluated_indices
                 for number, span in spans_of(message) if message is not None else ():
@@ -235,7 +237,7 @@ class SpoolQueue:
                         records.append(record)
         except Exception:  # validated at the door: a conversion bug; the rest of the entry is dropped
             self._note_failure(entry.items - converted)
-        loaded.count = len(spans) + len(records) + (len(raw[1]) if raw is not None else 0)
+        loaded.count = len(spans) + len(records) + (raw[2] if raw is not None else 0)
         self.items.take(loaded.count)
         self.bytes.take(loaded.charged)
         if not loaded.count:
@@ -263,13 +265,34 @@ class SpoolQueue:
         """Confirm the batch's spans (or drop them, when given up)."""
         self._after(self._span_refs(batch, pop=delivered or not self._abandoning()), delivered)
 
-    def raw_sent(self, refs: Sequence[tuple[_Loaded, int]]) -> None:
-        """Mark a passed-through request's spans as sent."""
-        self._sent(list(refs))
+    def raw_sent(self, ref: RawRef) -> None:
+        """Mark a passed-through request's spans as sent (in one go: they travel together)."""
+        loaded, indices = ref
+        with self._lock:
+            if self._closed:
+                return
+            touched = set_bits(loaded.entry.sent, indices, loaded.entry.items)
+        if touched:
+            self._write(lambda: self.spool.mark([loaded.entry]))
 
-    def raw_after(self, refs: Sequence[tuple[_Loaded, int]], delivered: bool) -> None:
-        """Confirm a passed-through request's spans (or drop them, when given up)."""
-        self._after(list(refs), delivered)
+    def raw_after(self, ref: RawRef, delivered: bool) -> None:
+        """Confirm a passed-through request's spans (or drop them, when given up), as :meth:`_after`."""
+        loaded, indices = ref
+        if not delivered:
+            if self._abandoning():
+                return
+            with self._lock:
+                self.counts.dropped += len(indices)
+        with self._lock:
+            if self._closed:
+                return
+            released = set_bits(loaded.entry.done, indices, loaded.entry.items)
+            loaded.confirmed += released
+            if delivered:
+                self.counts.forwarded += released
+        self.items.release(released)
+        finished = loaded.entry.remaining == 0
+        self._finish([loaded] if finished else [], [] if finished else [loaded])
 
     def before_logs(self, batch: Sequence[ReadableLogRecord]) -> None:
         """Mark the batch's log records as sent."""
