@@ -14,7 +14,8 @@ request is split by its scope groups (one resource's spans of one instrumentatio
 
 A request that passes through whole is forwarded as the stored bytes themselves (validated at the door,
 so exactly what was acknowledged); otherwise the passing groups are copied, still as protobuf, into one
-request of their own. :class:`RawForwarder` sends these on its own thread, through the span exporter's
+request of their own. :class:`RawForwarder` sends these from its own threads (two requests in flight by
+default, so a destination's round trip does not cap the rate), through the span exporter's
 own connection (:func:`raw_sender`: the SDK's OTLP/gRPC and OTLP/HTTP exporters), under the gateway's
 retry policy, and reports each request's spans to the spool queue before and after, as the batch
 processor's exporter does for converted spans, so an acknowledged span still leaves the spool only once
@@ -48,11 +49,22 @@ from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
 logger = logging.getLogger(__name__)
 
 _EXPORT_METHOD: Final = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
-_MARKERS: Final = (*sorted(key.encode() for key in CLASSIFYING_KEYS), EXECUTE_TOOL_SPAN_PREFIX.encode())
-"""Byte strings of which a GenAI-looking span's encoding holds at least one (a key, or its name)."""
+_MARKERS: Final = (
+    b"gen_ai.operation.name",
+    b".span.kind",  # openinference.span.kind, traceloop.span.kind
+    b"llm.request.type",
+    b"mcp.method.name",
+    b"shapecheck.analyst.",  # the analyst id and attempt
+    EXECUTE_TOOL_SPAN_PREFIX.encode(),
+)
+"""Byte strings of which a GenAI-looking span's encoding holds at least one: each classifying key holds
+one of them (tests/gateway/test_passthrough.py checks it), as does a tool span's name. Each is one scan
+of the request body, so keys that share a part share a marker."""
 _AFTER_TOOL_SPAN_NAMES: Final = EXECUTE_TOOL_SPAN_PREFIX[:-1] + chr(ord(EXECUTE_TOOL_SPAN_PREFIX[-1]) + 1)
 
 _Ref = TypeVar("_Ref")
+DEFAULT_SENDERS: Final = 2
+"""Passed-through requests in flight at once."""
 
 
 class RawSender(Protocol):
@@ -251,13 +263,14 @@ def _resource_copy(out: ExportTraceServiceRequest, resource_spans: ResourceSpans
 
 
 class RawForwarder(Generic[_Ref]):
-    """Sends passed-through requests on its own thread, retrying under the gateway's policy.
+    """Sends passed-through requests from its own threads, retrying under the gateway's policy.
 
     Args:
         send: the sender (:func:`raw_sender`).
         policy: the gateway's forwarding policy (retries, give-up, the shutdown deadline).
         before: called with a request's reference before it is sent (its spans may now arrive twice).
         after: called with it and whether the destination took the request.
+        senders: threads sending, each one request at a time (OTLP export requests carry no order).
 
     What waits here is bounded by the spool queue's item and byte budgets: a request's spans hold their
     budget until ``after`` releases it.
@@ -269,6 +282,8 @@ class RawForwarder(Generic[_Ref]):
         policy: ForwardingPolicy,
         before: Callable[[_Ref], None],
         after: Callable[[_Ref, bool], None],
+        *,
+        senders: int = DEFAULT_SENDERS,
     ) -> None:
         self._send = send
         self._policy = policy
@@ -281,8 +296,13 @@ class RawForwarder(Generic[_Ref]):
         """Spans the destination took."""
         self.failed = 0
         """Spans of requests that failed for good (given up or abandoned at shutdown)."""
-        self._thread = threading.Thread(target=self._run, name="shapecheck-gateway-passthrough", daemon=True)
-        self._thread.start()
+        self._counts = threading.Lock()
+        self._threads = [
+            threading.Thread(target=self._run, name=f"shapecheck-gateway-passthrough-{number}", daemon=True)
+            for number in range(max(1, senders))
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def forward(self, body: bytes, ref: _Ref, spans: int) -> None:
         """Queue one serialized request of ``spans`` spans, reported back as ``ref``."""
@@ -291,11 +311,12 @@ class RawForwarder(Generic[_Ref]):
             self._ready.notify()
 
     def shutdown(self) -> None:
-        """Send what is queued (until the policy's deadline abandons it), then stop the thread."""
+        """Send what is queued (until the policy's deadline abandons it), then stop the threads."""
         with self._ready:
             self._stopping = True
-            self._ready.notify()
-        self._thread.join()
+            self._ready.notify_all()
+        for thread in self._threads:
+            thread.join()
 
     def _run(self) -> None:
         while True:
@@ -308,10 +329,11 @@ class RawForwarder(Generic[_Ref]):
             try:
                 self._before(ref)
                 delivered = self._policy.run(partial(self._attempt, body), spans, "spans")
-                if delivered:
-                    self.exported += spans
-                else:
-                    self.failed += spans
+                with self._counts:
+                    if delivered:
+                        self.exported += spans
+                    else:
+                        self.failed += spans
                 self._after(ref, delivered)
             except Exception:  # a bug must not stop forwarding of everything after it
                 logger.exception("Forwarding a passed-through request failed")

@@ -84,7 +84,7 @@ def set_bits(bits: bytearray, indices: Sequence[int], items: int) -> int:
 
 def count_bits(bits: bytes | bytearray) -> int:
     """How many items are set."""
-    return sum(byte.bit_count() for byte in bits)
+    return int.from_bytes(bits, "little").bit_count()  # one C call, not a loop over the bytes
 
 
 @dataclass(eq=False)

@@ -29,9 +29,11 @@ from gateway.otlp_requests import post
 from gateway.running import FAST_MILLIS, build_gateway, eventually, hashing_checks, offer
 from otel_shapecheck import _attributes as attrs
 from otel_shapecheck.gateway._gateway import Gateway
-from otel_shapecheck.gateway._passthrough import raw_sender, split_request
+from otel_shapecheck.gateway._passthrough import _MARKERS, raw_sender, split_request
 from otel_shapecheck.gateway._service import GatewayService
 from otel_shapecheck.gateway._spool import bitmap, set_bit
+from otel_shapecheck.readers._classify import CLASSIFYING_KEYS
+from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
 
 _EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 _PLAIN_SCOPE = "tests.http"
@@ -124,6 +126,11 @@ class TestExporterFields:
         finally:
             grpc_exporter.shutdown()
             http_exporter.shutdown()
+
+    def test_every_classifying_key_holds_a_marker(self) -> None:
+        """The byte test cannot miss a GenAI span: each key the classifier reads contains a marker."""
+        assert all(any(marker in key.encode() for marker in _MARKERS) for key in CLASSIFYING_KEYS)
+        assert any(marker in EXECUTE_TOOL_SPAN_PREFIX.encode() for marker in _MARKERS)
 
     def test_another_exporter_has_no_raw_sender(self) -> None:
         assert raw_sender(InMemorySpanExporter()) is None
