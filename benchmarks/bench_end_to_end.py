@@ -19,6 +19,7 @@ import gzip
 import json
 import multiprocessing
 import statistics
+import threading
 import time
 import urllib.request
 import zlib
@@ -157,6 +158,7 @@ def _count_spans(request: ExportTraceServiceRequest) -> int:
 def _serve(connection: Connection) -> None:
     received = [0]
     last = [0.0]
+    counting = threading.Lock()  # requests are handled on parallel threads: `+=` alone can lose a count
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -168,8 +170,10 @@ def _serve(connection: Connection) -> None:
                 body = gzip.decompress(body)
             elif encoding == "deflate":
                 body = zlib.decompress(body)
-            received[0] += _count_spans(ExportTraceServiceRequest.FromString(body))
-            last[0] = time.monotonic()
+            spans = _count_spans(ExportTraceServiceRequest.FromString(body))
+            with counting:
+                received[0] += spans
+                last[0] = time.monotonic()
             self._reply(ExportTraceServiceResponse().SerializeToString())
 
         def do_GET(self) -> None:  # noqa: N802 - the stdlib's hook name
