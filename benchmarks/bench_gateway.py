@@ -11,7 +11,9 @@ spans/s the rows give spans per CPU-second of the gateway process (its user + sy
 size replicas by: on a loaded machine wall time is shared, CPU time is what a replica's core buys.
 Evaluation events are off (``--no-events``) so the receiver counts spans only; every gateway spools in
 a temporary directory. :mod:`benchmarks.gateway_ingest` adds the spool's and TLS's cost to a sender
-(acknowledgement latency, throughput) and RSS after a drain of big tool spans. Run alone with
+(acknowledgement latency, throughput) and RSS after a drain of big tool spans;
+:mod:`benchmarks.gateway_passthrough` compares the pass-through with a plain receive-and-forward loop.
+Run alone with
 ``python -m benchmarks bench_gateway``.
 """
 
@@ -36,7 +38,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.trace import SpanKind
 
-from benchmarks import gateway_ingest
+from benchmarks import gateway_ingest, gateway_passthrough
 from benchmarks.bench_end_to_end import CountingReceiver, _Recorder, agent_spans
 
 GENAI_TURNS = 1_500
@@ -255,7 +257,11 @@ def run() -> list[dict[str, Any]]:
         for mix in sent
         for metric, unit in (("spans_per_s", "spans/s"), ("spans_per_cpu_s", "spans/CPU-s"))
     ]
-    return rows + gateway_ingest.rows(gateway_ingest.measure_ingest(), gateway_ingest.measure_memory())
+    return (
+        rows
+        + gateway_ingest.rows(gateway_ingest.measure_ingest(), gateway_ingest.measure_memory())
+        + gateway_passthrough.run()
+    )
 
 
 if __name__ == "__main__":
