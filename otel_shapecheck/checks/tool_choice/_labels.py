@@ -119,6 +119,4 @@ def explanation(result: MarginResult | None, skipped: str | None, threshold: flo
 
 def _trail(result: MarginResult) -> float:
     """How far the best chosen tool's score trails the top score."""
-    chosen = set(result.chosen)
-    best_chosen = max(score.score for score in result.scores if score.name in chosen)
-    return result.scores[0].score - best_chosen
+    return result.top_score - result.best_chosen_score
