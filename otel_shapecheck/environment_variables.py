@@ -155,6 +155,23 @@ OTEL_SHAPECHECK_EMBEDDER_THREADS: Final = "OTEL_SHAPECHECK_EMBEDDER_THREADS"
 Threads onnxruntime may use for one MiniLM inference. Default 1 (stay off the application's cores).
 """
 
+OTEL_SHAPECHECK_MAX_MENU_TOOLS: Final = "OTEL_SHAPECHECK_MAX_MENU_TOOLS"
+"""
+.. envvar:: OTEL_SHAPECHECK_MAX_MENU_TOOLS
+
+Distinct tools a menu may offer and still be scored; a bigger menu is skipped as ``menu-too-large``.
+Menus of more than 2 048 tools are scored through a FAISS index of their tool vectors. Default 100000.
+"""
+
+OTEL_SHAPECHECK_MAX_MENU_BYTES: Final = "OTEL_SHAPECHECK_MAX_MENU_BYTES"
+"""
+.. envvar:: OTEL_SHAPECHECK_MAX_MENU_BYTES
+
+Characters of tool text (each tool's name and description, and its parameter text, after the per-tool
+caps) a menu may hold and still be scored; a bigger menu is skipped as ``menu-too-large``.
+Default 33554432 (32 MiB).
+"""
+
 OTEL_SHAPECHECK_EMBEDDING_CACHE_ENTRIES: Final = "OTEL_SHAPECHECK_EMBEDDING_CACHE_ENTRIES"
 """
 .. envvar:: OTEL_SHAPECHECK_EMBEDDING_CACHE_ENTRIES

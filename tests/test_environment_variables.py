@@ -128,6 +128,22 @@ CASES = [
         "lots",
     ),
     Case(
+        env.OTEL_SHAPECHECK_MAX_MENU_TOOLS,
+        lambda: ToolChoiceCheck(HashingEmbedder()).max_menu_tools,
+        100_000,
+        "500",
+        500,
+        "all",
+    ),
+    Case(
+        env.OTEL_SHAPECHECK_MAX_MENU_BYTES,
+        lambda: ToolChoiceCheck(HashingEmbedder()).max_menu_bytes,
+        32 * 1024 * 1024,
+        "4096",
+        4096,
+        "-1",
+    ),
+    Case(
         env.OTEL_SHAPECHECK_EMBEDDER_THREADS,
         lambda: MiniLMEmbedder().intra_op_num_threads,
         1,

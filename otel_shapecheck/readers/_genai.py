@@ -18,6 +18,7 @@ from otel_shapecheck.readers._lenient_json import (
     parse_json_or_text,
     to_json_value,
 )
+from otel_shapecheck.readers._parse_cache import ParseCache
 from otel_shapecheck.readers._tool_schema import schema_of, tool_parameters
 
 OPERATION_NAME = "gen_ai.operation.name"
@@ -93,7 +94,16 @@ def read_genai_tool_execution(
 
 
 def read_messages(value: object) -> tuple[Message, ...] | None:
-    """Chat messages from a ``gen_ai.*.messages`` value; ``None`` when absent or unreadable."""
+    """Chat messages from a ``gen_ai.*.messages`` value; ``None`` when absent or unreadable.
+
+    A JSON string is parsed once per process (:class:`~otel_shapecheck.readers._parse_cache.ParseCache`).
+    """
+    if isinstance(value, str):
+        return _cached_messages(value)
+    return _messages(value)
+
+
+def _messages(value: object) -> tuple[Message, ...] | None:
     items = parse_json_list(value)
     if items is None:
         return None
@@ -123,12 +133,25 @@ def message_from_json(item: Mapping[str, JSONValue]) -> Message:
 
 
 def read_tool_definitions(value: object) -> tuple[OfferedTool, ...] | None:
-    """Offered tools from ``gen_ai.tool.definitions``: flat and OpenAI-nested (``{"function": {...}}``)."""
+    """Offered tools from ``gen_ai.tool.definitions``: flat and OpenAI-nested (``{"function": {...}}``).
+
+    A JSON string is parsed once per process, so every call offering the same menu gets the same tuple.
+    """
+    if isinstance(value, str):
+        return _cached_tool_definitions(value)
+    return _tool_definitions(value)
+
+
+def _tool_definitions(value: object) -> tuple[OfferedTool, ...] | None:
     items = parse_json_list(value)
     if items is None:
         return None
     tools = (offered_tool_from_json(item) for item in items if isinstance(item, dict))
     return tuple(tool for tool in tools if tool is not None)
+
+
+_cached_messages: ParseCache[tuple[Message, ...] | None] = ParseCache(_messages)
+_cached_tool_definitions: ParseCache[tuple[OfferedTool, ...] | None] = ParseCache(_tool_definitions)
 
 
 def offered_tool_from_json(item: Mapping[str, JSONValue]) -> OfferedTool | None:

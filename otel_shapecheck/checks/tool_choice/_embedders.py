@@ -19,7 +19,14 @@ from otel_shapecheck import _settings
 from otel_shapecheck.checks.tool_choice._minilm import MiniLMEmbedder
 from otel_shapecheck.checks.tool_choice._vectors import Embedder, FloatMatrix, capped, l2_normalised
 
-__all__ = ["Embedder", "FloatMatrix", "HashingEmbedder", "MAX_HASHED_CHARS", "MiniLMEmbedder", "l2_normalised"]
+__all__ = [
+    "Embedder",
+    "FloatMatrix",
+    "HashingEmbedder",
+    "MAX_HASHED_CHARS",
+    "MiniLMEmbedder",
+    "l2_normalised",
+]
 
 MAX_HASHED_CHARS: Final = 16_384
 """Characters of a text the hashing embedder reads; the rest is not hashed."""

@@ -70,7 +70,9 @@ def tool_texts(
 ) -> tuple[str, str, bool]:
     """``(seed text, parameter text, cut)``: both texts of a tool, and whether a cap left part of it out."""
     cut = len(name) > MAX_TOOL_NAME_CHARS or len(description or "") > MAX_TOOL_TEXT_CHARS
-    seed, full, long = _tool_texts(name[:MAX_TOOL_NAME_CHARS], (description or "")[:MAX_TOOL_TEXT_CHARS], parameters)
+    seed, full, long = _tool_texts(
+        name[:MAX_TOOL_NAME_CHARS], (description or "")[:MAX_TOOL_TEXT_CHARS], parameters
+    )
     return seed, full, cut or long
 
 
@@ -86,7 +88,9 @@ def _tool_texts(name: str, description: str, parameters: tuple[ToolParameter, ..
         parameter_label = tokenised_name(parameter.name[:MAX_TOOL_NAME_CHARS].replace(".", " "))
         parameter_described = (parameter.description or "").strip()
         if parameter_label:
-            parts.append(f"{parameter_label}: {parameter_described}" if parameter_described else parameter_label)
+            parts.append(
+                f"{parameter_label}: {parameter_described}" if parameter_described else parameter_label
+            )
     full = f"{seed} (parameters: {'; '.join(parts)})" if parts else seed
     cut = cut or len(full) > MAX_TOOL_TEXT_CHARS
     return seed[:MAX_TOOL_TEXT_CHARS], full[:MAX_TOOL_TEXT_CHARS], cut
@@ -159,6 +163,20 @@ class ToolIndex:
             if not rows:
                 return np.zeros((0, 0), dtype=np.float32)
             return self._matrix[np.asarray(rows, dtype=np.intp)]
+
+    def lookup(
+        self,
+        texts: Sequence[str],
+        fresh: Mapping[str, npt.NDArray[np.float32]],
+        known: tuple[int, npt.NDArray[np.intp]] | None = None,
+    ) -> tuple[tuple[int, npt.NDArray[np.intp]], FloatMatrix]:
+        """``((resets, rows), vectors)`` of ``texts``; ``known`` rows are reused if no reset came since."""
+        with self._lock:
+            if known is not None and known[0] == self._resets and len(known[1]) == len(texts):
+                rows = known[1]
+            else:
+                rows = np.asarray(self._ensure(texts, fresh), dtype=np.intp)
+            return (self._resets, rows), self._matrix[rows]
 
     def neighbours(
         self, texts: Sequence[str], *, min_similarity: float, min_k: int = 1

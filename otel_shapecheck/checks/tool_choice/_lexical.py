@@ -77,10 +77,10 @@ class MenuLexicon:
         self._postings: dict[str, tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]] = {}
         for term, (positions, tfs) in holders.items():
             where = np.asarray(positions, dtype=np.intp)
-            tf = np.asarray(tfs, dtype=np.float64)
+            counts = np.asarray(tfs, dtype=np.float64)
             idf = math.log(1.0 + (self.size - len(positions) + 0.5) / (len(positions) + 0.5))
             norm = K1 * (1.0 - B + B * lengths[where] / average)
-            self._postings[term] = (where, idf * tf * (K1 + 1.0) / (tf + norm))
+            self._postings[term] = (where, idf * counts * (K1 + 1.0) / (counts + norm))
 
     def raw(self, context: str) -> npt.NDArray[np.float64]:
         """BM25 of ``context`` against every candidate (each distinct context word counts once)."""

@@ -11,7 +11,7 @@ choice context, ``margin = best chosen − best other``, narrow under 0.05.
   a captured schema both texts are the same, so the cosine is the seed's.
 - **Lexical fusion.** ``score = (1 − w) · cosine + w · lexical`` with ``w`` =
   :data:`CALIBRATED_LEXICAL_WEIGHT` and ``lexical`` the BM25 of the context against the menu's
-  parameter texts, idf over the menu, divided by the menu's best (:class:`~otel_shapecheck.checks.tool_choice._lexical.MenuLexicon`).
+  parameter texts, idf over the menu, divided by the menu's best (:class:`~._lexical.MenuLexicon`).
 - **Several chosen tools.** The seed measures only the *best* chosen tool, so a wrong tool chosen next to
   a right one goes unseen. When a call chose two or more tools and left some unchosen, each chosen tool
   must lead every unchosen one in the whole context or in one of its clauses (:func:`context_segments`):
@@ -37,8 +37,8 @@ from otel_shapecheck.checks.tool_choice._margin import (
     DEFAULT_MARGIN_THRESHOLD,
     DEFAULT_MAX_SLOT_CHARS,
     MarginResult,
-    chosen_mask,
     check_wiring,
+    chosen_mask,
     cosine_scores,
     margin_of_scores,
 )
@@ -166,4 +166,6 @@ def _fused(
     lexical_weight: float,
 ) -> npt.NDArray[np.float64]:
     cosines = (seed + cosine_scores(context, parameter_vectors)) / 2.0
-    return np.asarray((1.0 - lexical_weight) * cosines + lexical_weight * lexicon.scores(text), dtype=np.float64)
+    return np.asarray(
+        (1.0 - lexical_weight) * cosines + lexical_weight * lexicon.scores(text), dtype=np.float64
+    )
