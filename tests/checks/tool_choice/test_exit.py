@@ -61,7 +61,8 @@ processor = ShapecheckSpanProcessor(
     checks=[EmbeddingCheck()],
     options=ProcessorOptions(shutdown_timeout_millis=300, max_wait_millis=1, schedule_delay_millis=1),
 )
-processor.on_end(ReadableSpan(name="chat", attributes={"gen_ai.operation.name": "chat"}, start_time=1, end_time=2))
+span = ReadableSpan(name="chat", attributes={"gen_ai.operation.name": "chat"}, start_time=1, end_time=2)
+processor.on_end(span)
 processor.force_flush(10)
 started.wait(30)
 time.sleep(0.3)
