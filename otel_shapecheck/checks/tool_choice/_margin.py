@@ -8,6 +8,7 @@ choice context's vector, ``margin = best chosen − best other``; a margin under
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -110,9 +111,10 @@ def cosine_scores(context: npt.ArrayLike, candidates: npt.ArrayLike) -> npt.NDAr
         raise ValueError(f"vector lengths differ: context {query.shape[0]}, candidates {matrix.shape}")
     if query.shape[0] == 0:
         return np.zeros(matrix.shape[0])
-    norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(query)
+    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix)) * math.sqrt(float(query @ query))
     dots = matrix @ query
-    return np.asarray(np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0), dtype=np.float64)
+    scores: npt.NDArray[np.float64] = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+    return scores
 
 
 def check_wiring(names: Sequence[str], chosen: Sequence[str]) -> None:

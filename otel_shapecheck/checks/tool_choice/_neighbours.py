@@ -2,9 +2,10 @@
 
 Below :data:`EXACT_MAX_VECTORS` the lint compares every pair with blocked numpy matrix products (exact,
 and faster than any index at that size: FAISS was 1.4–5.4× slower than a numpy product at 1 000–10 000
-tools). Above it, an inverted-file FAISS index (``IndexIVFFlat``, inner product, ``4 √n`` lists trained
-on a sample, :data:`IVF_NPROBE` probed) finds each vector's neighbours without comparing all pairs; the crossover and
-the recall against exact search are measured by ``benchmarks/bench_large_menus.py``.
+tools). Above it, an inverted-file FAISS index (``IndexIVFFlat``, inner product, ``4 √n`` lists
+trained on a sample, :data:`IVF_NPROBE` probed) finds each vector's neighbours without comparing all
+pairs; the crossover and the recall against exact search are measured by
+``benchmarks/bench_large_menus.py``.
 
 Both return the same thing: every pair at or above ``min_similarity``, plus each vector's ``min_k``
 nearest others. With the index, a vector's ``k`` grows until its ``k``-th neighbour falls below the
