@@ -9,8 +9,10 @@ agent turns (six spans a turn, four of them GenAI, every check applying). The ba
 gateway started with ``--no-checks`` (receive, convert, forward), measured in the same run. Besides
 spans/s the rows give spans per CPU-second of the gateway process (its user + system time), the figure to
 size replicas by: on a loaded machine wall time is shared, CPU time is what a replica's core buys.
-Evaluation events are off (``--no-events``) so the receiver counts spans only. Run alone with
-``python -m benchmarks.bench_gateway``.
+Evaluation events are off (``--no-events``) so the receiver counts spans only; every gateway spools in
+a temporary directory. :mod:`benchmarks.gateway_ingest` adds the spool's and TLS's cost to a sender
+(acknowledgement latency, throughput) and RSS after a drain of big tool spans. Run alone with
+``python -m benchmarks bench_gateway``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -33,6 +36,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.trace import SpanKind
 
+from benchmarks import gateway_ingest
 from benchmarks.bench_end_to_end import CountingReceiver, _Recorder, agent_spans
 
 GENAI_TURNS = 1_500
@@ -75,6 +79,7 @@ class GatewayProcess:
     """``otel-shapecheck serve`` in a child process, forwarding to ``forward``; stopped with SIGTERM."""
 
     def __init__(self, forward: str, *, embedder: str | None) -> None:
+        self._spool = tempfile.TemporaryDirectory()
         self._command = [
             sys.executable,
             "-m",
@@ -89,6 +94,8 @@ class GatewayProcess:
             "--no-events",
             "--max-queue-size",
             "65536",
+            "--spool-dir",
+            self._spool.name,
         ]
         self._command.extend(["--embedder", embedder] if embedder else ["--no-checks"])
         self.port = 0
@@ -113,6 +120,7 @@ class GatewayProcess:
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
+        self._spool.cleanup()
 
     def rss_megabytes(self) -> float:
         """Resident memory of the gateway process now."""
@@ -237,15 +245,17 @@ def _row(
 
 
 def run() -> list[dict[str, Any]]:
-    """spans/s and spans per gateway CPU-second per mix and embedder, against the pass-through gateway."""
+    """spans/s and spans per gateway CPU-second per mix and embedder, against the pass-through gateway;
+    acknowledgement latency and throughput with the spool and TLS against none; RSS after a drain."""
     results = measure()
-    return [
+    rows = [
         _row(kind, mix, metric, unit, results)
         for kind, (embedder, sent) in _GATEWAYS.items()
         if embedder is not None
         for mix in sent
         for metric, unit in (("spans_per_s", "spans/s"), ("spans_per_cpu_s", "spans/CPU-s"))
     ]
+    return rows + gateway_ingest.rows(gateway_ingest.measure_ingest(), gateway_ingest.measure_memory())
 
 
 if __name__ == "__main__":

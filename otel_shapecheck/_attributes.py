@@ -1,7 +1,8 @@
 """Names of the public contract: the attributes and events users query in their trace backends.
 
 These strings are a public API (TraceQL queries and dashboards are written against them). Our own
-namespace is ``shapecheck.*``; the only ``gen_ai.*`` names written are the standard evaluation event's.
+namespace is ``shapecheck.*``; the only ``gen_ai.*`` names written are the standard evaluation event's,
+and, as metric attributes, the standard names of the agent, the model and the provider.
 """
 
 from __future__ import annotations
@@ -59,6 +60,28 @@ FIGURES_SKIPPED: Final = "shapecheck.figures.skipped"
 # An LLM-call span that records a call another span already records (a second instrumentation).
 DUPLICATE_OF: Final = "shapecheck.duplicate_of"
 
+# The run summary, on a run's agent span (the outermost agent span of its trace).
+RUN_EVALUATED: Final = "shapecheck.run.evaluated"
+RUN_DUPLICATES: Final = "shapecheck.run.duplicates"
+RUN_FLAGGED: Final = "shapecheck.run.flagged"
+RUN_LLM_CALLS_WITH_TOOLS: Final = "shapecheck.run.llm_calls_with_tools"
+RUN_CHOICES: Final = "shapecheck.run.choices"
+RUN_SCORED: Final = "shapecheck.run.scored"
+RUN_NARROW: Final = "shapecheck.run.narrow"
+RUN_PROXY_DISAGREEMENT: Final = "shapecheck.run.proxy_disagreement"
+RUN_SKIPPED: Final = "shapecheck.run.skipped"
+RUN_ANSWERS_CHECKED: Final = "shapecheck.run.answers_checked"
+RUN_ANSWERS_SKIPPED: Final = "shapecheck.run.answers_skipped"
+RUN_FIGURES_CHECKED: Final = "shapecheck.run.figures_checked"
+RUN_FIGURES_CARRIED: Final = "shapecheck.run.figures_carried"
+RUN_FIGURES_COMPUTED: Final = "shapecheck.run.figures_computed"
+RUN_FIGURES_INFERRED: Final = "shapecheck.run.figures_inferred"
+RUN_FIGURES_UNSUPPORTED: Final = "shapecheck.run.figures_unsupported"
+RUN_ANALYSTS: Final = "shapecheck.run.analysts"
+RUN_COLLAPSED: Final = "shapecheck.run.collapsed"
+RUN_RECOVERED: Final = "shapecheck.run.recovered"
+RUN_INCOMPLETE: Final = "shapecheck.run.incomplete"
+
 # Values of ``shapecheck.flags``.
 FLAG_TOOL_CHOICE_NARROW: Final = "tool_choice.narrow"
 FLAG_TOOL_CHOICE_PROXY_DISAGREEMENT: Final = "tool_choice.proxy_disagreement"
@@ -80,3 +103,16 @@ ERROR_TYPE: Final = "error.type"
 EVALUATION_TOOL_CHOICE: Final = "shapecheck.tool_choice"
 EVALUATION_CONFORMANCE: Final = "shapecheck.conformance"
 EVALUATION_FIGURES: Final = "shapecheck.figures"
+
+# Verdict metrics (OpenTelemetry metrics API, meter ``otel_shapecheck``): instruments, then attributes.
+METRIC_VERDICTS: Final = "shapecheck.verdicts"
+METRIC_TOOL_CHOICE_MARGIN: Final = "shapecheck.tool_choice.margin"
+METRIC_FIGURES_SUPPORT: Final = "shapecheck.figures.support"
+METRIC_FIGURES_UNSUPPORTED: Final = "shapecheck.figures.unsupported"
+METRIC_CHECK: Final = "shapecheck.check"
+METRIC_LABEL: Final = "shapecheck.label"
+METRIC_FLAGGED: Final = "shapecheck.flagged"
+METRIC_AGENT_NAME: Final = "gen_ai.agent.name"
+METRIC_REQUEST_MODEL: Final = "gen_ai.request.model"
+METRIC_PROVIDER_NAME: Final = "gen_ai.provider.name"
+METRIC_TOOL_NAME: Final = "gen_ai.tool.name"

@@ -78,6 +78,14 @@ OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS: Final = "OTEL_SHAPECHECK_SHUTDOWN_TIMEO
 Longest ``shutdown`` waits for the worker before it forwards what is left un-evaluated. Default 30000.
 """
 
+OTEL_SHAPECHECK_METRICS_TOOL_NAMES: Final = "OTEL_SHAPECHECK_METRICS_TOOL_NAMES"
+"""
+.. envvar:: OTEL_SHAPECHECK_METRICS_TOOL_NAMES
+
+``true`` adds the chosen tool's name (``gen_ai.tool.name``) to the tool-choice verdict metrics, one
+series per tool: opt in only for catalogs of a bounded size. Default ``false``.
+"""
+
 # Evaluation events (EvaluationEventEmitter).
 
 OTEL_SHAPECHECK_EVENTS_FORWARD: Final = "OTEL_SHAPECHECK_EVENTS_FORWARD"
@@ -225,8 +233,8 @@ OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE: Final = "OTEL_SHAPECHECK_GATEWAY_MAX_QUE
 """
 .. envvar:: OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE
 
-Spans and log records accepted and not yet handed to an exporter; a request that does not fit is
-refused with backpressure. Default 16384.
+Spans and log records in memory at once, being evaluated and forwarded (the rest waits in the spool); a
+request with more items than this is refused for good ("send smaller batches"). Default 16384.
 """
 
 OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS: Final = "OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS"
@@ -241,4 +249,36 @@ OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES: Final = "OTEL_SHAPECHECK_GATEWAY_MAX_
 .. envvar:: OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES
 
 Largest request body accepted, decompressed. Default 4194304 (4 MiB).
+"""
+
+OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_BYTES: Final = "OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_BYTES"
+"""
+.. envvar:: OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_BYTES
+
+Bytes of accepted requests (as stored) whose items are in memory at once, being evaluated and forwarded;
+the rest waits in the spool. Default 67108864 (64 MiB).
+"""
+
+OTEL_SHAPECHECK_GATEWAY_MAX_RECEIVING_BYTES: Final = "OTEL_SHAPECHECK_GATEWAY_MAX_RECEIVING_BYTES"
+"""
+.. envvar:: OTEL_SHAPECHECK_GATEWAY_MAX_RECEIVING_BYTES
+
+Bytes of request bodies being received and decoded at once; a request that does not fit is refused
+with backpressure before its body is read. Default 67108864 (64 MiB).
+"""
+
+OTEL_SHAPECHECK_GATEWAY_SPOOL_MAX_BYTES: Final = "OTEL_SHAPECHECK_GATEWAY_SPOOL_MAX_BYTES"
+"""
+.. envvar:: OTEL_SHAPECHECK_GATEWAY_SPOOL_MAX_BYTES
+
+Bytes the spool may hold; past it requests are refused with backpressure, never dropped. Default
+1073741824 (1 GiB), or 134217728 (128 MiB) with ``--no-spool``.
+"""
+
+OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS: Final = "OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS"
+"""
+.. envvar:: OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS
+
+Longest a stop spends evaluating and forwarding what the gateway holds; the rest stays in the spool for
+the next start. Default 25.
 """

@@ -1,4 +1,4 @@
-"""Shared fixtures: a real ``TracerProvider`` and the SDK's in-memory span exporter."""
+"""Shared fixtures: a TracerProvider, the SDK's in-memory span exporter, a private state directory."""
 
 from __future__ import annotations
 
@@ -19,3 +19,12 @@ def _tracer_provider() -> Iterator[TracerProvider]:
     provider = TracerProvider(shutdown_on_exit=False)
     yield provider
     provider.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _private_state_directory(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``serve`` spools in a per-user state directory by default: each test (and the gateways it starts)
+    gets its own, so tests never share a spool, replay another run's, or write to the real home."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))

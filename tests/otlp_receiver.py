@@ -28,6 +28,7 @@ from typing import Any
 
 import grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
@@ -69,6 +70,21 @@ class ReceivedLogRecord:
     transport: str
 
 
+@dataclass(frozen=True)
+class ReceivedMetricPoint:
+    """One data point of a metric as it arrived: a sum's value, or a histogram's count and sum."""
+
+    name: str
+    unit: str
+    attributes: dict[str, Any]
+    value: float
+    """A sum's value; for a histogram, its count."""
+    total: float | None
+    """For a histogram, the sum of its values; ``None`` for a sum."""
+    resource: dict[str, Any]
+    transport: str
+
+
 @dataclass
 class _Behaviour:
     delay_seconds: float = 0.0
@@ -79,7 +95,9 @@ class _Behaviour:
 class _Received:
     spans: list[ReceivedSpan] = field(default_factory=list)
     log_records: list[ReceivedLogRecord] = field(default_factory=list)
+    metric_points: list[ReceivedMetricPoint] = field(default_factory=list)
     requests: int = 0
+    """Trace and log export requests (metric exports are not counted: they come on their own schedule)."""
 
 
 def any_value(value: AnyValue) -> Any:
@@ -108,7 +126,7 @@ def unused_endpoint() -> tuple[str, str]:
 
 
 class OTLPReceiver:
-    """A loopback OTLP receiver (traces and logs, gRPC and HTTP/protobuf) that records what it gets."""
+    """A loopback OTLP receiver (traces, logs, metrics; gRPC and HTTP/protobuf) that records what it gets."""
 
     def __init__(self, *, delay_seconds: float = 0.0, error_status: int | None = None) -> None:
         self._behaviour = _Behaviour(delay_seconds, error_status)
@@ -128,6 +146,7 @@ class OTLPReceiver:
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_TraceService(self), server)
         logs_service_pb2_grpc.add_LogsServiceServicer_to_server(_LogsService(self), server)
+        metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(_MetricsService(self), server)
         self.grpc_port = server.add_insecure_port("127.0.0.1:0")
         server.start()
         self._grpc_server = server
@@ -200,6 +219,12 @@ class OTLPReceiver:
             return list(self._received.log_records)
 
     @property
+    def metric_points(self) -> list[ReceivedMetricPoint]:
+        """Every metric data point received so far (each export of a cumulative metric repeats it)."""
+        with self._condition:
+            return list(self._received.metric_points)
+
+    @property
     def requests(self) -> int:
         """Export requests seen, including the ones answered with an error."""
         with self._condition:
@@ -220,6 +245,12 @@ class OTLPReceiver:
 
     def _take(self, transport: str, request: Any) -> int | None:
         """Record one request and return the error status to answer with, if any."""
+        if isinstance(request, metrics_service_pb2.ExportMetricsServiceRequest):
+            points = list(_flatten_metrics(request, transport))
+            with self._condition:
+                self._received.metric_points.extend(points)
+                self._condition.notify_all()
+            return None
         behaviour = self._behaviour
         with self._condition:
             self._received.requests += 1
@@ -283,6 +314,28 @@ def _flatten_logs(
                 )
 
 
+def _flatten_metrics(
+    request: metrics_service_pb2.ExportMetricsServiceRequest, transport: str
+) -> Iterable[ReceivedMetricPoint]:
+    for resource_metrics in request.resource_metrics:
+        resource = key_values(resource_metrics.resource.attributes)
+        for scope_metrics in resource_metrics.scope_metrics:
+            for metric in scope_metrics.metrics:
+                kind = metric.WhichOneof("data")
+                for point in getattr(metric, kind).data_points if kind else ():
+                    histogram = kind == "histogram"
+                    value = point.count if histogram else (point.as_int or point.as_double)
+                    yield ReceivedMetricPoint(
+                        name=metric.name,
+                        unit=metric.unit,
+                        attributes=key_values(point.attributes),
+                        value=float(value),
+                        total=float(point.sum) if histogram else None,
+                        resource=resource,
+                        transport=transport,
+                    )
+
+
 def _abort(context: Any, status: int) -> None:
     context.abort(_HTTP_TO_GRPC_STATUS.get(status, grpc.StatusCode.INTERNAL), f"told to fail ({status})")
 
@@ -309,9 +362,22 @@ class _LogsService(logs_service_pb2_grpc.LogsServiceServicer):
         return logs_service_pb2.ExportLogsServiceResponse()
 
 
+class _MetricsService(metrics_service_pb2_grpc.MetricsServiceServicer):
+    def __init__(self, receiver: OTLPReceiver) -> None:
+        self._receiver = receiver
+
+    def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 - the generated service's name
+        self._receiver._take("grpc", request)
+        return metrics_service_pb2.ExportMetricsServiceResponse()
+
+
 _HTTP_ROUTES: dict[str, tuple[type[Any], type[Any]]] = {
     "/v1/traces": (trace_service_pb2.ExportTraceServiceRequest, trace_service_pb2.ExportTraceServiceResponse),
     "/v1/logs": (logs_service_pb2.ExportLogsServiceRequest, logs_service_pb2.ExportLogsServiceResponse),
+    "/v1/metrics": (
+        metrics_service_pb2.ExportMetricsServiceRequest,
+        metrics_service_pb2.ExportMetricsServiceResponse,
+    ),
 }
 
 

@@ -15,7 +15,15 @@ from otel_shapecheck.checks.figures._check import FiguresCheck
 from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache
 from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
 from otel_shapecheck.checks.tool_choice._embedders import HashingEmbedder, MiniLMEmbedder
-from otel_shapecheck.gateway._gateway import gateway_queue_size, max_request_bytes, resolve_retry_after
+from otel_shapecheck.gateway._settings import (
+    gateway_queue_bytes,
+    gateway_queue_size,
+    max_request_bytes,
+    receiving_bytes,
+    resolve_retry_after,
+    shutdown_timeout,
+    spool_max_bytes,
+)
 from otel_shapecheck.pipeline._events import EvaluationEventEmitter
 from otel_shapecheck.pipeline._options import ProcessorOptions
 
@@ -81,6 +89,7 @@ CASES = [
         ("submit", "Report*"),
         "a,,b",
     ),
+    Case(env.OTEL_SHAPECHECK_METRICS_TOOL_NAMES, _option("metrics_tool_names"), False, "True", True, "1"),
     Case(env.OTEL_SHAPECHECK_EVENTS_FORWARD, _event("forward"), "flagged", "ALL", "all", "everything"),
     Case(env.OTEL_SHAPECHECK_EVENTS_INCLUDE_CONTENT, _event("include_content"), False, "TRUE", True, "yes"),
     Case(env.OTEL_SHAPECHECK_EVENTS_MAX_QUEUE_SIZE, _event("max_queue_size"), 2048, "1024", 1024, "big"),
@@ -176,6 +185,14 @@ CASES = [
     Case(
         env.OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES, max_request_bytes, 4 * 1024 * 1024, "4096", 4096, "4MB"
     ),
+    Case(
+        env.OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_BYTES, gateway_queue_bytes, 64 * 1024 * 1024, "4096", 4096, "0"
+    ),
+    Case(
+        env.OTEL_SHAPECHECK_GATEWAY_MAX_RECEIVING_BYTES, receiving_bytes, 64 * 1024 * 1024, "8192", 8192, "-5"
+    ),
+    Case(env.OTEL_SHAPECHECK_GATEWAY_SPOOL_MAX_BYTES, spool_max_bytes, 1024**3, "65536", 65536, "1GB"),
+    Case(env.OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS, shutdown_timeout, 25.0, "3", 3.0, "soon"),
 ]
 
 

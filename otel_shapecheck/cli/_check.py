@@ -14,8 +14,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from otel_shapecheck.checks._builtin import EMBEDDERS, build_checks
 from otel_shapecheck.cli._exit import EXIT_FLAGGED, EXIT_OK, UsageError
 from otel_shapecheck.cli._figures_options import add_figures_arguments, require_figures_arguments
-from otel_shapecheck.cli._report import json_report, summary, verdict_rows
+from otel_shapecheck.cli._report import json_report, run_entries, summary, verdict_rows
 from otel_shapecheck.cli._terminal import (
+    print_runs,
     print_summary,
     print_verdicts,
     reading_status,
@@ -121,6 +122,7 @@ def run(arguments: argparse.Namespace) -> int:
     else:
         console = stdout_console()
         print_verdicts(console, verdict_rows(checked))
+        print_runs(console, run_entries(checked))
         print_summary(console, summary(checked))
         if out is not None:
             console.print(f"Enriched traces ({len(checked)} spans): {out}")

@@ -9,7 +9,12 @@ EXIT_FLAGGED = 1
 EXIT_USAGE = 2
 """A usage error or unreadable input; the message names the input and the problem."""
 EXIT_INTERNAL_ERROR = 3
-"""A bug: the traceback goes to stderr."""
+"""A bug: the traceback goes to stderr (``serve``: items unaccounted for at the stop)."""
+EXIT_LEFT_IN_SPOOL = 4
+"""``serve`` stopped before forwarding everything: the rest is in the durable spool for the next start."""
+EXIT_LOST = 5
+"""``serve`` stopped with items it could not forward and cannot keep (``--no-spool``, or given up after
+``--give-up-after-seconds``): the summary says how many."""
 
 
 class UsageError(Exception):

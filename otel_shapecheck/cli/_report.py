@@ -2,7 +2,8 @@
 
 Both the offline ``check`` command and the demo build their output from the enriched spans alone (the
 public attribute contract and the ``gen_ai.evaluation.result`` span events), so what they print is
-exactly what a trace backend would show.
+exactly what a trace backend would show. Agent runs are read from their agent spans' run summaries
+(``shapecheck.run.*``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ from otel_shapecheck._attributes import (
     FIGURES_UNSUPPORTED_COUNT,
     FLAGGED,
     FLAGS,
+    RUN_EVALUATED,
+    RUN_FLAGGED,
+    RUN_INCOMPLETE,
     TOOL_CHOICE_CHOSEN,
     TOOL_CHOICE_NARROW,
     TOOL_CHOICE_PROXY_DISAGREEMENT,
@@ -46,6 +50,7 @@ REPORT_VERSION = 1
 _NAMESPACE = "shapecheck."
 _TOOL_CHOICE_PREFIX = "shapecheck.tool_choice."
 _CONFORMANCE_PREFIX = "shapecheck.conformance."
+_RUN_PREFIX = "shapecheck.run."
 
 
 @dataclass(frozen=True)
@@ -69,8 +74,17 @@ class VerdictRow:
 
 
 def evaluated(span: ReadableSpan) -> bool:
-    """Whether the span received a verdict (every evaluated span carries ``shapecheck.flagged``)."""
-    return FLAGGED in (span.attributes or {})
+    """Whether the span received a verdict (every evaluated span carries ``shapecheck.flagged``).
+
+    A run's agent span carries ``shapecheck.flagged`` too, for its run: it is a run, not a verdict.
+    """
+    attributes = span.attributes or {}
+    return FLAGGED in attributes and RUN_EVALUATED not in attributes
+
+
+def is_run(span: ReadableSpan) -> bool:
+    """Whether the span is a run's agent span with its run summary."""
+    return RUN_EVALUATED in (span.attributes or {})
 
 
 def verdict_rows(spans: Sequence[ReadableSpan]) -> list[VerdictRow]:
@@ -133,17 +147,40 @@ def _detail(check: str, attributes: Mapping[str, AnyValue]) -> str:
 
 
 def json_report(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
-    """The ``check --json`` document: each evaluated span with its verdict attributes and events; counts."""
+    """The ``check --json`` document: each evaluated span with its verdict attributes and events, each
+    run with its summary, and the counts."""
     return {
         "version": REPORT_VERSION,
         "spans": [_span_entry(span) for span in spans if evaluated(span)],
+        "runs": run_entries(spans),
         "summary": summary(spans),
+    }
+
+
+def run_entries(spans: Sequence[ReadableSpan]) -> list[dict[str, Any]]:
+    """Each run's agent span: trace and span id, name, and its ``shapecheck.run.*`` counts by short name."""
+    return [_run_entry(span) for span in spans if is_run(span)]
+
+
+def _run_entry(span: ReadableSpan) -> dict[str, Any]:
+    attributes = span.attributes or {}
+    return {
+        "trace_id": _hex_trace_id(span),
+        "span_id": _hex_span_id(span),
+        "name": span.name,
+        "flagged": attributes.get(FLAGGED) is True,
+        "summary": {
+            key.removeprefix(_RUN_PREFIX): _json_value(value)
+            for key, value in attributes.items()
+            if key.startswith(_RUN_PREFIX)
+        },
     }
 
 
 def summary(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     """The counts of a run: spans read, evaluated and flagged, and per-check tallies."""
     attribute_sets = [span.attributes or {} for span in spans if evaluated(span)]
+    runs = [span.attributes or {} for span in spans if is_run(span)]
     return {
         "spans": len(spans),
         "evaluated": len(attribute_sets),
@@ -159,6 +196,11 @@ def summary(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
             [a for a in attribute_sets if FIGURES_CHECKED in a],
             [a for a in attribute_sets if FIGURES_SKIPPED in a],
         ),
+        "runs": {
+            "runs": len(runs),
+            "flagged": sum(1 for run in runs if _count(run.get(RUN_FLAGGED)) > 0),
+            "incomplete": sum(1 for run in runs if run.get(RUN_INCOMPLETE) is True),
+        },
     }
 
 

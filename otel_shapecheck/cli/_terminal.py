@@ -95,6 +95,36 @@ def _label_style(row: VerdictRow) -> str:
     return "dim" if row.label == _SKIPPED else "green"
 
 
+def print_runs(console: Console, runs: Sequence[Mapping[str, Any]], title: str = "shapecheck runs") -> None:
+    """Print one row per agent run (its agent span's ``shapecheck.run.*``); nothing when there is none."""
+    if not runs:
+        return
+    table = Table(title=title, title_justify="left", expand=True)
+    table.add_column("run")
+    table.add_column("flagged", justify="right", no_wrap=True)
+    table.add_column("tool choice", ratio=1)
+    table.add_column("figures", ratio=1)
+    table.add_column("conformance", ratio=1)
+    for run in runs:
+        counts = run["summary"]
+        cell = Text(run["name"], style="bold").append("\n" + run["span_id"], style="dim")
+        if counts.get("incomplete"):
+            cell.append("\nincomplete", style="yellow")
+        flagged = int(counts.get("flagged", 0))
+        table.add_row(
+            cell,
+            Text(f"{flagged} of {counts.get('evaluated', 0)}", style="bold red" if flagged else "green"),
+            f"{counts.get('llm_calls_with_tools', 0)} calls with tools, {counts.get('scored', 0)} scored, "
+            f"{counts.get('narrow', 0)} narrow, {counts.get('proxy_disagreement', 0)} disagreement, "
+            f"{counts.get('skipped', 0)} skipped",
+            f"{counts.get('answers_checked', 0)} answers, {counts.get('figures_checked', 0)} figures, "
+            f"{counts.get('figures_unsupported', 0)} unsupported",
+            f"{counts.get('analysts', 0)} analysts, {counts.get('collapsed', 0)} collapsed, "
+            f"{counts.get('recovered', 0)} recovered",
+        )
+    console.print(table)
+
+
 def print_summary(console: Console, summary: Mapping[str, Any]) -> None:
     """Print the run's counts in a few lines."""
     flagged = summary["flagged"]
@@ -120,6 +150,12 @@ def print_summary(console: Console, summary: Mapping[str, Any]) -> None:
         f"{figures['computed']} computed, {figures.get('inferred', 0)} inferred, "
         f"{figures['unsupported']} unsupported" + _figures_skipped(figures)
     )
+    runs = summary.get("runs") or {}
+    if runs.get("runs"):
+        console.print(
+            f"  runs: {runs['runs']} agent runs, {runs.get('flagged', 0)} flagged"
+            + (f", {runs['incomplete']} incomplete" if runs.get("incomplete") else "")
+        )
 
 
 def _figures_skipped(figures: Mapping[str, Any]) -> str:

@@ -1,11 +1,11 @@
-"""The gateway's one memory bound: items accepted from senders and not yet handed to an exporter.
+"""The gateway's bounds: budgets of items and bytes, and the gate that counts requests in progress.
 
-A request is admitted whole or refused whole. Admitted spans and log records hold their slots until
-the forwarding exporter has been called with them (whatever it answered), so the evaluation ledger,
-the batch processors' queues and the exporters' batches together never hold more than ``capacity``
-items; the batch processors are sized to hold all of them, so nothing acknowledged is dropped for want
-of room. A refused request is answered with backpressure (HTTP 429 / gRPC ``RESOURCE_EXHAUSTED``) and the
-sender retries it.
+Every bound is checked before the work it protects: a request's declared size against the receive and
+spool budgets before its body is read, the bytes of its body as they arrive, its items against the
+pipeline's capacity after it was read (a request that can never fit is refused for good). Entries go
+from the spool into the pipeline (the span processor's ledger, the batch processors, the exporters)
+only while the pipeline's item and byte budgets have room, so what the process holds in memory is
+bounded whatever the senders do; the rest waits in the spool.
 """
 
 from __future__ import annotations
@@ -16,38 +16,82 @@ import time
 
 
 class Admission(enum.Enum):
-    """How a request was answered by the budget."""
+    """How a request was answered by the bounds."""
 
     ACCEPTED = "accepted"
-    """Its items hold slots until they are exported."""
+    """Spooled: the sender may forget it."""
     FULL = "full"
-    """Not enough free slots now: the sender should retry later (backpressure)."""
+    """No room now (spool or memory budget): the sender should retry later (backpressure)."""
     TOO_LARGE = "too_large"
-    """More items than the whole budget: it can never be admitted; the sender must split it."""
+    """More items than the whole pipeline: it can never be admitted; the sender must split it."""
     CLOSING = "closing"
     """The gateway is shutting down and takes nothing new."""
 
 
-class AdmissionBudget:
-    """Counts items in flight against a fixed capacity, and requests still being handled."""
+class Budget:
+    """A count (items or bytes) taken and released against a fixed capacity.
+
+    ``take`` succeeds when the amount fits, or when nothing is taken at all (so one unit larger than the
+    whole budget still passes alone instead of waiting forever).
+    """
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self._condition = threading.Condition()
-        self._in_flight = 0
-        self._requests = 0
-        self._closing = False
-        self.refused_full = 0
-        """Requests answered with backpressure so far."""
+        self._in_use = 0
 
     @property
-    def in_flight(self) -> int:
-        """Items admitted and not yet exported."""
+    def in_use(self) -> int:
+        """Amount taken and not yet released."""
         with self._condition:
-            return self._in_flight
+            return self._in_use
+
+    def fits(self, amount: int) -> bool:
+        """Whether ``take(amount)`` would succeed now (nothing is taken)."""
+        with self._condition:
+            return self._in_use == 0 or self._in_use + amount <= self.capacity
+
+    def take(self, amount: int) -> bool:
+        """Take ``amount`` if it fits; whether it was taken."""
+        with self._condition:
+            if self._in_use and self._in_use + amount > self.capacity:
+                return False
+            self._in_use += amount
+            return True
+
+    def release(self, amount: int) -> None:
+        """Give ``amount`` back."""
+        with self._condition:
+            self._in_use = max(0, self._in_use - amount)
+            self._condition.notify_all()
+
+    def wait_for_room(self, amount: int, timeout_seconds: float) -> bool:
+        """Wait until ``amount`` fits (without taking it); False on timeout."""
+        deadline = time.monotonic() + timeout_seconds
+        with self._condition:
+            while self._in_use and self._in_use + amount > self.capacity:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._condition.wait(remaining)
+            return True
+
+
+class RequestGate:
+    """Counts requests being handled; once closed, new ones are refused and the running ones waited for."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._requests = 0
+        self._closing = False
+
+    @property
+    def closing(self) -> bool:
+        """Whether the gateway stopped taking requests."""
+        return self._closing
 
     def begin_request(self) -> bool:
-        """Note a request being handled; False once the gateway is closing (answer it as unavailable)."""
+        """Note a request being handled; False once closing (answer it as unavailable)."""
         with self._condition:
             if self._closing:
                 return False
@@ -58,25 +102,6 @@ class AdmissionBudget:
         """The request noted by :meth:`begin_request` has been answered."""
         with self._condition:
             self._requests -= 1
-            self._condition.notify_all()
-
-    def admit(self, count: int) -> Admission:
-        """Take ``count`` slots, or say why not."""
-        with self._condition:
-            if self._closing:
-                return Admission.CLOSING
-            if count > self.capacity:
-                return Admission.TOO_LARGE
-            if self._in_flight + count > self.capacity:
-                self.refused_full += 1
-                return Admission.FULL
-            self._in_flight += count
-            return Admission.ACCEPTED
-
-    def release(self, count: int) -> None:
-        """Give back ``count`` slots (their items reached an exporter)."""
-        with self._condition:
-            self._in_flight = max(0, self._in_flight - count)
             self._condition.notify_all()
 
     def close(self, timeout_seconds: float) -> bool:

@@ -1,32 +1,45 @@
-"""OTLP export requests into SDK telemetry: spans as ``ReadableSpan``, log records as ``ReadWriteLogRecord``.
+"""OTLP export request bodies, validated at the door; spooled requests into SDK spans and log records.
 
-Both transports of the gateway end here: gRPC and HTTP/protobuf hand over the parsed request message,
-HTTP/JSON its body (OTLP/JSON, with hex ids as the specification writes them), which becomes the same
-message first. Spans and log records are rebuilt by the OTLP/JSON loader's conversions; an item that
-cannot be read (no trace id or span id, a severity the SDK does not know) is rejected alone and counted,
-as OTLP's partial success expects.
+Both transports of the gateway end here. :func:`read_request` turns a (decompressed) body into the
+request message (OTLP/JSON becomes the same protobuf message first) and checks every item before
+anything is acknowledged: trace ids of 16 bytes and span ids of 8 in spans, their parents and links,
+and in log records (where both may be absent), severities the SDK knows. An item that fails is removed
+and counted, for OTLP's partial success, so it can never reach a forwarded batch. What is left is what
+the spool stores, serialized, and what :func:`spans_of` and :func:`log_records_of` later rebuild as SDK
+telemetry with the OTLP/JSON loader's conversions.
+
+Nesting is bounded the way the protobuf parser bounds it (100 levels of messages): a JSON document
+nested deeper than :data:`MAX_JSON_DEPTH` is refused, so every stored request parses again on replay.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Literal
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk._logs import ReadWriteLogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck.otlp._convert import log_records_from_message, spans_from_message
-from otel_shapecheck.otlp._errors import UnreadableTraceFile
 from otel_shapecheck.otlp._ids import InvalidId, ids_as_base64
 
+Kind = Literal["traces", "logs"]
+REQUEST_TYPES: dict[Kind, type[Message]] = {
+    "traces": ExportTraceServiceRequest,
+    "logs": ExportLogsServiceRequest,
+}
+MAX_JSON_DEPTH = 96
+"""Deepest OTLP/JSON document read: below the protobuf parser's 100 levels, so a stored request parses."""
+_MAX_PROBLEMS = 3
+_MAX_SEVERITY = 24
 _SOURCE = "export request"
-_MessageT = TypeVar("_MessageT", bound=Message)
 
 
 class UnreadableRequest(ValueError):
@@ -34,19 +47,17 @@ class UnreadableRequest(ValueError):
 
 
 @dataclass
-class Decoded:
-    """What one export request holds: the items that could be read, and how many could not, and why."""
+class Validated:
+    """A request that passed the door: its message (bad items removed), serialized, and what was removed."""
 
-    spans: list[ReadableSpan] = field(default_factory=list)
-    log_records: list[ReadWriteLogRecord] = field(default_factory=list)
+    kind: Kind
+    message: Message
+    body: bytes
+    """The message serialized: what the spool stores."""
+    items: int
+    """Spans or log records that passed."""
     rejected: int = 0
     problems: list[str] = field(default_factory=list)
-
-    def reject(self, problem: str) -> None:
-        """Count one item that could not be read; the first few problems are kept for the reply."""
-        self.rejected += 1
-        if len(self.problems) < 3:
-            self.problems.append(problem)
 
     @property
     def error_message(self) -> str:
@@ -56,50 +67,178 @@ class Decoded:
         return f"{self.rejected} rejected: {'; '.join(self.problems)}"
 
 
-def parse_protobuf(body: bytes, message_type: type[_MessageT]) -> _MessageT:
-    """The request message of an OTLP/HTTP protobuf body."""
+def read_request(kind: Kind, body: bytes, *, as_json: bool = False) -> Validated:
+    """The validated request message of a decompressed OTLP/HTTP or OTLP/gRPC body.
+
+    Raises:
+        UnreadableRequest: the body is not an export request of ``kind`` (malformed, nested too deeply).
+    """
+    message_type = REQUEST_TYPES[kind]
+    message = _parse_json(body, message_type) if as_json else _parse_protobuf(body, message_type)
+    problems: list[str] = []
+    if kind == "traces":
+        assert isinstance(message, ExportTraceServiceRequest)
+        items, rejected = _check_spans(message, problems)
+    else:
+        assert isinstance(message, ExportLogsServiceRequest)
+        items, rejected = _check_log_records(message, problems)
+    stored = body if not rejected and not as_json else message.SerializeToString()
+    return Validated(kind, message, stored, items, rejected, problems)
+
+
+def parse_stored(kind: Kind, body: bytes) -> Message:
+    """The message of a request the spool holds (validated when it was accepted)."""
+    return _parse_protobuf(body, REQUEST_TYPES[kind])
+
+
+def _parse_protobuf(body: bytes, message_type: type[Message]) -> Message:
     message = message_type()
     try:
         message.ParseFromString(body)
-    except Exception as error:  # protobuf raises DecodeError, and RuntimeWarning-like errors on some inputs
-        raise UnreadableRequest(f"not a protobuf {message_type.__name__} ({error})") from None
+    except Exception as error:  # DecodeError, and RuntimeWarning-like errors on some inputs
+        raise UnreadableRequest(
+            f"not a protobuf {message_type.__name__} (malformed, or nested more than 100 levels deep: "
+            f"{str(error).split(':')[0]})"
+        ) from None
     return message
 
 
-def parse_json(body: bytes, message_type: type[_MessageT]) -> _MessageT:
-    """The request message of an OTLP/HTTP JSON body (hex ids, as OTLP/JSON writes them)."""
+def _parse_json(body: bytes, message_type: type[Message]) -> Message:
+    name = message_type.__name__
     try:
         document = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise UnreadableRequest(f"not JSON ({error})") from None
     except RecursionError:
-        raise UnreadableRequest("not JSON that an export could be (nested too deeply)") from None
+        raise UnreadableRequest(
+            f"not JSON that an export could be (nested deeper than {MAX_JSON_DEPTH})"
+        ) from None
     if not isinstance(document, dict):
-        raise UnreadableRequest(f"not an OTLP/JSON {message_type.__name__} (the document is not an object)")
+        raise UnreadableRequest(f"not an OTLP/JSON {name} (the document is not an object)")
+    if _too_deep(document):
+        raise UnreadableRequest(f"not an OTLP/JSON {name} (nested deeper than {MAX_JSON_DEPTH} levels)")
     message = message_type()
     try:
-        json_format.ParseDict(ids_as_base64(document), message, ignore_unknown_fields=True)
+        json_format.ParseDict(ids_as_base64(document, strict=False), message, ignore_unknown_fields=True)
     except InvalidId as invalid:
-        raise UnreadableRequest(f"not an OTLP/JSON {message_type.__name__} ({invalid})") from None
-    except (json_format.ParseError, TypeError, ValueError) as error:  # ParseDict raises all three
-        raise UnreadableRequest(f"not an OTLP/JSON {message_type.__name__} ({error})") from None
-    except RecursionError:  # nested deeper than any export: a bad request, not a server error
-        raise UnreadableRequest(f"not an OTLP/JSON {message_type.__name__} (nested too deeply)") from None
+        raise UnreadableRequest(f"not an OTLP/JSON {name} ({invalid})") from None
+    except (json_format.ParseError, TypeError, ValueError, RecursionError) as error:
+        raise UnreadableRequest(f"not an OTLP/JSON {name} ({error})") from None
     return message
 
 
-def decode_spans(request: ExportTraceServiceRequest) -> Decoded:
-    """Every span of a trace export request as an SDK ``ReadableSpan``; unreadable spans are counted."""
-    decoded = Decoded()
-    reject: Callable[[UnreadableTraceFile], None] = lambda problem: decoded.reject(problem.problem)  # noqa: E731
-    for number, resource_spans in enumerate(request.resource_spans, start=1):
-        decoded.spans.extend(spans_from_message(resource_spans, _SOURCE, number, rejected=reject))
-    return decoded
+def _too_deep(document: object) -> bool:
+    """Whether a decoded JSON document nests containers deeper than :data:`MAX_JSON_DEPTH` (iteratively)."""
+    stack: list[tuple[object, int]] = [(document, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return True
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
-def decode_log_records(request: ExportLogsServiceRequest) -> Decoded:
-    """Every log record of a logs export request as an SDK ``ReadWriteLogRecord``, parented as it came."""
-    decoded = Decoded()
-    for resource_logs in request.resource_logs:
-        decoded.log_records.extend(log_records_from_message(resource_logs, rejected=decoded.reject))
-    return decoded
+def _note(problems: list[str], problem: str) -> None:
+    if len(problems) < _MAX_PROBLEMS:
+        problems.append(problem)
+
+
+def _id_problem(value: bytes, size: int, what: str, *, optional: bool = False) -> str | None:
+    if optional and not any(value) and len(value) in (0, size):  # absent (some SDKs send zeros)
+        return None
+    if not value:
+        return f"no {what}"
+    if len(value) != size:
+        return f"a {len(value)}-byte {what} (it must be {size} bytes{' or absent' if optional else ''})"
+    if not any(value):
+        return f"an all-zero {what}"
+    return None
+
+
+_ZERO_TRACE_ID = bytes(16)
+_ZERO_SPAN_ID = bytes(8)
+
+
+def _span_problem(span: Span) -> str | None:
+    trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
+    if (  # the common case in a few C-level comparisons; the details only when something is off
+        len(trace_id) == 16
+        and len(span_id) == 8
+        and trace_id != _ZERO_TRACE_ID
+        and span_id != _ZERO_SPAN_ID
+        and len(parent) in (0, 8)
+        and not len(span.links)
+    ):
+        return None
+    problem = (
+        _id_problem(span.trace_id, 16, "trace id")
+        or _id_problem(span.span_id, 8, "span id")
+        or _id_problem(span.parent_span_id, 8, "parent span id", optional=True)
+    )
+    if problem is None:
+        for link in span.links:
+            problem = _id_problem(link.trace_id, 16, "link trace id") or _id_problem(
+                link.span_id, 8, "link span id"
+            )
+            if problem is not None:
+                break
+    return f"span {span.name[:80]!r} has {problem}" if problem is not None else None
+
+
+def _check_spans(message: ExportTraceServiceRequest, problems: list[str]) -> tuple[int, int]:
+    items = rejected = 0
+    for resource_spans in message.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            bad = []
+            for index, span in enumerate(scope_spans.spans):
+                problem = _span_problem(span)
+                if problem is not None:
+                    bad.append(index)
+                    _note(problems, problem)
+            for index in reversed(bad):
+                del scope_spans.spans[index]
+            rejected += len(bad)
+            items += len(scope_spans.spans)
+    return items, rejected
+
+
+def _check_log_records(message: ExportLogsServiceRequest, problems: list[str]) -> tuple[int, int]:
+    items = rejected = 0
+    for resource_logs in message.resource_logs:
+        for scope_logs in resource_logs.scope_logs:
+            bad = []
+            for index, record in enumerate(scope_logs.log_records):
+                problem = _id_problem(record.trace_id, 16, "trace id", optional=True) or _id_problem(
+                    record.span_id, 8, "span id", optional=True
+                )
+                if problem is None and not 0 <= record.severity_number <= _MAX_SEVERITY:
+                    problem = f"severity number {record.severity_number} (it must be 0 to {_MAX_SEVERITY})"
+                if problem is not None:
+                    bad.append(index)
+                    _note(problems, f"log record has {problem}")
+            for index in reversed(bad):
+                del scope_logs.log_records[index]
+            rejected += len(bad)
+            items += len(scope_logs.log_records)
+    return items, rejected
+
+
+def spans_of(message: Message) -> Iterator[tuple[int, ReadableSpan]]:
+    """Every span of a stored trace request as an SDK ``ReadableSpan``, with its index in the request."""
+    assert isinstance(message, ExportTraceServiceRequest)
+    index = 0
+    for number, resource_spans in enumerate(message.resource_spans, start=1):
+        for span in spans_from_message(resource_spans, _SOURCE, number):
+            yield index, span
+            index += 1
+
+
+def log_records_of(message: Message) -> Iterator[tuple[int, ReadWriteLogRecord]]:
+    """Every log record of a stored logs request as an SDK ``ReadWriteLogRecord``, with its index."""
+    assert isinstance(message, ExportLogsServiceRequest)
+    index = 0
+    for resource_logs in message.resource_logs:
+        for record in log_records_from_message(resource_logs):
+            yield index, record
+            index += 1

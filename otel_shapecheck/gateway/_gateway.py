@@ -1,140 +1,91 @@
 """Gateway mode: the checks for agents in any language, as a service that receives OTLP and forwards it.
 
-Received spans become SDK ``ReadableSpan`` values and go through the same :class:`ShapecheckSpanProcessor`
-an in-process application registers; received log records go through its log side (GenAI content
-events), then on to the forward endpoint with the spans. Enriched spans leave through a
-``BatchSpanProcessor`` around the given span exporter, flagged evaluation events through the given
-verdict sink. The transports (``_gateway_grpc``, ``_gateway_http``) only parse requests and map the
-answers of :meth:`Gateway.export_spans` and :meth:`Gateway.export_log_records` onto their status codes.
+A request passes the door (:meth:`Gateway.open_request`: room in the receiving and spool budgets, checked
+before its body is read), is validated (:func:`~otel_shapecheck.gateway._decode.read_request`), stored
+in the spool and only then acknowledged (:meth:`Gateway.accept`). The :class:`SpoolQueue` loads stored
+requests into the pipeline as its item and byte budgets allow: received spans become SDK
+``ReadableSpan`` values and go through the same :class:`ShapecheckSpanProcessor` an in-process
+application registers, received log records through its log side, and both on to the forward endpoint
+through batch processors whose exporters retry until the destination takes each batch. An entry leaves
+the spool once every item in it was forwarded; what a stop could not forward in time stays there.
 
 Usage::
 
     gateway = Gateway(OTLPSpanExporter(endpoint="collector:4317", insecure=True),
-                      OTLPLogExporter(endpoint="collector:4317", insecure=True))
-    answer = gateway.export_spans(decode_spans(request))
+                      OTLPLogExporter(endpoint="collector:4317", insecure=True),
+                      spool=SqliteSpool("/var/lib/shapecheck", 1 << 30))
+    ticket = gateway.open_request(len(body))            # a refusal is an ExportAnswer
+    answer = gateway.accept(read_request("traces", body), ticket)
+    gateway.close_request(ticket)
     ...
-    gateway.shutdown()
+    counts = gateway.shutdown()
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from opentelemetry.sdk._logs import LogRecordProcessor
+from opentelemetry.sdk._logs import LogRecordProcessor, ReadWriteLogRecord
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
-from opentelemetry.sdk.trace import SpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from otel_shapecheck._attributes import FLAGGED
-from otel_shapecheck._settings import non_negative_float, positive_int
 from otel_shapecheck.checks._base import Check
-from otel_shapecheck.environment_variables import (
-    OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE,
-    OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES,
-    OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS,
+from otel_shapecheck.gateway._admission import Admission, Budget, RequestGate
+from otel_shapecheck.gateway._counts import ExportAnswer, GatewayCounts, Ticket
+from otel_shapecheck.gateway._decode import Validated
+from otel_shapecheck.gateway._forward import ForwardingPolicy, RetryingLogExporter, RetryingSpanExporter
+from otel_shapecheck.gateway._queue import SpoolQueue
+from otel_shapecheck.gateway._settings import (
+    gateway_processor_options,
+    gateway_queue_bytes,
+    gateway_queue_size,
+    max_request_bytes,
+    receiving_bytes,
+    resolve_retry_after,
+    shutdown_timeout,
+    spool_max_bytes,
 )
-from otel_shapecheck.gateway._admission import Admission, AdmissionBudget
-from otel_shapecheck.gateway._decode import Decoded
+from otel_shapecheck.gateway._spool import MemorySpool, Spool
 from otel_shapecheck.otlp._counting import CountingLogExporter, CountingSpanExporter
+from otel_shapecheck.pipeline._bounded_call import BoundedCall
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._shapecheck import Shapecheck
 from otel_shapecheck.pipeline._sinks import VerdictSink
 
 logger = logging.getLogger(__name__)
 
-
-_DEFAULT_MAX_QUEUE_SIZE = 16384
-_DEFAULT_RETRY_AFTER_SECONDS = 1.0
-_DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
 _DEFAULT_EXPORT_BATCH_SIZE = 512
 _DRAIN_REQUESTS_SECONDS = 10.0
 _NO_ATTRIBUTES: frozenset[str] = frozenset()
 
 
-def max_request_bytes(explicit: int | None = None) -> int:
-    """The largest request body the transports accept, decompressed (argument, variable, 4 MiB)."""
-    return positive_int(
-        "max_request_bytes", explicit, OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES, _DEFAULT_MAX_REQUEST_BYTES
-    )
-
-
-def resolve_retry_after(explicit: float | None = None) -> float:
-    """The retry delay suggested to refused senders (argument, variable, 1 s)."""
-    return non_negative_float(
-        "retry_after_seconds",
-        explicit,
-        OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS,
-        _DEFAULT_RETRY_AFTER_SECONDS,
-    )
-
-
-def gateway_queue_size(explicit: int | None = None) -> int:
-    """Items accepted and not yet exported; past it senders get backpressure (argument, variable, 16384)."""
-    return positive_int(
-        "max_queue_size", explicit, OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE, _DEFAULT_MAX_QUEUE_SIZE
-    )
-
-
-def gateway_processor_options(capacity: int, *, max_wait_millis: int | None = None) -> ProcessorOptions:
-    """The span processor's bounds fitted to a gateway queue of ``capacity`` items.
-
-    Its worker queue holds the whole capacity (no admitted span is forwarded un-evaluated for want of
-    room) and at most half of it waits for facts (waiting spans cannot take the whole queue).
-    """
-    return ProcessorOptions(
-        max_queue_size=capacity, max_pending_spans=max(1, capacity // 2), max_wait_millis=max_wait_millis
-    )
-
-
-@dataclass(frozen=True)
-class ExportAnswer:
-    """The gateway's answer to one export request, for a transport to encode."""
-
-    admission: Admission
-    accepted: int
-    """Items taken (0 unless admitted)."""
-    rejected: int
-    """Items that could not be read (partial success), counted whatever the admission."""
-    error_message: str
-    """Partial-success message, or why the request was refused."""
-    retry_after_seconds: float
-    """How long a refused sender should wait before retrying."""
-
-
-@dataclass(frozen=True)
-class GatewayCounts:
-    """What the gateway did since it started."""
-
-    spans_accepted: int
-    log_records_accepted: int
-    rejected: int
-    refused_full: int
-    in_flight: int
-    spans_exported: int
-    spans_export_failed: int
-    log_records_exported: int
-    log_records_export_failed: int
-
-
 class Gateway:
-    """Receives decoded OTLP, admits it against a bounded queue, evaluates spans, forwards everything.
+    """Receives OTLP requests, spools them, evaluates their spans and forwards every item.
 
     Args:
-        span_exporter: where spans go (enriched where a check applied); wrapped in a ``BatchSpanProcessor``.
+        span_exporter: where spans go (enriched where a check applied).
         log_exporter: where received log records go; ``None`` keeps them for the checks only.
-        events: where verdicts go as evaluation events (e.g. a ``EvaluationEventEmitter``); ``None`` for none.
+        events: where verdicts go as evaluation events (e.g. an ``EvaluationEventEmitter``).
         checks: the checks to run (default: every built-in check).
         evaluate: ``False`` makes a pass-through gateway: spans go straight to the batch processor.
-        max_queue_size: spans and log records accepted and not yet handed to an exporter; a request that
-            does not fit is refused with backpressure (``OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE``, 16384).
-        retry_after_seconds: the retry delay suggested to refused senders
-            (``OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS``, 1).
-        schedule_delay_millis: the batch processors' export delay (default: ``OTEL_BSP_SCHEDULE_DELAY`` and
-            ``OTEL_BLRP_SCHEDULE_DELAY``, as for any SDK batch processor).
-        options: the span processor's bounds (default: :func:`gateway_processor_options` of the capacity).
+        spool: where accepted requests are kept until forwarded (default: a :class:`MemorySpool`).
+        max_queue_size: items in the pipeline at once (``OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE``, 16384);
+            a request with more items is refused for good.
+        max_queue_bytes: bytes of stored requests whose items are in the pipeline at once
+            (``OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_BYTES``, 64 MiB).
+        max_receiving_bytes: bytes of request bodies being received at once
+            (``OTEL_SHAPECHECK_GATEWAY_MAX_RECEIVING_BYTES``, 64 MiB).
+        max_request_bytes: largest request, decompressed (``OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES``).
+        retry_after_seconds: the retry delay suggested to refused senders.
+        give_up_after_seconds: drop a batch the destination keeps refusing after this long (default:
+            retry until it is forwarded or the gateway stops).
+        schedule_delay_millis: the batch processors' export delay (default: the SDK variables').
+        options: the span processor's bounds (default: :func:`gateway_processor_options`).
 
     Raises:
         ValueError: a setting (argument or variable) out of range.
@@ -148,16 +99,38 @@ class Gateway:
         events: VerdictSink | None = None,
         checks: Sequence[Check] | None = None,
         evaluate: bool = True,
+        spool: Spool | None = None,
         max_queue_size: int | None = None,
+        max_queue_bytes: int | None = None,
+        max_receiving_bytes: int | None = None,
+        max_request_bytes: int | None = None,
         retry_after_seconds: float | None = None,
+        give_up_after_seconds: float | None = None,
         schedule_delay_millis: int | None = None,
         options: ProcessorOptions | None = None,
     ) -> None:
         capacity = gateway_queue_size(max_queue_size)
+        self.capacity = capacity
+        self.max_request_bytes = _max_request_bytes(max_request_bytes)
         self._retry_after = resolve_retry_after(retry_after_seconds)
-        self._budget = AdmissionBudget(capacity)
-        self._span_exporter = CountingSpanExporter(span_exporter, after_export=self._budget.release)
-        # Sized to hold every admitted item: the batch processor never drops what was acknowledged.
+        self.receiving = Budget(receiving_bytes(max_receiving_bytes))
+        self.gate = RequestGate()
+        self._spool: Spool = spool if spool is not None else MemorySpool(spool_max_bytes(durable=False))
+        self.policy = ForwardingPolicy(give_up_after_seconds)
+        self._queue = SpoolQueue(
+            self._spool,
+            self._ingest,
+            max_items=capacity,
+            max_bytes=gateway_queue_bytes(max_queue_bytes),
+            abandoning=lambda: self.policy.stopped,
+        )
+        queue = self._queue
+        self._span_exporter = CountingSpanExporter(
+            RetryingSpanExporter(span_exporter, self.policy),
+            before_batch=queue.before_spans,
+            after_batch=queue.after_spans,
+        )
+        # Sized to hold every item in the pipeline: the batch processor never drops what was accepted.
         batch_size = min(_DEFAULT_EXPORT_BATCH_SIZE, capacity)
         self._batch_spans = BatchSpanProcessor(
             self._span_exporter,
@@ -168,7 +141,11 @@ class Gateway:
         self._log_exporter: CountingLogExporter | None = None
         self._batch_logs: LogRecordProcessor | None = None
         if log_exporter is not None:
-            self._log_exporter = CountingLogExporter(log_exporter, after_export=self._budget.release)
+            self._log_exporter = CountingLogExporter(
+                RetryingLogExporter(log_exporter, self.policy),
+                before_batch=queue.before_logs,
+                after_batch=queue.after_logs,
+            )
             self._batch_logs = BatchLogRecordProcessor(
                 self._log_exporter,
                 max_queue_size=capacity,
@@ -178,11 +155,14 @@ class Gateway:
         self._shapecheck: Shapecheck | None = None
         self._spans: SpanProcessor = self._batch_spans
         if evaluate:
-            if options is None:
-                options = gateway_processor_options(capacity)
             try:
                 self._shapecheck = Shapecheck(
-                    self._batch_spans, events=events, checks=checks, options=options
+                    self._batch_spans,
+                    events=events,
+                    checks=checks,
+                    options=options
+                    if options is not None
+                    else gateway_processor_options(capacity, queue_bytes=self._queue.bytes.capacity),
                 )
             except Exception:
                 self._release_exporters()
@@ -192,12 +172,10 @@ class Gateway:
         self._spans_accepted = 0
         self._log_records_accepted = 0
         self._rejected = 0
+        self._refused_full = 0
+        self._left: int | None = None
         self._is_shutdown = False
-
-    @property
-    def budget(self) -> AdmissionBudget:
-        """The admission bound the transports consult for in-progress requests."""
-        return self._budget
+        queue.start()
 
     @property
     def retry_after_seconds(self) -> float:
@@ -209,99 +187,188 @@ class Gateway:
         """Whether spans go through the checks (False for a pass-through gateway)."""
         return self._shapecheck is not None
 
-    def export_spans(self, decoded: Decoded) -> ExportAnswer:
-        """Admit the readable spans of one request and hand them to the processor; never raises.
+    @property
+    def spool(self) -> Spool:
+        """Where accepted requests wait until forwarded."""
+        return self._spool
 
-        A span that already carries verdicts (evaluated by an in-process processor or an earlier gateway)
-        is forwarded as it is: evaluating it again would repeat its evaluation events.
+    # The door.
+
+    def open_request(self, declared_bytes: int, *, inflating: bool = False) -> Ticket | ExportAnswer:
+        """Check the budgets for a request of ``declared_bytes`` before its body is read.
+
+        ``inflating`` (a compressed body) reserves spool room for the largest request, since its size
+        after decompression is not known yet. Call :meth:`close_request` with the ticket in any case.
         """
-        answer = self._admit(decoded, len(decoded.spans))
-        if answer.admission is Admission.ACCEPTED:
-            evaluate, forward = self._spans.on_end, self._batch_spans.on_end
-            for span in decoded.spans:  # the processor and the batch processor never raise
-                (forward if FLAGGED in (span.attributes or _NO_ATTRIBUTES) else evaluate)(span)
-            with self._lock:
-                self._spans_accepted += len(decoded.spans)
-        return answer
+        if not self.gate.begin_request():
+            return self._refusal(Admission.CLOSING, "the gateway is shutting down; retry later")
+        ticket = Ticket()
+        if not self.receiving.fits(declared_bytes):
+            self.close_request(ticket)
+            return self._refusal(Admission.FULL, "the gateway is receiving too much at once; retry later")
+        wanted = max(declared_bytes, self.max_request_bytes if inflating else 0)
+        if not self._spool.space.reserve(wanted):
+            self.close_request(ticket)
+            return self._refusal(Admission.FULL, f"the spool is full ({self._spool.space.max_bytes} bytes)")
+        ticket.spool = wanted
+        return ticket
 
-    def export_log_records(self, decoded: Decoded) -> ExportAnswer:
-        """Admit the readable log records of one request: the checks read them, then they are forwarded."""
-        forwarded = len(decoded.log_records) if self._batch_logs is not None else 0
-        answer = self._admit(decoded, forwarded)
-        if answer.admission is Admission.ACCEPTED:
-            for record in decoded.log_records:
+    def receive(self, ticket: Ticket, size: int) -> bool:
+        """Count ``size`` more bytes of the request held in memory; False when the budget has no room."""
+        if not self.receiving.take(size):
+            return False
+        ticket.receiving += size
+        return True
+
+    def close_request(self, ticket: Ticket) -> None:
+        """The request was answered: release what its ticket still holds."""
+        self.receiving.release(ticket.receiving)
+        self._spool.space.unreserve(ticket.spool)
+        ticket.receiving = ticket.spool = 0
+        self.gate.end_request()
+
+    def accept(self, validated: Validated, ticket: Ticket) -> ExportAnswer:
+        """Store a validated request in the spool and queue it for the pipeline; never raises.
+
+        Answered ``ACCEPTED`` only once the request is stored.
+        """
+        with self._lock:
+            self._rejected += validated.rejected
+        if validated.items > self.capacity:
+            return self._refusal(
+                Admission.TOO_LARGE,
+                f"the request holds {validated.items} items, more than the gateway pipeline "
+                f"({self.capacity}); send smaller batches",
+                validated,
+            )
+        if validated.items:
+            size = len(validated.body)
+            if size > ticket.spool:
+                if not self._spool.space.reserve(size - ticket.spool):
+                    return self._refusal(Admission.FULL, "the spool is full; retry later", validated)
+                ticket.spool = size
+            try:
+                entry = self._spool.put(validated.kind, validated.body, validated.items, ticket.spool)
+            except Exception:
+                logger.exception("Storing a request in the spool failed; it is refused (the sender retries)")
+                return self._refusal(
+                    Admission.FULL, "the spool could not store the request; retry", validated
+                )
+            ticket.spool = 0
+            self._queue.add(entry, validated.message)
+            with self._lock:
+                if validated.kind == "traces":
+                    self._spans_accepted += validated.items
+                else:
+                    self._log_records_accepted += validated.items
+        return ExportAnswer(
+            Admission.ACCEPTED, validated.items, validated.rejected, validated.error_message, 0.0
+        )
+
+    def _refusal(self, admission: Admission, reason: str, validated: Validated | None = None) -> ExportAnswer:
+        if admission is Admission.FULL:
+            with self._lock:
+                self._refused_full += 1
+        rejected = validated.rejected if validated is not None else 0
+        return ExportAnswer(admission, 0, rejected, reason, self._retry_after)
+
+    # The pipeline.
+
+    def _ingest(self, spans: Sequence[ReadableSpan], records: Sequence[ReadWriteLogRecord]) -> bool:
+        if spans:
+            evaluate, forward = self._spans.on_end, self._batch_spans.on_end
+            for span in spans:  # the processor and the batch processor never raise
+                (forward if FLAGGED in (span.attributes or _NO_ATTRIBUTES) else evaluate)(span)
+        if records:
+            for record in records:
                 if self._shapecheck is not None:
                     self._shapecheck.log_processor.on_emit(record)
                 if self._batch_logs is not None:
                     self._batch_logs.on_emit(record)
-            with self._lock:
-                self._log_records_accepted += len(decoded.log_records)
-        return answer
-
-    def _admit(self, decoded: Decoded, count: int) -> ExportAnswer:
-        with self._lock:
-            self._rejected += decoded.rejected
-        admission = self._budget.admit(count) if count else Admission.ACCEPTED
-        if admission is Admission.ACCEPTED:
-            return ExportAnswer(admission, count, decoded.rejected, decoded.error_message, 0.0)
-        reason = {
-            Admission.FULL: (
-                f"the gateway queue is full ({self._budget.capacity} items in flight); retry later"
-            ),
-            Admission.TOO_LARGE: (
-                f"the request holds {count} items, more than the gateway queue "
-                f"({self._budget.capacity}); send smaller batches"
-            ),
-            Admission.CLOSING: "the gateway is shutting down; send to another replica or retry later",
-        }[admission]
-        return ExportAnswer(admission, 0, decoded.rejected, reason, self._retry_after)
+            return self._batch_logs is not None
+        return True
 
     def counts(self) -> GatewayCounts:
-        """A snapshot of what was accepted, refused, exported and is still in flight."""
+        """A snapshot of what was accepted, refused, forwarded, and is in the pipeline or the spool."""
         logs = self._log_exporter
+        queued = self._queue.counts
         with self._lock:
             return GatewayCounts(
                 spans_accepted=self._spans_accepted,
                 log_records_accepted=self._log_records_accepted,
                 rejected=self._rejected,
-                refused_full=self._budget.refused_full,
-                in_flight=self._budget.in_flight,
+                refused_full=self._refused_full,
+                in_flight=self._queue.items.in_use,
+                waiting=self._queue.pending,
+                carried_over=queued.carried_over,
+                in_doubt=queued.in_doubt,
+                forwarded=queued.forwarded,
+                dropped=queued.dropped,
+                left_in_spool=self._left,
+                durable=self._spool.durable,
                 spans_exported=self._span_exporter.exported,
                 spans_export_failed=self._span_exporter.failed,
                 log_records_exported=logs.exported if logs else 0,
                 log_records_export_failed=logs.failed if logs else 0,
+                export_retries=self.policy.retries,
             )
 
-    def shutdown(self) -> None:
-        """Refuse new requests, finish those in progress, evaluate and forward everything accepted, stop.
+    def shutdown(self, timeout_seconds: float | None = None) -> GatewayCounts:
+        """Stop: refuse new requests, then evaluate and forward what is held, within the timeout.
 
-        Held spans are evaluated (``incomplete`` where facts are missing) and every accepted span and log
-        record is handed to its exporter before the exporters shut down. Idempotent.
+        Held spans are evaluated (``incomplete`` where facts are missing) and forwarded with everything
+        else in the pipeline until the timeout (``OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS``,
+        25 s); what is not forwarded by then, and every request still waiting, stays in the spool for
+        the next start. Returns the final counts. Idempotent.
         """
         with self._lock:
             if self._is_shutdown:
-                return
+                return self.counts()
             self._is_shutdown = True
-        if not self._budget.close(_DRAIN_REQUESTS_SECONDS):
-            logger.warning("Export requests still running after %.0f s at shutdown", _DRAIN_REQUESTS_SECONDS)
+        deadline = time.monotonic() + shutdown_timeout(timeout_seconds)
+        if not self.gate.close(min(_DRAIN_REQUESTS_SECONDS, _remaining(deadline))):
+            logger.warning("Export requests were still running at shutdown")
+        self._queue.stop_loading()
+        self.policy.stop_at(deadline)
+        drain = BoundedCall("ShapecheckGatewayDrain", lambda _: self._drain())
+        if not drain(int(_remaining(deadline) * 1000)):
+            self.policy.stop_now()
+            logger.warning(
+                "Forwarding did not finish within the shutdown timeout; the rest stays in the spool"
+            )
+        left = self._queue.close()
+        with self._lock:
+            self._left = left
+        try:
+            self._spool.close()
+        except Exception:
+            logger.exception("Closing the spool failed")
+        counts = self.counts()
+        logger.info(
+            "Gateway stopped: %d items accepted, %d forwarded, %d left in the spool",
+            counts.accepted,
+            counts.forwarded,
+            left,
+        )
+        return counts
+
+    def _drain(self) -> None:
         if self._shapecheck is not None:
             self._shapecheck.shutdown()  # evaluates and forwards what it holds, then shuts the batch down
         else:
             self._batch_spans.shutdown()  # type: ignore[no-untyped-call]
-        self._release_logs()
-        counts = self.counts()
-        logger.info(
-            "Gateway stopped: %d spans and %d log records accepted, %d exported spans, %d failed",
-            counts.spans_accepted,
-            counts.log_records_accepted,
-            counts.spans_exported,
-            counts.spans_export_failed,
-        )
-
-    def _release_logs(self) -> None:
         if self._batch_logs is not None:
             self._batch_logs.shutdown()
 
     def _release_exporters(self) -> None:
         self._batch_spans.shutdown()  # type: ignore[no-untyped-call]
-        self._release_logs()
+        if self._batch_logs is not None:
+            self._batch_logs.shutdown()
+
+
+def _max_request_bytes(explicit: int | None) -> int:
+    return max_request_bytes(explicit)
+
+
+def _remaining(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())

@@ -1,30 +1,42 @@
-"""The gateway's OTLP/gRPC transport: the official trace and logs services of ``opentelemetry-proto``.
+"""The gateway's OTLP/gRPC transport: the trace and logs ``Export`` methods of ``opentelemetry-proto``.
 
-Answers follow the OTLP specification: success with ``partial_success`` when some items could not be
-read, ``RESOURCE_EXHAUSTED`` with a ``google.rpc.RetryInfo`` detail when the queue is full (the sender
-retries after the suggested delay), ``INVALID_ARGUMENT`` for a request larger than the whole queue, and
-``UNAVAILABLE`` while shutting down. gzip-compressed requests are decompressed by gRPC itself; a message
-over the size limit is refused by gRPC with ``RESOURCE_EXHAUSTED`` ("Received message larger than max").
+The methods are registered with raw ``bytes`` requests, so nothing is parsed before the gateway has
+decided to take the request: the bearer token (``UNAUTHENTICATED``), shutdown (``UNAVAILABLE``) and room
+in the receiving and spool budgets (``RESOURCE_EXHAUSTED`` with a ``google.rpc.RetryInfo`` detail, which
+the SDKs and the Collector retry after) come first; then the body is parsed, validated and spooled, and
+the answer is success with ``partial_success`` when items were rejected, or ``INVALID_ARGUMENT`` for a
+malformed request or one with more items than the whole pipeline. gRPC itself decompresses gzip and
+refuses a message over the size limit with ``RESOURCE_EXHAUSTED``.
+
+The server sets a maximum message size, keepalive (pings idle clients, refuses clients that ping too
+often), an idle-connection timeout, a per-connection stream limit and a limit on calls in progress
+(past it gRPC answers ``RESOURCE_EXHAUSTED`` itself); TLS, and client certificates, from the listener's
+settings.
 """
 
 from __future__ import annotations
 
 import logging
 from concurrent import futures
-from typing import Any
+from typing import NoReturn
 
 import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.rpc import code_pb2, error_details_pb2, status_pb2
-from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 from otel_shapecheck.gateway._admission import Admission
-from otel_shapecheck.gateway._decode import decode_log_records, decode_spans
-from otel_shapecheck.gateway._gateway import ExportAnswer, Gateway
+from otel_shapecheck.gateway._body import export_response, refusals
+from otel_shapecheck.gateway._counts import ExportAnswer
+from otel_shapecheck.gateway._decode import Kind, UnreadableRequest, read_request
+from otel_shapecheck.gateway._gateway import Gateway
+from otel_shapecheck.gateway._security import TLSSettings, TokenFile
 
 logger = logging.getLogger(__name__)
 
+_SERVICES: dict[Kind, str] = {
+    "traces": "opentelemetry.proto.collector.trace.v1.TraceService",
+    "logs": "opentelemetry.proto.collector.logs.v1.LogsService",
+}
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
 # The Python OTLP exporter reads the retry delay from this key; the specification's place is the
 # RetryInfo detail of the status, which every other SDK reads. Both are sent.
@@ -34,10 +46,18 @@ _CODES: dict[Admission, tuple[grpc.StatusCode, int]] = {
     Admission.TOO_LARGE: (grpc.StatusCode.INVALID_ARGUMENT, code_pb2.INVALID_ARGUMENT),
     Admission.CLOSING: (grpc.StatusCode.UNAVAILABLE, code_pb2.UNAVAILABLE),
 }
+CALLS_PER_WORKER = 16
+_STREAMS_PER_CONNECTION = 16
 
 
 def start_grpc_server(
-    gateway: Gateway, address: str, *, max_request_bytes: int, workers: int = 4
+    gateway: Gateway,
+    address: str,
+    *,
+    workers: int = 4,
+    tls: TLSSettings | None = None,
+    tokens: TokenFile | None = None,
+    idle_timeout_seconds: float = 300.0,
 ) -> tuple[grpc.Server, int]:
     """Serve both OTLP services on ``address`` (``host:port``, port 0 for any); returns the server and port.
 
@@ -47,84 +67,111 @@ def start_grpc_server(
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shapecheck-gateway-grpc"),
         options=[
-            ("grpc.max_receive_message_length", max_request_bytes),
+            ("grpc.max_receive_message_length", gateway.max_request_bytes),
             ("grpc.so_reuseport", 0),
+            ("grpc.max_concurrent_streams", _STREAMS_PER_CONNECTION),
+            ("grpc.keepalive_time_ms", 60_000),
+            ("grpc.keepalive_timeout_ms", 20_000),
+            ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
+            ("grpc.http2.max_ping_strikes", 2),
+            ("grpc.max_connection_idle_ms", int(idle_timeout_seconds * 1000)),
         ],
         # Past this gRPC answers RESOURCE_EXHAUSTED itself, without retry information.
-        maximum_concurrent_rpcs=workers * 16,
+        maximum_concurrent_rpcs=workers * CALLS_PER_WORKER,
     )
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(  # type: ignore[no-untyped-call]
-        _TraceService(gateway), server
-    )
-    logs_service_pb2_grpc.add_LogsServiceServicer_to_server(  # type: ignore[no-untyped-call]
-        _LogsService(gateway), server
-    )
+    handlers = {
+        kind: grpc.method_handlers_generic_handler(
+            service, {"Export": grpc.unary_unary_rpc_method_handler(_Export(gateway, kind, tokens))}
+        )
+        for kind, service in _SERVICES.items()
+    }
+    server.add_generic_rpc_handlers(tuple(handlers.values()))
     try:
-        port = server.add_insecure_port(address)
-    except RuntimeError as error:
+        if tls is None:
+            port = server.add_insecure_port(address)
+        else:
+            key, chain, client_ca = tls.grpc_files()
+            credentials = grpc.ssl_server_credentials(
+                [(key, chain)], root_certificates=client_ca, require_client_auth=client_ca is not None
+            )
+            port = server.add_secure_port(address, credentials)
+    except (RuntimeError, OSError) as error:
         raise ValueError(f"--grpc {address!r}: cannot listen there ({error})") from None
     server.start()
     return server, port
 
 
-class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
-    def __init__(self, gateway: Gateway) -> None:
+class _Export:
+    """One ``Export`` method: the request arrives as bytes and is parsed only once it was admitted."""
+
+    def __init__(self, gateway: Gateway, kind: Kind, tokens: TokenFile | None) -> None:
         self._gateway = gateway
+        self._kind = kind
+        self._tokens = tokens
 
-    def Export(  # noqa: N802 - the generated service's name
-        self, request: trace_service_pb2.ExportTraceServiceRequest, context: grpc.ServicerContext
-    ) -> trace_service_pb2.ExportTraceServiceResponse:
-        answer = _handle(self._gateway, context, lambda: self._gateway.export_spans(decode_spans(request)))
-        response = trace_service_pb2.ExportTraceServiceResponse()
-        if answer.rejected:
-            response.partial_success.rejected_spans = answer.rejected
-            response.partial_success.error_message = answer.error_message
-        return response
-
-
-class _LogsService(logs_service_pb2_grpc.LogsServiceServicer):
-    def __init__(self, gateway: Gateway) -> None:
-        self._gateway = gateway
-
-    def Export(  # noqa: N802 - the generated service's name
-        self, request: logs_service_pb2.ExportLogsServiceRequest, context: grpc.ServicerContext
-    ) -> logs_service_pb2.ExportLogsServiceResponse:
-        answer = _handle(
-            self._gateway, context, lambda: self._gateway.export_log_records(decode_log_records(request))
-        )
-        response = logs_service_pb2.ExportLogsServiceResponse()
-        if answer.rejected:
-            response.partial_success.rejected_log_records = answer.rejected
-            response.partial_success.error_message = answer.error_message
-        return response
-
-
-def _handle(gateway: Gateway, context: grpc.ServicerContext, export: Any) -> ExportAnswer:
-    """Run one export inside the gateway's request accounting; abort the call when it was refused."""
-    if not gateway.budget.begin_request():
-        _abort(context, Admission.CLOSING, "the gateway is shutting down; retry later", 1.0)
-    try:
-        answer: ExportAnswer = export()
-    except Exception:  # a bug must not kill the server thread; the sender may retry
-        logger.exception("Handling an OTLP/gRPC export request failed")
-        context.abort(grpc.StatusCode.INTERNAL, "the gateway failed to handle the request")
-    finally:
-        gateway.budget.end_request()
-    if answer.admission is not Admission.ACCEPTED:
-        _abort(context, answer.admission, answer.error_message, answer.retry_after_seconds)
-    return answer
+    def __call__(self, request: bytes, context: grpc.ServicerContext) -> bytes:
+        gateway = self._gateway
+        if self._tokens is not None and not self._tokens.allows(_authorization(context)):
+            refusals.note("unauthenticated", f"gRPC {self._kind} from {context.peer()}")
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "a valid bearer token is required")
+        opened = gateway.open_request(len(request))
+        if isinstance(opened, ExportAnswer):
+            _abort(context, opened)
+        # context.abort() raises: decide inside the try, abort outside it.
+        answer: ExportAnswer | None = None
+        malformed: str | None = None
+        try:
+            if not gateway.receive(opened, len(request)):
+                answer = _busy(gateway)
+            else:
+                validated = read_request(self._kind, request)
+                answer = gateway.accept(validated, opened)
+        except UnreadableRequest as error:
+            refusals.note("malformed", str(error))
+            malformed = str(error)
+        except Exception:  # a bug must not kill the server thread; the sender may retry
+            logger.exception("Handling an OTLP/gRPC export request failed")
+        finally:
+            gateway.close_request(opened)
+        if malformed is not None:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, malformed)
+        if answer is None:
+            context.abort(grpc.StatusCode.INTERNAL, "the gateway failed to handle the request")
+        assert answer is not None
+        if answer.admission is not Admission.ACCEPTED:
+            _abort(context, answer)
+        return bytes(export_response(self._kind, answer.rejected, answer.error_message).SerializeToString())
 
 
-def _abort(context: grpc.ServicerContext, admission: Admission, message: str, retry_after: float) -> None:
-    code, rpc_code = _CODES[admission]
-    status = status_pb2.Status(code=rpc_code, message=message)
+def _authorization(context: grpc.ServicerContext) -> str | None:
+    for key, value in context.invocation_metadata():
+        if key == "authorization":
+            return value if isinstance(value, str) else value.decode("latin-1")
+    return None
+
+
+def _busy(gateway: Gateway) -> ExportAnswer:
+    return ExportAnswer(
+        Admission.FULL,
+        0,
+        0,
+        "the gateway is receiving too much at once; retry later",
+        gateway.retry_after_seconds,
+    )
+
+
+def _abort(context: grpc.ServicerContext, answer: ExportAnswer) -> NoReturn:
+    code, rpc_code = _CODES[answer.admission]
+    status = status_pb2.Status(code=rpc_code, message=answer.error_message)
     metadata: list[tuple[str, str | bytes]] = []
-    if admission is not Admission.TOO_LARGE:
+    if answer.admission is not Admission.TOO_LARGE:
         delay = Duration()
-        delay.FromNanoseconds(int(retry_after * 1e9))
+        delay.FromNanoseconds(int(answer.retry_after_seconds * 1e9))
         retry_info = error_details_pb2.RetryInfo(retry_delay=delay)
         status.details.add().Pack(retry_info)
         metadata.append((_RETRY_INFO_KEY, retry_info.SerializeToString()))
     metadata.append((_STATUS_DETAILS_KEY, status.SerializeToString()))
     context.set_trailing_metadata(tuple(metadata))
-    context.abort(code, message)
+    context.abort(code, answer.error_message)
+    raise AssertionError("context.abort() returned")  # it raises; this line only tells the type checker

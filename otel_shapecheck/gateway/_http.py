@@ -1,319 +1,310 @@
-"""The gateway's OTLP/HTTP transport: ``POST /v1/traces`` and ``/v1/logs``, protobuf or JSON, gzip or not.
+"""The gateway's OTLP/HTTP application: ``POST /v1/traces`` and ``/v1/logs``, protobuf or JSON, gzip or not.
+
+A small ASGI application (served by uvicorn, see :mod:`._http_server`). Everything that can be decided
+from the headers is decided before the body is read: the path and method, the bearer token (401), the
+content type and encoding (415), ``Content-Length`` (411 without one, 413 over the limit), and room in
+the receiving and spool budgets (429 with ``Retry-After``, 503 while shutting down). The body is then
+read within the server's whole-request deadline, counted against the receiving budget as it arrives,
+and decompressed, parsed, validated and spooled on a worker thread, off the event loop.
 
 Answers follow the OTLP/HTTP specification, in the request's own encoding: 200 with ``partialSuccess``
-when some items could not be read; 429 with ``Retry-After`` when the queue is full and 503 while shutting
-down (the sender retries); 400 for a body that is not an export request; 413 for a body over the size
-limit (compressed or decompressed) or with more items than the whole queue; 415 for another content type
-or encoding. Error bodies are a ``google.rpc.Status`` with a message that says what is wrong.
+when some items were rejected, a ``google.rpc.Status`` body with a message saying what is wrong
+otherwise.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
-import threading
-import zlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
-    ExportLogsServiceRequest,
-    ExportLogsServiceResponse,
-)
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
 
 from otel_shapecheck.gateway._admission import Admission
-from otel_shapecheck.gateway._decode import (
-    Decoded,
-    UnreadableRequest,
-    decode_log_records,
-    decode_spans,
-    parse_json,
-    parse_protobuf,
-)
-from otel_shapecheck.gateway._gateway import ExportAnswer, Gateway
+from otel_shapecheck.gateway._body import DamagedBody, InflatesTooFar, export_response, gunzip, refusals
+from otel_shapecheck.gateway._counts import ExportAnswer, Ticket
+from otel_shapecheck.gateway._decode import Kind, UnreadableRequest, read_request
+from otel_shapecheck.gateway._gateway import Gateway
+from otel_shapecheck.gateway._security import TokenFile
 
 logger = logging.getLogger(__name__)
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
-DEFAULT_MAX_CONCURRENT_REQUESTS = 32
-_IDLE_CONNECTION_SECONDS = 30.0
-
-
-class _Route:
-    """One signal's endpoint: its request type, decoder and response builder."""
-
-    def __init__(
-        self,
-        request_type: type[Message],
-        decode: Callable[[Any], Decoded],
-        export: Callable[[Gateway, Decoded], ExportAnswer],
-        response: Callable[[ExportAnswer], Message],
-    ) -> None:
-        self.request_type = request_type
-        self.decode = decode
-        self.export = export
-        self.response = response
-
-
-def _trace_response(answer: ExportAnswer) -> Message:
-    response = ExportTraceServiceResponse()
-    if answer.rejected:
-        response.partial_success.rejected_spans = answer.rejected
-        response.partial_success.error_message = answer.error_message
-    return response
-
-
-def _logs_response(answer: ExportAnswer) -> Message:
-    response = ExportLogsServiceResponse()
-    if answer.rejected:
-        response.partial_success.rejected_log_records = answer.rejected
-        response.partial_success.error_message = answer.error_message
-    return response
-
-
-_ROUTES = {
-    "/v1/traces": _Route(ExportTraceServiceRequest, decode_spans, Gateway.export_spans, _trace_response),
-    "/v1/logs": _Route(
-        ExportLogsServiceRequest, decode_log_records, Gateway.export_log_records, _logs_response
-    ),
-}
+_ROUTES: dict[str, Kind] = {"/v1/traces": "traces", "/v1/logs": "logs"}
 _REFUSALS: dict[Admission, tuple[HTTPStatus, int]] = {
     Admission.FULL: (HTTPStatus.TOO_MANY_REQUESTS, code_pb2.RESOURCE_EXHAUSTED),
     Admission.TOO_LARGE: (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, code_pb2.INVALID_ARGUMENT),
     Admission.CLOSING: (HTTPStatus.SERVICE_UNAVAILABLE, code_pb2.UNAVAILABLE),
 }
 
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
-class GatewayHTTPServer(ThreadingHTTPServer):
-    """A threading HTTP server bound to one gateway, serving on its own daemon thread."""
 
-    daemon_threads = True
+class HTTPError(Exception):
+    """An answer other than 200, with its ``google.rpc.Status`` code and message."""
 
     def __init__(
         self,
-        gateway: Gateway,
-        address: tuple[str, int],
+        status: HTTPStatus,
+        code: int,
+        message: str,
         *,
-        max_request_bytes: int,
-        max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS,
+        retry_after: float | None = None,
+        close: bool = False,
+        headers: tuple[tuple[bytes, bytes], ...] = (),
     ) -> None:
-        self.gateway = gateway
-        self.max_request_bytes = max_request_bytes
-        # Each request in progress may hold a body of max_request_bytes: bound how many at once.
-        self.request_slots = threading.BoundedSemaphore(max_concurrent_requests)
-        super().__init__(address, _Handler)
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        """The bound port (the OS's choice when 0 was asked)."""
-        return int(self.server_address[1])
-
-    def start(self) -> GatewayHTTPServer:
-        """Serve on a daemon thread."""
-        self._thread = threading.Thread(
-            target=self.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="shapecheck-gateway-http",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop accepting connections and close the socket."""
-        if self._thread is not None:
-            self.shutdown()
-            self._thread.join()
-            self._thread = None
-        self.server_close()
-
-
-def start_http_server(gateway: Gateway, address: str, *, max_request_bytes: int) -> GatewayHTTPServer:
-    """Serve OTLP/HTTP on ``address`` (``host:port``, port 0 for any).
-
-    Raises:
-        ValueError: the address is malformed or cannot be bound.
-    """
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise ValueError(f"--http {address!r}: expected host:port, e.g. 127.0.0.1:4318")
-    try:
-        server = GatewayHTTPServer(
-            gateway, (host.strip("[]"), int(port)), max_request_bytes=max_request_bytes
-        )
-    except OSError as error:
-        raise ValueError(f"--http {address!r}: cannot listen there ({error.strerror or error})") from None
-    return server.start()
-
-
-class _HTTPError(Exception):
-    def __init__(self, status: HTTPStatus, code: int, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.retry_after = retry_after
+        self.close = close
+        self.headers = headers
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: GatewayHTTPServer
-    timeout = _IDLE_CONNECTION_SECONDS
+class _Disconnected(Exception):
+    """The sender went away (or the whole-request deadline closed the connection)."""
 
-    def do_POST(self) -> None:  # noqa: N802 - the stdlib's hook name
-        content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
-        as_json = content_type == JSON
-        if not self.server.request_slots.acquire(blocking=False):
-            self.close_connection = True  # the body stays unread
-            busy = "too many requests in progress; retry later"
-            retry = self.server.gateway.retry_after_seconds
-            self._refuse(
-                _HTTPError(HTTPStatus.TOO_MANY_REQUESTS, code_pb2.RESOURCE_EXHAUSTED, busy, retry), as_json
-            )
+
+class OTLPApplication:
+    """The ASGI application of one gateway.
+
+    Args:
+        gateway: where accepted requests go.
+        tokens: bearer tokens to require (``None``: no authentication).
+        workers: threads that decompress, parse, validate and spool bodies.
+    """
+
+    def __init__(self, gateway: Gateway, *, tokens: TokenFile | None = None, workers: int = 4) -> None:
+        self.gateway = gateway
+        self.tokens = tokens
+        self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shapecheck-gateway-http")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one request (the ASGI entry point); lifespan events are acknowledged."""
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
             return
+        if scope["type"] != "http":
+            return
+        headers = {
+            name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]
+        }
+        as_json = headers.get("content-type", "").split(";")[0].strip().lower() == JSON
         try:
-            payload = self._answer(content_type, as_json)
-        except _HTTPError as error:
-            self._refuse(error, as_json)
+            kind = self._route(scope, headers)
+            length = _content_length(headers)
+            inflating = _encoding(headers) == "gzip"
+            if length > self.gateway.max_request_bytes:
+                raise HTTPError(
+                    HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                    code_pb2.INVALID_ARGUMENT,
+                    f"the request body has {length} bytes, more than the limit of "
+                    f"{self.gateway.max_request_bytes} bytes",
+                    close=True,
+                )
+            opened = self.gateway.open_request(length, inflating=inflating)
+            if isinstance(opened, ExportAnswer):
+                raise _refusal(opened, close=length > 0)
+            try:
+                body = await self._body(receive, length, opened)
+                loop = asyncio.get_running_loop()
+                answer = await loop.run_in_executor(
+                    self.executor, self._take, kind, body, inflating, as_json, opened
+                )
+            finally:
+                self.gateway.close_request(opened)
+        except HTTPError as error:
+            await _reply_error(send, error, as_json)
             return
-        except Exception:  # a bug must not leave the sender without an answer
+        except _Disconnected:
+            return
+        except Exception:  # a bug must not leave the sender without an answer, nor flood the log
             logger.exception("Handling an OTLP/HTTP export request failed")
-            self.close_connection = True
-            self._refuse(
-                _HTTPError(HTTPStatus.INTERNAL_SERVER_ERROR, code_pb2.INTERNAL, "the gateway failed"), as_json
+            failed = HTTPError(
+                HTTPStatus.INTERNAL_SERVER_ERROR, code_pb2.INTERNAL, "the gateway failed", close=True
             )
+            await _reply_error(send, failed, as_json)
             return
-        finally:
-            self.server.request_slots.release()
-        self._reply(HTTPStatus.OK, payload, as_json)
+        await _reply(send, HTTPStatus.OK, answer, as_json)
 
-    def _answer(self, content_type: str, as_json: bool) -> Message:
-        """The response message of a request that was taken, or the error to answer with."""
-        route = _ROUTES.get(self.path.split("?")[0])
-        if route is None:
-            self._discard_body()
-            raise _HTTPError(HTTPStatus.NOT_FOUND, code_pb2.NOT_FOUND, f"no OTLP endpoint at {self.path}")
-        body = self._body()
+    def _route(self, scope: Scope, headers: dict[str, str]) -> Kind:
+        kind = _ROUTES.get(scope["path"])
+        if kind is None:
+            raise HTTPError(
+                HTTPStatus.NOT_FOUND, code_pb2.NOT_FOUND, f"no OTLP endpoint at {scope['path']}", close=True
+            )
+        if scope["method"] != "POST":
+            raise HTTPError(
+                HTTPStatus.METHOD_NOT_ALLOWED,
+                code_pb2.INVALID_ARGUMENT,
+                f"{scope['method']} is not supported: POST OTLP export requests",
+                close=True,
+                headers=((b"allow", b"POST"),),
+            )
+        if self.tokens is not None and not self.tokens.allows(headers.get("authorization")):
+            refusals.note("unauthenticated", f"HTTP {scope['path']} from {_client(scope)}")
+            raise HTTPError(
+                HTTPStatus.UNAUTHORIZED,
+                code_pb2.UNAUTHENTICATED,
+                "a valid bearer token is required (Authorization: Bearer <token>)",
+                close=True,
+                headers=((b"www-authenticate", b'Bearer realm="otel-shapecheck"'),),
+            )
+        content_type = headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type not in (PROTOBUF, JSON):
-            raise _HTTPError(
+            raise HTTPError(
                 HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
                 code_pb2.INVALID_ARGUMENT,
                 f"Content-Type {content_type or '(none)'!r} is not supported: send {PROTOBUF} or {JSON}",
+                close=True,
             )
-        return self._export(route, body, as_json)
+        return kind
 
-    def _export(self, route: _Route, body: bytes, as_json: bool) -> Message:
-        gateway = self.server.gateway
-        if not gateway.budget.begin_request():
-            raise _HTTPError(
-                HTTPStatus.SERVICE_UNAVAILABLE, code_pb2.UNAVAILABLE, "the gateway is shutting down", 1.0
-            )
-        try:
-            try:
-                request = (parse_json if as_json else parse_protobuf)(body, route.request_type)
-            except UnreadableRequest as error:
-                raise _HTTPError(HTTPStatus.BAD_REQUEST, code_pb2.INVALID_ARGUMENT, str(error)) from None
-            answer = route.export(gateway, route.decode(request))
-        finally:
-            gateway.budget.end_request()
-        if answer.admission is not Admission.ACCEPTED:
-            status, code = _REFUSALS[answer.admission]
-            retry = answer.retry_after_seconds if answer.admission is not Admission.TOO_LARGE else None
-            raise _HTTPError(status, code, answer.error_message, retry)
-        return route.response(answer)
-
-    def _body(self) -> bytes:
-        limit = self.server.max_request_bytes
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            self.close_connection = True
-            raise _HTTPError(
-                HTTPStatus.LENGTH_REQUIRED,
-                code_pb2.INVALID_ARGUMENT,
-                "send a Content-Length (chunked bodies are not read)",
-            )
-        length = _content_length(self.headers.get("Content-Length"))
-        if length > limit:
-            self.close_connection = True  # the body stays unread: this connection cannot be reused
-            raise _too_large(f"the request body has {length} bytes, more than the limit of {limit} bytes")
-        body = self.rfile.read(length)
-        encoding = (self.headers.get("Content-Encoding") or "identity").strip().lower()
-        if encoding == "gzip":
-            return _gunzip(body, limit)
-        if encoding != "identity":
-            raise _HTTPError(
-                HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
-                code_pb2.INVALID_ARGUMENT,
-                f"Content-Encoding {encoding!r} is not supported: send gzip or an uncompressed body",
+    async def _body(self, receive: Receive, length: int, ticket: Ticket) -> bytes:
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _Disconnected
+            chunk = message.get("body", b"")
+            if chunk:
+                if not self.gateway.receive(ticket, len(chunk)):
+                    raise HTTPError(
+                        HTTPStatus.TOO_MANY_REQUESTS,
+                        code_pb2.RESOURCE_EXHAUSTED,
+                        "the gateway is receiving too much at once; retry later",
+                        retry_after=self.gateway.retry_after_seconds,
+                        close=True,
+                    )
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        if len(body) != length:  # h11 enforces Content-Length; this guards other servers
+            raise HTTPError(
+                HTTPStatus.BAD_REQUEST, code_pb2.INVALID_ARGUMENT, "the body is not Content-Length long"
             )
         return body
 
-    def _discard_body(self) -> None:
-        length = _content_length(self.headers.get("Content-Length"))
-        if length > self.server.max_request_bytes:
-            self.close_connection = True
-        else:
-            self.rfile.read(length)
-
-    def _refuse(self, error: _HTTPError, as_json: bool) -> None:
-        status = status_pb2.Status(code=error.code, message=error.message)
-        headers = {}
-        if error.retry_after is not None:
-            headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
-        self._reply(error.status, status, as_json, headers)
-
-    def _reply(
-        self, status: HTTPStatus, message: Message, as_json: bool, headers: dict[str, str] | None = None
-    ) -> None:
-        payload = json_format.MessageToJson(message).encode() if as_json else message.SerializeToString()
-        self.send_response(status)
-        self.send_header("Content-Type", JSON if as_json else PROTOBUF)
-        self.send_header("Content-Length", str(len(payload)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
-        """Request lines go to the debug log, not stderr."""
-        logger.debug(format, *args)
+    def _take(self, kind: Kind, body: bytes, inflating: bool, as_json: bool, ticket: Ticket) -> Message:
+        """Decompress, parse, validate and spool one body (a worker thread); the response message."""
+        gateway = self.gateway
+        if inflating:
+            try:
+                body = gunzip(body, gateway.max_request_bytes)
+            except InflatesTooFar as error:
+                raise HTTPError(
+                    HTTPStatus.REQUEST_ENTITY_TOO_LARGE, code_pb2.INVALID_ARGUMENT, str(error)
+                ) from None
+            except DamagedBody as error:
+                refusals.note("damaged", str(error))
+                raise HTTPError(HTTPStatus.BAD_REQUEST, code_pb2.INVALID_ARGUMENT, str(error)) from None
+            if not gateway.receive(ticket, len(body)):
+                raise HTTPError(
+                    HTTPStatus.TOO_MANY_REQUESTS,
+                    code_pb2.RESOURCE_EXHAUSTED,
+                    "the gateway is receiving too much at once; retry later",
+                    retry_after=gateway.retry_after_seconds,
+                )
+        try:
+            validated = read_request(kind, body, as_json=as_json)
+        except UnreadableRequest as error:
+            refusals.note("malformed", str(error))
+            raise HTTPError(HTTPStatus.BAD_REQUEST, code_pb2.INVALID_ARGUMENT, str(error)) from None
+        answer = gateway.accept(validated, ticket)
+        if answer.admission is not Admission.ACCEPTED:
+            raise _refusal(answer)
+        return export_response(kind, answer.rejected, answer.error_message)
 
 
-def _content_length(header: str | None) -> int:
-    try:
-        length = int(header or "0")
-    except ValueError:
-        length = -1
+def _refusal(answer: ExportAnswer, *, close: bool = False) -> HTTPError:
+    status, code = _REFUSALS[answer.admission]
+    retry = answer.retry_after_seconds if answer.admission is not Admission.TOO_LARGE else None
+    return HTTPError(status, code, answer.error_message, retry_after=retry, close=close)
+
+
+def _content_length(headers: dict[str, str]) -> int:
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        raise HTTPError(
+            HTTPStatus.LENGTH_REQUIRED,
+            code_pb2.INVALID_ARGUMENT,
+            "send a Content-Length (chunked bodies are not read)",
+            close=True,
+        )
+    raw = headers.get("content-length", "0")
+    length = int(raw) if raw.strip().isdigit() else -1
     if length < 0:
-        raise _HTTPError(HTTPStatus.BAD_REQUEST, code_pb2.INVALID_ARGUMENT, f"bad Content-Length {header!r}")
+        raise HTTPError(
+            HTTPStatus.BAD_REQUEST, code_pb2.INVALID_ARGUMENT, f"bad Content-Length {raw!r}", close=True
+        )
     return length
 
 
-def _too_large(message: str) -> _HTTPError:
-    return _HTTPError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, code_pb2.INVALID_ARGUMENT, message)
+def _encoding(headers: dict[str, str]) -> str:
+    encoding = (headers.get("content-encoding") or "identity").strip().lower()
+    if encoding not in ("gzip", "identity"):
+        raise HTTPError(
+            HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+            code_pb2.INVALID_ARGUMENT,
+            f"Content-Encoding {encoding!r} is not supported: send gzip or an uncompressed body",
+            close=True,
+        )
+    return encoding
 
 
-def _gunzip(body: bytes, limit: int) -> bytes:
-    """Decompress a gzip body, refusing one that inflates past ``limit`` before inflating it all."""
-    decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        data = decompressor.decompress(body, limit + 1)
-    except zlib.error as error:
-        raise _HTTPError(
-            HTTPStatus.BAD_REQUEST, code_pb2.INVALID_ARGUMENT, f"damaged gzip body ({error})"
-        ) from None
-    if len(data) > limit or decompressor.unconsumed_tail:
-        raise _too_large(f"the request body inflates to more than the limit of {limit} bytes")
-    return data
+def _client(scope: Scope) -> str:
+    client = scope.get("client")
+    return f"{client[0]}:{client[1]}" if client else "unknown"
+
+
+async def _reply_error(send: Send, error: HTTPError, as_json: bool) -> None:
+    headers = list(error.headers)
+    if error.retry_after is not None:
+        headers.append((b"retry-after", str(max(1, math.ceil(error.retry_after))).encode()))
+    if error.close:
+        headers.append((b"connection", b"close"))
+    await _reply(
+        send, error.status, status_pb2.Status(code=error.code, message=error.message), as_json, headers
+    )
+
+
+async def _reply(
+    send: Send,
+    status: HTTPStatus,
+    message: Message,
+    as_json: bool,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    payload = json_format.MessageToJson(message).encode() if as_json else message.SerializeToString()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": int(status),
+            "headers": [
+                (b"content-type", (JSON if as_json else PROTOBUF).encode()),
+                (b"content-length", str(len(payload)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload, "more_body": False})
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

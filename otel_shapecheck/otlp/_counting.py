@@ -23,6 +23,7 @@ logger = logging.getLogger(__name__)
 _Item = TypeVar("_Item")
 _Result = TypeVar("_Result")
 _Hooks = tuple[Callable[[int], None] | None, Callable[[int], None] | None]
+_BatchHooks = tuple[Callable[[Sequence[_Item]], None] | None, Callable[[Sequence[_Item], bool], None] | None]
 
 
 class _ExportCounts(Generic[_Item, _Result]):
@@ -40,10 +41,18 @@ class _ExportCounts(Generic[_Item, _Result]):
         self.exported = 0
         self.failed = 0
 
-    def export(self, batch: Sequence[_Item], hooks: _Hooks) -> _Result:
+    def export(
+        self,
+        batch: Sequence[_Item],
+        hooks: _Hooks,
+        batch_hooks: _BatchHooks[_Item] = (None, None),
+    ) -> _Result:
         before, after = hooks
+        before_batch, after_batch = batch_hooks
         if before is not None:
             before(len(batch))
+        if before_batch is not None:
+            before_batch(batch)
         result: _Result
         try:
             result = self._export(batch)
@@ -57,6 +66,8 @@ class _ExportCounts(Generic[_Item, _Result]):
         finally:
             if after is not None:
                 after(len(batch))
+        if after_batch is not None:
+            after_batch(batch, result is self._success)
         with self._lock:
             if result is self._success:
                 self.exported += len(batch)
@@ -72,8 +83,9 @@ class CountingSpanExporter(SpanExporter):
     """Wraps a span exporter; counts spans delivered and failed (an exception counts as a failure).
 
     ``before_export`` and ``after_export`` are called with the batch size around each export, whatever
-    its outcome (the event emitter's queue accounting, the gateway's admission slots); ``what`` names
-    the export in the one log line an exception gets.
+    its outcome (the event emitter's queue accounting); ``before_batch`` and ``after_batch`` with the
+    batch itself, the latter also with whether it was delivered (the gateway's spool accounting);
+    ``what`` names the export in the one log line an exception gets.
     """
 
     def __init__(
@@ -82,10 +94,13 @@ class CountingSpanExporter(SpanExporter):
         *,
         before_export: Callable[[int], None] | None = None,
         after_export: Callable[[int], None] | None = None,
+        before_batch: Callable[[Sequence[ReadableSpan]], None] | None = None,
+        after_batch: Callable[[Sequence[ReadableSpan], bool], None] | None = None,
         what: str = "Span export",
     ) -> None:
         self._exporter = exporter
         self._hooks: _Hooks = (before_export, after_export)
+        self._batch_hooks: _BatchHooks[ReadableSpan] = (before_batch, after_batch)
         self._counts = _ExportCounts[ReadableSpan, SpanExportResult](
             exporter.export, SpanExportResult.SUCCESS, SpanExportResult.FAILURE, what
         )
@@ -102,7 +117,7 @@ class CountingSpanExporter(SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Export the batch through the wrapped exporter, counting the outcome; never raises."""
-        return self._counts.export(spans, self._hooks)
+        return self._counts.export(spans, self._hooks, self._batch_hooks)
 
     def shutdown(self) -> None:
         """Shut the wrapped exporter down."""
@@ -117,7 +132,7 @@ class CountingLogExporter(LogRecordExporter):
     """Wraps a log record exporter; counts records delivered and failed (an exception counts as a failure).
 
     ``before_export`` and ``after_export`` are called with the batch size around each export, whatever
-    its outcome.
+    its outcome; ``before_batch`` and ``after_batch`` with the batch (and whether it was delivered).
     """
 
     def __init__(
@@ -126,10 +141,13 @@ class CountingLogExporter(LogRecordExporter):
         *,
         before_export: Callable[[int], None] | None = None,
         after_export: Callable[[int], None] | None = None,
+        before_batch: Callable[[Sequence[ReadableLogRecord]], None] | None = None,
+        after_batch: Callable[[Sequence[ReadableLogRecord], bool], None] | None = None,
         what: str = "Log record export",
     ) -> None:
         self._exporter = exporter
         self._hooks: _Hooks = (before_export, after_export)
+        self._batch_hooks: _BatchHooks[ReadableLogRecord] = (before_batch, after_batch)
         self._counts = _ExportCounts[ReadableLogRecord, LogRecordExportResult](
             exporter.export, LogRecordExportResult.SUCCESS, LogRecordExportResult.FAILURE, what
         )
@@ -146,7 +164,7 @@ class CountingLogExporter(LogRecordExporter):
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         """Export the batch through the wrapped exporter, counting the outcome; never raises."""
-        return self._counts.export(batch, self._hooks)
+        return self._counts.export(batch, self._hooks, self._batch_hooks)
 
     def shutdown(self) -> None:
         """Shut the wrapped exporter down."""

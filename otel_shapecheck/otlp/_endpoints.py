@@ -5,7 +5,7 @@ Every entry point that exports (``configure()``, ``serve --forward``/``--events`
 (``opentelemetry.sdk._configuration``), so our exports go where the application's own spans go:
 
 1. the explicit ``protocol`` argument (or ``--protocol`` flag);
-2. else ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` / ``OTEL_EXPORTER_OTLP_LOGS_PROTOCOL`` for that signal;
+2. else ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` / ``_LOGS_PROTOCOL`` / ``_METRICS_PROTOCOL`` for that signal;
 3. else ``OTEL_EXPORTER_OTLP_PROTOCOL``;
 4. else ``grpc``.
 
@@ -13,7 +13,8 @@ The endpoint's spelling never changes the protocol. For OTLP/gRPC the endpoint g
 exporter as it is, which reads it as the SDK documents: ``http://host:port`` is plaintext,
 ``https://host:port`` is TLS, a bare ``host:port`` follows ``OTEL_EXPORTER_OTLP_INSECURE`` (TLS by
 default). For OTLP/HTTP the endpoint is a base URL to which ``/v1/traces`` or ``/v1/logs`` is appended, as
-the specification builds signal URLs from ``OTEL_EXPORTER_OTLP_ENDPOINT``; a URL that already ends in a
+the specification builds signal URLs from ``OTEL_EXPORTER_OTLP_ENDPOINT`` (``/v1/metrics`` for the verdict
+metrics); a URL that already ends in a
 signal path names its base. No endpoint at all leaves the SDK exporter to its standard variables.
 """
 
@@ -26,6 +27,7 @@ from typing import Final, Literal
 from urllib.parse import urlsplit
 
 from opentelemetry.sdk._logs.export import LogRecordExporter
+from opentelemetry.sdk.metrics.export import MetricExporter
 from opentelemetry.sdk.trace.export import SpanExporter
 
 logger = logging.getLogger(__name__)
@@ -162,6 +164,34 @@ def otlp_log_exporter(
 
     target = grpc_target(endpoint, setting=setting) if endpoint is not None else None
     return GrpcLogExporter(endpoint=target, headers=_dict(headers), timeout=timeout)
+
+
+def otlp_metric_exporter(
+    endpoint: str | None = None,
+    *,
+    protocol: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    setting: str = "endpoint",
+) -> MetricExporter:
+    """The SDK's OTLP metric exporter for the resolved protocol (``endpoint=None``: its standard variables).
+
+    Temporality and aggregation follow the exporter's own variables
+    (``OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE``, cumulative by default, as Prometheus wants).
+    """
+    if resolve_protocol("metrics", protocol) == HTTP_PROTOBUF:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+            OTLPMetricExporter as HttpMetricExporter,
+        )
+
+        url = signal_url(endpoint, "metrics", setting=setting) if endpoint is not None else None
+        return HttpMetricExporter(endpoint=url, headers=_dict(headers), timeout=timeout)
+    from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
+        OTLPMetricExporter as GrpcMetricExporter,
+    )
+
+    target = grpc_target(endpoint, setting=setting) if endpoint is not None else None
+    return GrpcMetricExporter(endpoint=target, headers=_dict(headers), timeout=timeout)
 
 
 def describe(endpoint: str | None, signal: Signal, protocol: str | None = None) -> str:

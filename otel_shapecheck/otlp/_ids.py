@@ -29,42 +29,67 @@ class InvalidId(ValueError):
         self.size = size
 
 
-def id_as_base64(key: str, value: object) -> object:
+UNREADABLE_ID = base64.b64encode(b"\xff").decode("ascii")
+"""What a text id that is neither hex nor base64 becomes when ids are read leniently: one byte, which no
+id field may hold, so the item carrying it is rejected by the size check that follows."""
+
+
+def id_as_base64(key: str, value: object, *, strict: bool = True) -> object:
     """One id field's value in the base64 form protobuf reads; other fields are returned as they are.
 
+    With ``strict=False`` (a receiver that rejects bad items one by one) a text id of the wrong size is
+    passed on at the size it has, and one that is neither hex nor base64 as :data:`UNREADABLE_ID`, so the
+    caller's size check rejects the item that carries it; a value that is not text is still an error.
+
     Raises:
-        InvalidId: ``key`` is an id field and ``value`` is not a valid id of its size.
+        InvalidId: ``key`` is an id field and ``value`` is not a valid id of its size (strict), or not
+            text at all.
     """
     size = ID_BYTES.get(key)
     if size is None or value == "" or value is None:
         return value
     if isinstance(value, str):
-        if len(value) == 2 * size:
-            try:
-                return base64.b64encode(bytes.fromhex(value)).decode("ascii")
-            except ValueError:
-                pass
-        try:
-            if len(base64.b64decode(value, validate=True)) == size:
-                return value
-        except (binascii.Error, ValueError):  # ValueError: b64decode of non-ASCII text
-            pass
+        exact = _decoded(value, size)
+        if exact is not None:
+            return exact
+        if not strict:
+            return _decoded(value, None) or UNREADABLE_ID
     raise InvalidId(key, value, size)
 
 
-def ids_as_base64(node: Any) -> Any:
+def _decoded(value: str, size: int | None) -> str | None:
+    """``value`` (hex or base64) as base64 if it decodes to ``size`` bytes (any size for ``None``)."""
+    if size is None or len(value) == 2 * size:
+        try:
+            raw = bytes.fromhex(value)
+        except ValueError:
+            pass
+        else:
+            if size is None or len(raw) == size:
+                return base64.b64encode(raw).decode("ascii")
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):  # ValueError: b64decode of non-ASCII text
+        return None
+    return value if size is None or len(raw) == size else None
+
+
+def ids_as_base64(node: Any, *, strict: bool = True) -> Any:
     """A copy of a decoded OTLP/JSON document with every id field, wherever it sits, in base64.
 
     Raises:
-        InvalidId: the first id that is not valid for its size.
+        InvalidId: the first id that is not valid for its size (see :func:`id_as_base64` for
+            ``strict``).
     """
     if isinstance(node, Mapping):
         return {
-            key: id_as_base64(key, value) if key in ID_BYTES else ids_as_base64(value)
+            key: id_as_base64(key, value, strict=strict)
+            if key in ID_BYTES
+            else ids_as_base64(value, strict=strict)
             for key, value in node.items()
         }
     if isinstance(node, list):
-        return [ids_as_base64(item) for item in node]
+        return [ids_as_base64(item, strict=strict) for item in node]
     return node
 
 

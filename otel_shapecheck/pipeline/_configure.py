@@ -6,26 +6,34 @@ Usage::
 
     shapecheck = otel_shapecheck.configure(tracer_provider)  # where to: the OTEL_EXPORTER_OTLP_* variables
     shapecheck = otel_shapecheck.configure(tracer_provider, logger_provider, endpoint="http://collector:4317")
+    shapecheck = otel_shapecheck.configure(tracer_provider, metrics=meter_provider)  # the app's own metrics
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping, Sequence
 
+from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import LogRecordExporter
+from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
+from opentelemetry.sdk.metrics.export import MetricExporter, PeriodicExportingMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from otel_shapecheck.checks._base import Check
-from otel_shapecheck.otlp._endpoints import otlp_log_exporter, otlp_span_exporter
+from otel_shapecheck.otlp._endpoints import otlp_log_exporter, otlp_metric_exporter, otlp_span_exporter
 from otel_shapecheck.pipeline._events import EvaluationEventEmitter
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._shapecheck import Shapecheck
 from otel_shapecheck.pipeline._sinks import VerdictSink
 
 logger = logging.getLogger(__name__)
+
+OTEL_METRICS_EXPORTER = "OTEL_METRICS_EXPORTER"
+"""The SDK's standard variable; ``none`` there means no metric exporter is built."""
 
 
 def configure(
@@ -43,6 +51,8 @@ def configure(
     span_exporter: SpanExporter | None = None,
     log_exporter: LogRecordExporter | None = None,
     options: ProcessorOptions | None = None,
+    metrics: bool | MeterProvider = True,
+    metric_exporter: MetricExporter | None = None,
 ) -> Shapecheck:
     """Build the span processor around an OTLP span exporter, with flagged events over OTLP, and register it.
 
@@ -67,6 +77,13 @@ def configure(
         forward, include_content: see :class:`EvaluationEventEmitter`.
         span_exporter, log_exporter: use these instead of building OTLP exporters.
         options: the span processor's bounds (default: :class:`ProcessorOptions` from the environment).
+        metrics: ``True`` exports the verdict metrics over OTLP (protocol from
+            ``OTEL_EXPORTER_OTLP_METRICS_PROTOCOL``, then ``OTEL_EXPORTER_OTLP_PROTOCOL``; interval
+            ``OTEL_METRIC_EXPORT_INTERVAL``; none when ``OTEL_METRICS_EXPORTER=none``) through a
+            ``MeterProvider`` of their own with the tracer provider's resource, flushed and shut down
+            with the span processor; a ``MeterProvider`` (the application's) is used as given;
+            ``False`` records them on the global one.
+        metric_exporter: use this instead of building an OTLP metric exporter.
 
     Returns:
         The :class:`Shapecheck` handle; its ``span_processor`` is registered and shuts down with the provider.
@@ -83,6 +100,7 @@ def configure(
         raise ValueError(
             f"logger_provider={logger_provider!r} is not a valid value: it must be the SDK's LoggerProvider"
         )
+    own_metrics = _own_metric_exporter(metrics, metric_exporter, endpoint, protocol, headers, timeout_seconds)
     if span_exporter is None:
         span_exporter = otlp_span_exporter(
             endpoint, protocol=protocol, headers=headers, timeout=timeout_seconds
@@ -98,15 +116,59 @@ def configure(
         event_sink = EvaluationEventEmitter(
             log_exporter, resource=tracer_provider.resource, forward=forward, include_content=include_content
         )
+    owned: SdkMeterProvider | None = None
+    if own_metrics is not None:
+        owned = SdkMeterProvider(
+            metric_readers=[PeriodicExportingMetricReader(own_metrics)],
+            resource=tracer_provider.resource,
+            shutdown_on_exit=False,  # the span processor shuts it down, after its last verdicts
+        )
+    meter_provider = owned if owned is not None else metrics if isinstance(metrics, MeterProvider) else None
     downstream = BatchSpanProcessor(span_exporter)
     try:
-        shapecheck = Shapecheck(downstream, events=event_sink, checks=checks, options=options)
+        shapecheck = Shapecheck(
+            downstream,
+            events=event_sink,
+            checks=checks,
+            options=options,
+            meter_provider=meter_provider,
+        )
     except Exception:  # a bad processor setting: release the threads started above, then report it
         downstream.shutdown()  # type: ignore[no-untyped-call]
         if event_sink is not None and event_sink is not events:
             event_sink.shutdown()
+        if owned is not None:
+            owned.shutdown()
         raise
+    if owned is not None:
+        shapecheck.span_processor._own_meter_provider(owned)
     tracer_provider.add_span_processor(shapecheck.span_processor)
     if logger_provider is not None:
         logger_provider.add_log_record_processor(shapecheck.log_processor)
     return shapecheck
+
+
+def _own_metric_exporter(
+    metrics: bool | MeterProvider,
+    exporter: MetricExporter | None,
+    endpoint: str | None,
+    protocol: str | None,
+    headers: Mapping[str, str] | None,
+    timeout_seconds: float | None,
+) -> MetricExporter | None:
+    """The exporter of the verdict metrics' own ``MeterProvider``; ``None`` when none is to be built.
+
+    Raises:
+        ValueError: ``metrics`` is neither a bool nor a ``MeterProvider``, or an unknown protocol.
+    """
+    if isinstance(metrics, MeterProvider):
+        return None
+    if not isinstance(metrics, bool):
+        raise ValueError(f"metrics={metrics!r} is not a valid value: it must be a bool or a MeterProvider")
+    if not metrics:
+        return None
+    if exporter is not None:
+        return exporter
+    if os.environ.get(OTEL_METRICS_EXPORTER, "").strip().lower() == "none":
+        return None
+    return otlp_metric_exporter(endpoint, protocol=protocol, headers=headers, timeout=timeout_seconds)

@@ -94,7 +94,12 @@ def duplicate_copy(span: ReadableSpan, original_span_id: str) -> EnrichedSpan:
 
 
 _NAMESPACE = "shapecheck."
-_VERDICT_PREFIXES = ("shapecheck.tool_choice.", "shapecheck.conformance.", "shapecheck.figures.")
+_VERDICT_PREFIXES = (
+    "shapecheck.tool_choice.",
+    "shapecheck.conformance.",
+    "shapecheck.figures.",
+    "shapecheck.run.",
+)
 _VERDICT_KEYS = frozenset({FLAGGED, FLAGS, DUPLICATE_OF})
 
 

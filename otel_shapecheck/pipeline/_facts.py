@@ -15,11 +15,49 @@ from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck._model import ToolExecution
+from otel_shapecheck.pipeline._runs import RunTally
 from otel_shapecheck.readers._classify import SpanClass, SpanRole
 
 _SAMPLED_ITEMS = 16
 """Items of a long sequence or mapping that are measured; the rest are assumed of the same size."""
 _SCALAR_BYTES = 8
+
+
+@dataclass(eq=False, slots=True)
+class RunState:
+    """One run as the ledger follows it: the evaluated spans counted so far, and those still to come.
+
+    Created when the first span of the run ends (or when its agent span ends, if that comes first);
+    members and the agent span refer to it directly, so forgetting a trace's facts never loses it.
+    """
+
+    trace_id: int
+    agent_id: int
+    pending: int = 0
+    """Members ended and held, not yet evaluated: the agent span waits for them."""
+    tally: RunTally = field(default_factory=RunTally)
+    lost: bool = False
+    """A member was forwarded without evaluation, or the run's facts were forgotten: the summary is short."""
+    agent: HeldSpan | None = None
+    """The agent span, once it ended and while it waits for ``pending`` members."""
+    finished: bool = False
+    """The summary was taken (the agent span was forwarded): later members are no longer counted."""
+
+
+@dataclass(eq=False, slots=True)
+class Member:
+    """A held span of unknown ancestry: when it ran, the run that claimed it, and what it counts for.
+
+    Kept in its trace's facts after the span is forwarded (a few integers, not the span), until an
+    agent span of the trace whose time window holds it claims it.
+    """
+
+    start_time: int
+    end_time: int
+    run: RunState | None = None
+    done: bool = False
+    """Evaluated (or forwarded without evaluation); ``tally`` holds what it counts for."""
+    tally: RunTally | None = None
 
 
 @dataclass(eq=False, slots=True)
@@ -40,10 +78,18 @@ class HeldSpan:
     incomplete: bool = False
     ancestor_menu: Mapping[str, object] | None = None
     """The menu attributes of its nearest ancestor with a menu, copied when it ended without one."""
+    run_of: RunState | None = None
+    """For an LLM-call or analyst span under a live agent span: the run it counts for."""
+    unclaimed: Member | None = None
+    """For one of unknown ancestry: its entry among its trace's unclaimed members."""
+    agents: tuple[ReadableSpan | None, ReadableSpan | None] = (None, None)
+    """The nearest and the outermost agent span above it, when known (the metrics read their names)."""
+    run: RunState | None = None
+    """For a run's agent span: the run it summarises."""
 
     @property
     def llm_call(self) -> bool:
-        """Whether the span is an LLM call (else it is an analyst span)."""
+        """Whether the span is an LLM call (else an analyst span, or a run's agent span if ``run`` is set)."""
         return self.classified.role is SpanRole.LLM_CALL
 
 
@@ -96,7 +142,9 @@ class TraceFacts:
         "executions",
         "held",
         "limit",
+        "lost_members",
         "size",
+        "unclaimed",
     )
 
     def __init__(self, limit: int) -> None:
@@ -112,6 +160,11 @@ class TraceFacts:
         self.content: dict[int, list[LogRecord]] = {}
         self.content_names_calls: set[int] = set()
         self.ended: set[int] = set()
+        self.unclaimed: list[Member] = []
+        """Members whose run was not known when they ended (no starts seen, or a broken ancestry):
+        the next agent span of the trace whose time window holds them claims them."""
+        self.lost_members = False
+        """Some member could not be kept in ``unclaimed``: a run claiming members here is short."""
 
     def room(self) -> bool:
         if self.size >= self.limit:

@@ -10,10 +10,16 @@ Completion rules (a span is *final* when every fact its verdict needs is known):
 - an LLM-call span whose own output (or content log record) names its tool calls is final at its end;
 - one whose tool calls are only visible as sibling tool-execution spans is final when its parent ends;
   a parent that already ended, a remote parent or no parent make it final at its own end;
-- an analyst span (a span with analyst-attempt children) is final at its end.
+- an analyst span (a span with analyst-attempt children) is final at its end;
+- a run's agent span (the outermost agent span of a trace) is final when every held span of its run
+  was evaluated: each LLM-call or analyst span that ends under a live agent span counts for the
+  outermost one (the processor walks the live ancestors), and the agent span, once ended, waits for the
+  ones not yet evaluated. Spans whose ancestry is not known (the gateway sees no starts) are claimed by
+  the first agent span of their trace that ends and whose time window holds them.
 
 Bounds: a span waits at most ``max_wait`` seconds and at most ``max_pending_spans`` spans wait at once
-(past either, the oldest is released as *incomplete*); at most ``max_queue_size`` spans wait for the
+(past either, the oldest is released as *incomplete*; a run's agent span released so before its spans
+were evaluated says ``shapecheck.run.incomplete``); at most ``max_queue_size`` spans wait for the
 worker (past it a new span is not held, and the caller forwards it as it is). Facts are kept for at
 most ``max_traces`` traces (least recently active evicted first) and ``max_facts_per_trace`` each.
 """
@@ -23,7 +29,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import ReadableSpan
@@ -31,15 +38,36 @@ from opentelemetry.sdk.trace import ReadableSpan
 from otel_shapecheck.pipeline._facts import (
     ExecutionFact,
     HeldSpan,
+    Member,
     Release,
+    RunState,
     TraceFacts,
     approximate_bytes,
     attribute_mapping,
 )
 from otel_shapecheck.pipeline._metrics import ProcessorCounters
+from otel_shapecheck.pipeline._runs import RunTally
 from otel_shapecheck.readers._classify import SpanClass, SpanRole
 
 _FORGOTTEN_PER_KEPT_TRACE = 16
+
+
+class Ancestry(NamedTuple):
+    """What the processor found among a span's live ancestors: the run it belongs to, and agent spans.
+
+    A named tuple of references: the hot path builds one per LLM call, reads no name, and a tuple costs
+    less than a frozen dataclass.
+    """
+
+    run_id: int | None
+    """The span id of the outermost agent span above it (for an agent span: above it, so it is nested)."""
+    known: bool
+    """Every ancestor was seen (up to the root): ``run_id is None`` then means it belongs to no run."""
+    agents: tuple[ReadableSpan | None, ReadableSpan | None] = (None, None)
+    """The nearest and the outermost agent span above it, live (for the metrics' agent name)."""
+
+
+UNKNOWN_ANCESTRY = Ancestry(None, False)
 
 
 class Ledger:
@@ -82,6 +110,10 @@ class Ledger:
         self._ready_spans = 0
         self._overflow: list[ReadableSpan] = []
         self._closed = False
+        self._runs: OrderedDict[tuple[int, int], RunState] = OrderedDict()
+        """Runs whose agent span has not ended yet, by (trace id, agent span id), oldest first."""
+        self._lost_runs: OrderedDict[tuple[int, int], None] = OrderedDict()
+        """Runs forgotten for the ``max_pending_spans`` bound before their agent span ended."""
 
     def reset_after_fork(self) -> None:
         """Forget everything: spans held by the parent process are the parent's to forward."""
@@ -97,6 +129,10 @@ class Ledger:
         """
         return span_id in self._waiting_by_parent or span_id in self._analyst_parents
 
+    def has_attempts(self, span_id: int) -> bool:
+        """Whether analyst-attempt children of the span ended (it will be held as an analyst span)."""
+        return span_id in self._analyst_parents
+
     def span_ended(
         self,
         span: ReadableSpan,
@@ -105,11 +141,14 @@ class Ledger:
         names_own_tool_calls: bool = False,
         parent_ended: bool = False,
         ancestor_menu: Mapping[str, object] | None = None,
+        ancestry: Ancestry = UNKNOWN_ANCESTRY,
     ) -> tuple[bool, bool, list[ReadableSpan] | None]:
         """Record an ended span; return ``(held, wake, overflow)``.
 
         ``parent_ended`` says the caller knows the span's parent already ended (it saw it start and
         end), so an LLM span needing sibling executions is final now instead of waiting for that end.
+        ``ancestry`` is what the caller found among the span's live ancestors: the run an LLM-call or
+        analyst span counts for, or whether an agent span is nested in another one (then it is no run).
 
         ``held`` says the ledger keeps the span (the caller must not forward it); ``wake`` says at least
         ``wake_at`` spans are ready for the worker; ``overflow`` holds earlier spans this end released
@@ -128,6 +167,7 @@ class Ledger:
                 classified,
                 names_own_tool_calls or parent_ended,
                 ancestor_menu,
+                ancestry,
             )
             overflow = self._take_overflow() if self._overflow else None
         return held, wake, overflow
@@ -140,6 +180,7 @@ class Ledger:
         classified: SpanClass,
         final_at_end: bool,
         ancestor_menu: Mapping[str, object] | None = None,
+        ancestry: Ancestry = UNKNOWN_ANCESTRY,
     ) -> tuple[bool, bool]:
         role = classified.role
         llm_call = role is SpanRole.LLM_CALL
@@ -170,12 +211,19 @@ class Ledger:
             if llm_call and self._admit_fact(trace_id, facts, attribute_mapping(span)) >= 0:
                 facts.calls.append((parent_id, span, classified))
         analyst = self._analyst_parents.pop(span_id, None) is not None
+        if role is SpanRole.AGENT and ancestry.run_id is None:
+            return self._hold_run(span, span_id, trace_id, classified, facts), wake
         if not (llm_call or analyst):
             return False, wake
         held = HeldSpan(
             span, span_id, trace_id, parent_id, classified, analyst, time.monotonic() + self._max_wait
         )
         held.ancestor_menu = ancestor_menu
+        if ancestry.run_id is not None:
+            self._join_run(held, trace_id, ancestry.run_id)
+            held.agents = ancestry.agents
+        elif not ancestry.known and facts is not None:
+            held.unclaimed = self._unclaimed(span, facts)
         awaits_parent = (
             llm_call
             and parent is not None
@@ -194,6 +242,7 @@ class Ledger:
             self._waiting_by_parent.setdefault(parent_id, []).append(held)
         elif self._ready_spans >= self._max_queue:
             counts.forwarded_unevaluated += 1
+            self._member_done(held, None)  # forwarded as it is: its run does not wait for it
             return False, wake
         else:
             self._push_ready((held,))
@@ -202,6 +251,109 @@ class Ledger:
         if facts is not None:
             facts.held += 1
         return True, wake
+
+    def _join_run(self, held: HeldSpan, trace_id: int, run_id: int) -> None:
+        """Count ``held`` for the run of the agent span ``run_id`` (found above it), which waits for it."""
+        key = (trace_id, run_id)
+        run = self._runs.get(key)
+        if run is None:
+            run = self._new_run(key)
+        run.pending += 1
+        held.run_of = run
+
+    def _unclaimed(self, span: ReadableSpan, facts: TraceFacts) -> Member | None:
+        """Leave a span of unknown ancestry for an agent span of its trace to claim by time window."""
+        if len(facts.unclaimed) >= facts.limit:
+            facts.lost_members = True
+            return None
+        member = Member(span.start_time or 0, span.end_time or 0)
+        facts.unclaimed.append(member)
+        return member
+
+    def _new_run(self, key: tuple[int, int]) -> RunState:
+        run = RunState(key[0], key[1])
+        self._runs[key] = run
+        while len(self._runs) > self._max_pending:  # agent spans that never end must not pile up
+            forgotten_key, forgotten = self._runs.popitem(last=False)
+            forgotten.lost = True
+            self._lost_runs[forgotten_key] = None
+            if len(self._lost_runs) > self._max_pending:
+                self._lost_runs.popitem(last=False)
+        return run
+
+    def _hold_run(
+        self,
+        span: ReadableSpan,
+        span_id: int,
+        trace_id: int,
+        classified: SpanClass,
+        facts: TraceFacts | None,
+    ) -> bool:
+        """Hold a run's agent span: ready now if its run has no span left to evaluate, else waiting."""
+        key = (trace_id, span_id)
+        run = self._runs.pop(key, None)
+        if run is None:
+            run = RunState(trace_id, span_id)
+            run.lost = self._lost_runs.pop(key, None) is not None or trace_id in self._forgotten
+        if facts is not None:
+            self._claim(run, facts, span.start_time or 0, span.end_time or 0)
+        held = HeldSpan(span, span_id, trace_id, None, classified, False, time.monotonic() + self._max_wait)
+        held.run = run
+        self._counters.runs += 1
+        if run.pending == 0:
+            self._push_ready((held,))
+        else:
+            if len(self._waiting) >= self._max_pending:
+                self._release_oldest_waiting()
+            run.agent = held
+            self._waiting[held] = None
+        return True
+
+    def _claim(self, run: RunState, facts: TraceFacts, start: int, end: int) -> None:
+        """Count for ``run`` the trace's members of unknown ancestry that ran inside its time window."""
+        if facts.lost_members:
+            run.lost = True
+        if not facts.unclaimed:
+            return
+        kept: list[Member] = []
+        for member in facts.unclaimed:
+            if not (start <= member.start_time and member.end_time <= end):
+                kept.append(member)
+            elif member.done:
+                if member.tally is None:
+                    run.lost = True
+                else:
+                    run.tally.add(member.tally)
+            else:
+                member.run = run
+                run.pending += 1
+        facts.unclaimed = kept
+
+    def members_done(self, results: Sequence[tuple[HeldSpan, RunTally | None]]) -> list[ReadableSpan]:
+        """Count evaluated spans for their runs (``None``: forwarded without evaluation).
+
+        A run's agent span whose last awaited span this was becomes ready. Returns spans that found
+        the worker's queue full (the caller forwards them as they are).
+        """
+        with self._lock:
+            for held, tally in results:
+                self._member_done(held, tally)
+            return self._take_overflow() if self._overflow else []
+
+    def finish_run(self, held: HeldSpan) -> tuple[RunTally, bool]:
+        """Close the run of an agent span about to be forwarded: its counts, and whether it is short.
+
+        A run is short (*incomplete*) when spans of it were still being awaited, were forwarded without
+        evaluation or were evaluated as incomplete, or when its facts were forgotten for a bound.
+        """
+        run = held.run
+        if run is None:
+            return RunTally(), True
+        with self._lock:
+            run.finished = True
+            run.agent = None
+            incomplete = run.pending > 0 or run.lost or run.tally.incomplete > 0
+            return run.tally.copy(), incomplete
 
     def content_recorded(
         self, trace_id: int, span_id: int, record: LogRecord, *, names_own_tool_calls: bool
@@ -246,10 +398,13 @@ class Ledger:
         return overflow
 
     def close(self) -> int:
-        """Refuse new spans and release every waiting span as incomplete; how many were released."""
+        """Refuse new spans and release every waiting span as incomplete; how many were released.
+
+        Runs' agent spans go last, so that the spans of their runs are evaluated before them.
+        """
         with self._lock:
             self._closed = True
-            waiting = list(self._waiting)
+            waiting = sorted(self._waiting, key=lambda held: held.run is not None)
             for held in waiting:
                 self._release_waiting(held, capped=False)
         if waiting:
@@ -332,17 +487,30 @@ class Ledger:
         return nbytes
 
     def _unhold(self, group: tuple[HeldSpan, ...]) -> None:
+        if group[0].run is not None:  # a run's agent span keeps no facts of its trace alive
+            return
         facts = self._traces.get(group[0].trace_id)
         if facts is not None:
             facts.held = max(0, facts.held - len(group))
 
     def _push_ready(self, group: tuple[HeldSpan, ...], capped: bool = True) -> None:
-        """Queue a group for the worker; past ``max_queue_size`` its spans go to the overflow instead."""
+        """Queue a group for the worker; past ``max_queue_size`` its spans go to the overflow instead.
+
+        Groups are all LLM-call or analyst spans, or one run's agent span alone.
+        """
         if capped and self._ready_spans + len(group) > self._max_queue:
             self._overflow.extend(held.span for held in group)
             self._unhold(group)
             counts = self._counters  # no longer held: they join the spans passed on as they came
-            counts.held -= len(group)
+            run = group[0].run
+            if run is not None:
+                run.finished = True
+                run.agent = None
+                counts.runs -= 1
+            else:
+                counts.held -= len(group)
+                for held in group:
+                    self._member_done(held, None)
             counts.forwarded_untouched += len(group)
             counts.forwarded_unevaluated += len(group)
             return
@@ -352,6 +520,33 @@ class Ledger:
     def _take_overflow(self) -> list[ReadableSpan]:
         overflow, self._overflow = self._overflow, []
         return overflow
+
+    def _member_done(self, held: HeldSpan, tally: RunTally | None) -> None:
+        """``held`` was evaluated (``tally``) or forwarded without evaluation (``None``): count it once."""
+        run = held.run_of
+        member = held.unclaimed
+        if member is not None:
+            if member.done:
+                return
+            member.done = True
+            member.tally = tally
+            run = member.run  # claimed by an agent span since it ended, or not (yet)
+        elif run is None:
+            return
+        held.run_of = None
+        if run is None or run.finished:
+            return
+        if tally is None:
+            run.lost = True
+        else:
+            run.tally.add(tally)
+        run.pending -= 1
+        agent = run.agent
+        if run.pending <= 0 and agent is not None:
+            run.agent = None
+            if agent in self._waiting:
+                del self._waiting[agent]
+                self._push_ready((agent,))
 
     def _release_children(self, span_id: int) -> bool:
         children = self._waiting_by_parent.pop(span_id, None)
@@ -364,13 +559,16 @@ class Ledger:
 
     def _release_waiting(self, held: HeldSpan, capped: bool = True) -> None:
         del self._waiting[held]
-        if held.parent_id is not None:
+        if held.awaits_parent and held.parent_id is not None:
             siblings = self._waiting_by_parent.get(held.parent_id)
             if siblings is not None:
                 siblings.remove(held)
                 if not siblings:
                     del self._waiting_by_parent[held.parent_id]
-        held.incomplete = True
+        if held.run is not None:  # a run's agent span: whether its run is short is decided when it is taken
+            held.run.agent = None
+        else:
+            held.incomplete = True
         self._push_ready((held,), capped)
 
     def _release_oldest_waiting(self) -> None:
@@ -380,7 +578,7 @@ class Ledger:
     def _release(self, group: tuple[HeldSpan, ...]) -> Release:
         self._unhold(group)
         facts = self._traces.get(group[0].trace_id)
-        if facts is None:
+        if facts is None or group[0].run is not None:
             return Release(group)
         owners = {held.span_id for held in group}
         owners.update(held.parent_id for held in group if held.awaits_parent and held.parent_id is not None)

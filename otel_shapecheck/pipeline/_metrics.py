@@ -39,9 +39,13 @@ class ProcessorCounts:
     """Spans kept for evaluation (waiting for facts or for the worker).
 
     A waiting span released into a full worker queue is forwarded as it is and moves from ``held`` to
-    ``forwarded_untouched``: ``held + forwarded_untouched == seen``, and after a flush
+    ``forwarded_untouched``: ``held + runs + forwarded_untouched == seen``, and after a flush
     ``evaluated + duplicates == held``.
     """
+    runs: int = 0
+    """Runs' agent spans kept until their run was summarised (forwarded with ``shapecheck.run.*``)."""
+    runs_incomplete: int = 0
+    """Runs summarised short: spans of theirs were still awaited, lost or evaluated as incomplete."""
     evaluated: int = 0
     """Held spans that went through the checks."""
     enriched: int = 0
@@ -113,6 +117,8 @@ class ProcessorCounters:
         self.seen = 0
         self.forwarded_untouched = 0
         self.held = 0
+        self.runs = 0
+        self.runs_incomplete = 0
         self.evaluated = 0
         self.enriched = 0
         self.flagged = 0

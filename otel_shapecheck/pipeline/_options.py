@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from otel_shapecheck._settings import names, positive_int
+from otel_shapecheck._settings import boolean, names, positive_int
 from otel_shapecheck.environment_variables import (
     OTEL_SHAPECHECK_ANSWER_TOOLS,
     OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE,
@@ -23,6 +23,7 @@ from otel_shapecheck.environment_variables import (
     OTEL_SHAPECHECK_MAX_QUEUE_SIZE,
     OTEL_SHAPECHECK_MAX_TRACES,
     OTEL_SHAPECHECK_MAX_WAIT_MILLIS,
+    OTEL_SHAPECHECK_METRICS_TOOL_NAMES,
     OTEL_SHAPECHECK_SCHEDULE_DELAY_MILLIS,
     OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS,
 )
@@ -42,7 +43,8 @@ DEFAULT_ANSWER_TOOLS = ("final_answer", "final_result", "final_result_*")
 
 @dataclass(frozen=True, init=False)
 class ProcessorOptions:
-    """Bounds of the span processor in time and space (whole numbers ≥ 1), and how it reads calls.
+    """Bounds of the span processor in time and space (whole numbers ≥ 1), how it reads calls, and what
+    its verdict metrics are broken down by.
 
     Args:
         max_wait_millis: longest a span waits for facts (its parent's end) before it is evaluated as
@@ -68,10 +70,12 @@ class ProcessorOptions:
             arguments (:envvar:`OTEL_SHAPECHECK_ANSWER_TOOLS`, ``final_answer,final_result,final_result_*``).
             A processor-level setting, not a check's: it decides what a call *is* (an answer), and both
             tool choice and figures must agree on it.
+        metrics_tool_names: add the chosen tool's name (``gen_ai.tool.name``) to the tool-choice verdict
+            metrics, one series per tool (:envvar:`OTEL_SHAPECHECK_METRICS_TOOL_NAMES`, ``false``).
 
     Raises:
-        ValueError: a bound that is not a whole number ≥ 1, or ``answer_tools`` that is not a sequence
-            of non-empty names.
+        ValueError: a bound that is not a whole number ≥ 1, ``answer_tools`` that is not a sequence
+            of non-empty names, or a ``metrics_tool_names`` that is not a bool.
     """
 
     max_wait_millis: int
@@ -84,6 +88,7 @@ class ProcessorOptions:
     max_fact_bytes: int
     shutdown_timeout_millis: int
     answer_tools: tuple[str, ...]
+    metrics_tool_names: bool
 
     def __init__(
         self,
@@ -98,6 +103,7 @@ class ProcessorOptions:
         max_fact_bytes: int | None = None,
         shutdown_timeout_millis: int | None = None,
         answer_tools: Sequence[str] | None = None,
+        metrics_tool_names: bool | None = None,
     ) -> None:
         resolved: dict[str, object] = {
             "max_wait_millis": positive_int(
@@ -144,6 +150,9 @@ class ProcessorOptions:
             ),
             "answer_tools": names(
                 "answer_tools", answer_tools, OTEL_SHAPECHECK_ANSWER_TOOLS, DEFAULT_ANSWER_TOOLS
+            ),
+            "metrics_tool_names": boolean(
+                "metrics_tool_names", metrics_tool_names, OTEL_SHAPECHECK_METRICS_TOOL_NAMES, False
             ),
         }
         for name, value in resolved.items():

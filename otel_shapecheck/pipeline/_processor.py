@@ -9,8 +9,9 @@ Usage::
 
 Register the wrapper only, not the downstream as well. A span with nothing to evaluate goes to the
 downstream at once, untouched, from ``on_end``; a GenAI span is held in the ledger until it is final,
-evaluated on the worker thread and forwarded as an enriched copy. Every span handed to ``on_end``
-reaches ``downstream.on_end`` exactly once.
+evaluated on the worker thread and forwarded as an enriched copy. A run's agent span (the outermost
+agent span of a trace) is held until the spans of its run are evaluated, and forwarded with their
+summary (``shapecheck.run.*``). Every span handed to ``on_end`` reaches ``downstream.on_end`` exactly once.
 
 The application's thread spends in ``on_end`` only a classification (a few key lookups) and the
 ledger's short lock; it never waits for checks, embeddings or the downstream's handling of held spans.
@@ -25,6 +26,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
@@ -33,10 +35,11 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from otel_shapecheck.checks._base import Check
 from otel_shapecheck.pipeline._bounded_call import BoundedCall
 from otel_shapecheck.pipeline._facts import attribute_mapping
-from otel_shapecheck.pipeline._ledger import Ledger
+from otel_shapecheck.pipeline._ledger import UNKNOWN_ANCESTRY, Ancestry, Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters, ProcessorCounts
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._sinks import VerdictSink
+from otel_shapecheck.pipeline._verdict_metrics import VerdictMetrics
 from otel_shapecheck.pipeline._worker import EvaluationWorker
 from otel_shapecheck.readers._classify import (
     CLASSIFYING_KEYS,
@@ -44,11 +47,15 @@ from otel_shapecheck.readers._classify import (
     SpanClass,
     SpanRole,
     classify_span,
+    is_agent_span,
     names_own_tool_calls,
 )
 from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
 from otel_shapecheck.readers._genai_events import events_name_tool_calls
 from otel_shapecheck.readers._menus import has_own_menu, menu_attributes
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +71,8 @@ class ShapecheckSpanProcessor(SpanProcessor):
         events: where verdicts go besides the span (e.g. a ``EvaluationEventEmitter``); ``None`` for none.
         checks: the checks to run; ``None`` runs every built-in check with its defaults.
         options: the processor's bounds (default: :class:`ProcessorOptions` from the environment).
-        meter_provider: where the counters are exported as observable counters (default: the global one).
+        meter_provider: where the counters (observable counters) and the verdict metrics are recorded
+            (default: the global one).
 
     Time bounds: ``on_end`` holds only the ledger's lock (a few dictionary operations) for GenAI spans
     and calls ``downstream.on_end`` itself only for untouched spans, as the downstream would be called
@@ -118,6 +126,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
             batch_size=options.max_evaluation_batch_size,
             schedule_delay_seconds=options.schedule_delay_seconds,
             answer_tools=options.answer_tools,
+            metrics=VerdictMetrics(meter_provider, tool_names=options.metrics_tool_names),
         )
         self._live: dict[int, ReadableSpan | Span] = {}
         self._sees_starts = False
@@ -138,12 +147,27 @@ class ShapecheckSpanProcessor(SpanProcessor):
             if events is not None
             else None
         )
+        self._flush_metrics: BoundedCall | None = None
+        self._owned_meter_provider: SdkMeterProvider | None = None
         self._shutdown_lock = threading.Lock()
         self._is_shutdown = False
         self._counters.observe_with(meter_provider)
         self._worker.start()
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_weak_call(weakref.WeakMethod(self._at_fork_reinit)))
+
+    def _own_meter_provider(self, meter_provider: SdkMeterProvider) -> None:
+        """Flush and shut down ``meter_provider`` with this processor (``configure()`` built it for it).
+
+        It shuts down after the worker, so the verdicts of the last spans are recorded before the final
+        export.
+        """
+        self._owned_meter_provider = meter_provider
+        self._flush_metrics = BoundedCall(
+            "ShapecheckMetricsFlush",
+            lambda millis: meter_provider.force_flush(millis),
+            on_error=lambda: self._counters.error("metrics", "Flushing the verdict metrics failed"),
+        )
 
     @property
     def options(self) -> ProcessorOptions:
@@ -235,7 +259,17 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 self._counters.error("downstream", "The downstream span processor failed in on_end")
 
     def _record(self, span: ReadableSpan, classified: SpanClass, attributes: Mapping[str, object]) -> bool:
-        llm_call = classified.role is SpanRole.LLM_CALL
+        role = classified.role
+        llm_call = role is SpanRole.LLM_CALL
+        context = span.context
+        menu: dict[str, object] | None = None
+        ancestry = UNKNOWN_ANCESTRY
+        if (
+            llm_call
+            or role is SpanRole.AGENT
+            or (context is not None and self._ledger.has_attempts(context.span_id))
+        ):
+            menu, ancestry = self._ancestors(span, llm_call and not has_own_menu(attributes))
         held, wake, overflow = self._ledger.span_ended(
             span,
             classified,
@@ -245,7 +279,8 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 or (bool(span.events) and events_name_tool_calls(span.events))
             ),
             parent_ended=llm_call and self._parent_ended(span),
-            ancestor_menu=self._ancestor_menu(span) if llm_call and not has_own_menu(attributes) else None,
+            ancestor_menu=menu,
+            ancestry=ancestry,
         )
         counters = self._counters
         counters.seen += 1
@@ -270,22 +305,43 @@ class ShapecheckSpanProcessor(SpanProcessor):
             return False
         return self._counters.started_untracked == 0
 
-    def _ancestor_menu(self, span: ReadableSpan) -> dict[str, object] | None:
-        """The menu attributes of the nearest live local ancestor that carries a menu, copied."""
+    def _ancestors(self, span: ReadableSpan, want_menu: bool) -> tuple[dict[str, object] | None, Ancestry]:
+        """One walk up the span's live local ancestors: the nearest one's menu, and the run above it.
+
+        ``want_menu``: copy the menu attributes of the nearest ancestor with a menu (for an LLM call with
+        none of its own). The run is the outermost agent span found; the ancestry is *known* when every
+        ancestor up to the local root (or a remote parent) is live, or the span has no local parent. A
+        processor that sees no starts (the gateway), an ancestor that already ended or went untracked,
+        or a chain deeper than the walk leaves it unknown, and the ledger falls back to time windows.
+        """
         parent = span.parent
         live = self._live
+        menu: dict[str, object] | None = None
+        outermost: int | None = None
+        outermost_span: ReadableSpan | None = None
+        nearest: ReadableSpan | None = None
+        known = True
         for _ in range(_MAX_ANCESTOR_DEPTH):
             if parent is None or parent.is_remote:
-                return None
+                break
             ancestor = live.get(parent.span_id)
             if ancestor is None:
-                return None
-            menu = menu_attributes(ancestor.attributes or {})
-            if menu is not None:
-                self._counters.ancestor_menus += 1
-                return menu
+                known = False
+                break
+            ancestor_attributes = attribute_mapping(ancestor)
+            if want_menu and menu is None:
+                menu = menu_attributes(ancestor_attributes)
+            if is_agent_span(ancestor_attributes):
+                outermost, outermost_span = parent.span_id, ancestor
+                nearest = nearest or ancestor
             parent = ancestor.parent
-        return None
+        else:
+            known = False
+        if menu is not None:
+            self._counters.ancestor_menus += 1
+        if outermost is None:  # an agent span with no agent above it runs its own run
+            return menu, Ancestry(None, known)
+        return menu, Ancestry(outermost, known, (nearest, outermost_span))
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Evaluate and forward every ready span, then flush the downstream and the event sink, in time."""
@@ -301,6 +357,8 @@ class ShapecheckSpanProcessor(SpanProcessor):
         flushed = self._bounded_flush("downstream", self._flush_downstream, deadline) and flushed
         if self._flush_events is not None:
             flushed = self._bounded_flush("events", self._flush_events, deadline) and flushed
+        if self._flush_metrics is not None:
+            flushed = self._bounded_flush("metrics", self._flush_metrics, deadline) and flushed
         return flushed
 
     def _bounded_flush(self, name: str, flush: BoundedCall, deadline: float) -> bool:
@@ -340,6 +398,8 @@ class ShapecheckSpanProcessor(SpanProcessor):
         self._bounded_shutdown_step("downstream", self._downstream.shutdown, deadline)
         if self._events is not None:
             self._bounded_shutdown_step("events", self._events.shutdown, deadline)
+        if self._owned_meter_provider is not None:
+            self._bounded_shutdown_step("metrics", self._owned_meter_provider.shutdown, deadline)
 
     def _bounded_shutdown_step(self, name: str, step: Callable[[], object], deadline: float) -> None:
         call = BoundedCall(
@@ -385,6 +445,8 @@ class ShapecheckSpanProcessor(SpanProcessor):
         self._flush_downstream.reset_after_fork()
         if self._flush_events is not None:
             self._flush_events.reset_after_fork()
+        if self._flush_metrics is not None:
+            self._flush_metrics.reset_after_fork()
         self._counters.reset()
         self._ledger.reset_after_fork()
         if not self._is_shutdown:

@@ -1,9 +1,10 @@
 """The evaluation worker: one daemon thread that turns released spans into verdicts and enriched copies.
 
 It drains the ledger's ready spans in batches, builds subjects, runs every check once per batch,
-forwards each span downstream (an enriched copy when a check had a verdict, else the span as it came)
-and hands the verdicts to the event sink. Every failure is counted and logged once per kind; a span
-always reaches the downstream exactly once.
+forwards each span downstream (an enriched copy when a check had a verdict, else the span as it came),
+records the verdict metrics and hands the verdicts to the event sink. It then tells the ledger what each
+span counts for in its run, and forwards the batch's runs' agent spans last, with their summaries.
+Every failure is counted and logged once per kind; a span always reaches the downstream exactly once.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from otel_shapecheck.checks._base import Check, Subject, Verdict
 from otel_shapecheck.pipeline._enrich import duplicate_copy, enriched_copy
-from otel_shapecheck.pipeline._facts import HeldSpan, Release
+from otel_shapecheck.pipeline._facts import HeldSpan, Release, attribute_mapping
 from otel_shapecheck.pipeline._ledger import Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters
+from otel_shapecheck.pipeline._runs import RunTally, run_copy, tally_verdicts
 from otel_shapecheck.pipeline._sinks import VerdictSink
 from otel_shapecheck.pipeline._subjects import build_subjects
+from otel_shapecheck.pipeline._verdict_metrics import VerdictMetrics
 from otel_shapecheck.readers._classify import carries_message_content
 
 logger = logging.getLogger(__name__)
@@ -43,8 +46,10 @@ class EvaluationWorker:
         batch_size: int,
         schedule_delay_seconds: float,
         answer_tools: Sequence[str] = (),
+        metrics: VerdictMetrics | None = None,
     ) -> None:
         self._ledger = ledger
+        self._metrics = metrics
         self._checks = tuple(checks) if checks is not None else None
         self._downstream = downstream
         self._events = events
@@ -128,17 +133,61 @@ class EvaluationWorker:
             self.evaluate(releases)
 
     def evaluate(self, releases: Sequence[Release]) -> None:
-        """Evaluate one batch and forward every span in it, exactly once whatever fails."""
-        unforwarded = {id(held): held for release in releases for held in release.spans}
+        """Evaluate one batch and forward every span in it, exactly once whatever fails.
+
+        Runs' agent spans go last: the spans of their runs in the same batch count for them first.
+        """
+        runs = [held for release in releases for held in release.spans if held.run is not None]
+        spans = [release for release in releases if release.spans[0].run is None]
+        unforwarded = {id(held): held for release in spans for held in release.spans}
+        tallies: dict[int, RunTally] = {}
         try:
             if self._checks_to_run():
-                self._evaluate(releases, unforwarded)
+                self._evaluate(spans, unforwarded, tallies)
+            else:
+                tallies = {key: RunTally() for key in unforwarded}
         except Exception:  # a bug here must cost the batch its verdicts, never its spans
             self._counters.error("worker", "Evaluating a batch failed; forwarding its spans as they are")
         for held in unforwarded.values():
             self._forward(held.span)
+        self._count_for_runs(spans, tallies)
+        for held in runs:
+            self._finish_run(held)
 
-    def _evaluate(self, releases: Sequence[Release], unforwarded: dict[int, HeldSpan]) -> None:
+    def _count_for_runs(self, releases: Sequence[Release], tallies: dict[int, RunTally]) -> None:
+        """Tell the ledger what each span counts for in its run (``None``: it was not evaluated)."""
+        results: list[tuple[HeldSpan, RunTally | None]] = [
+            (held, tallies.get(id(held)))
+            for release in releases
+            for held in release.spans
+            if held.run_of is not None or held.unclaimed is not None
+        ]
+        if not results:
+            return
+        try:
+            overflow = self._ledger.members_done(results)
+        except Exception:
+            self._counters.error("worker", "Counting evaluated spans for their runs failed")
+            return
+        for span in overflow:
+            self._forward(span)
+
+    def _finish_run(self, held: HeldSpan) -> None:
+        """Forward a run's agent span with its run summary (as it came if building the copy fails)."""
+        try:
+            tally, incomplete = self._ledger.finish_run(held)
+            copy = run_copy(held.span, tally, incomplete)
+        except Exception:
+            self._counters.error("run", "Summarising a run failed; forwarding its agent span as it is")
+            self._forward(held.span)
+            return
+        if incomplete:
+            self._counters.runs_incomplete += 1
+        self._forward(copy)
+
+    def _evaluate(
+        self, releases: Sequence[Release], unforwarded: dict[int, HeldSpan], tallies: dict[int, RunTally]
+    ) -> None:
         held_spans: list[HeldSpan] = []
         subjects: list[Subject] = []
         for release in releases:
@@ -157,6 +206,7 @@ class EvaluationWorker:
         for held, subject in duplicates:
             del unforwarded[id(held)]
             self._counters.duplicates += 1
+            tallies[id(held)] = RunTally(duplicates=1)
             self._forward(duplicate_copy(held.span, subject.duplicate_of or ""))
         pairs = [(held, s) for held, s in zip(held_spans, subjects, strict=True) if not s.duplicate_of]
         if not pairs:
@@ -165,7 +215,8 @@ class EvaluationWorker:
         self._counters.evaluated += len(pairs)
         for (held, _), span_verdicts in zip(pairs, verdicts, strict=True):
             del unforwarded[id(held)]
-            self._finish(held.span, span_verdicts)
+            tallies[id(held)] = tally_verdicts(span_verdicts, incomplete=held.incomplete)
+            self._finish(held, span_verdicts)
 
     def _checks_to_run(self) -> tuple[Check, ...]:
         """The checks; the built-in ones are built on first use, on this thread, so that numpy, FAISS and
@@ -194,7 +245,8 @@ class EvaluationWorker:
                     slot.append(result)
         return verdicts
 
-    def _finish(self, span: ReadableSpan, verdicts: Sequence[Verdict]) -> None:
+    def _finish(self, held: HeldSpan, verdicts: Sequence[Verdict]) -> None:
+        span = held.span
         if not verdicts:
             self._forward(span)
             return
@@ -213,6 +265,11 @@ class EvaluationWorker:
         if any(verdict.flagged for verdict in verdicts):
             self._counters.flagged += 1
         self._forward(copy)
+        if self._metrics is not None:
+            try:
+                self._metrics.record(verdicts, attribute_mapping(span), held.agents)
+            except Exception:
+                self._counters.error("metrics", "Recording verdict metrics failed")
         if self._events is not None and span.context is not None:
             try:
                 self._events.emit(span.context, verdicts)

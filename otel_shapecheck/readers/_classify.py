@@ -60,6 +60,9 @@ _LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 _LEGACY_LLM_REQUEST_TYPES = frozenset({"chat", "completion"})
 _EXECUTE_TOOL = "execute_tool"
 _MCP_TOOLS_CALL = "tools/call"
+_INVOKE_AGENT = "invoke_agent"
+_OPENINFERENCE_AGENT = "AGENT"
+_TRACELOOP_AGENT_KINDS = frozenset({"agent", "workflow"})
 
 CLASSIFYING_KEYS = frozenset(
     {
@@ -87,6 +90,8 @@ class SpanRole(enum.Enum):
     LLM_CALL = "llm_call"
     TOOL_EXECUTION = "tool_execution"
     ANALYST_ATTEMPT = "analyst_attempt"
+    AGENT = "agent"
+    """An agent (or Traceloop workflow) span: the outermost one of a trace is a run."""
     OTHER = "other"
 
 
@@ -121,6 +126,9 @@ TOOL_EXECUTION_GENAI = SpanClass(SpanRole.TOOL_EXECUTION, Convention.GENAI)
 TOOL_EXECUTION_OPENINFERENCE = SpanClass(SpanRole.TOOL_EXECUTION, Convention.OPENINFERENCE)
 TOOL_EXECUTION_OPENLLMETRY = SpanClass(SpanRole.TOOL_EXECUTION, Convention.OPENLLMETRY)
 ANALYST_ATTEMPT_SPAN = SpanClass(SpanRole.ANALYST_ATTEMPT, Convention.SHAPECHECK)
+AGENT_GENAI = SpanClass(SpanRole.AGENT, Convention.GENAI)
+AGENT_OPENINFERENCE = SpanClass(SpanRole.AGENT, Convention.OPENINFERENCE)
+AGENT_OPENLLMETRY = SpanClass(SpanRole.AGENT, Convention.OPENLLMETRY)
 # Shared instances: classify_span runs on the application's thread and must not build objects (nor look
 # them up by enum members, whose hashing runs Python code).
 
@@ -156,7 +164,27 @@ def classify_span(name: str, attributes: Mapping[str, object]) -> SpanClass:
         or is_tool_name
     ):
         return _tool_class(openinference_kind, traceloop_kind)
+    if operation == _INVOKE_AGENT:
+        return AGENT_GENAI
+    if openinference_kind == _OPENINFERENCE_AGENT:
+        return AGENT_OPENINFERENCE
+    if traceloop_kind in _TRACELOOP_AGENT_KINDS:
+        return AGENT_OPENLLMETRY
     return OTHER
+
+
+def is_agent_span(attributes: Mapping[str, object]) -> bool:
+    """Whether a span's attributes make it an agent span (three key lookups; for live ancestors).
+
+    The same rule as :func:`classify_span`'s agent role, without the roles that take precedence over it:
+    an ancestor of an LLM call is never itself an LLM call or a tool execution in practice.
+    """
+    if attributes.get(OPERATION_NAME) == _INVOKE_AGENT:
+        return True
+    if attributes.get(OPENINFERENCE_SPAN_KIND) == _OPENINFERENCE_AGENT:
+        return True
+    kind = attributes.get(TRACELOOP_SPAN_KIND)
+    return isinstance(kind, str) and kind in _TRACELOOP_AGENT_KINDS
 
 
 def _tool_class(openinference_kind: str | None, traceloop_kind: str | None) -> SpanClass:

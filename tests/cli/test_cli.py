@@ -140,14 +140,42 @@ def assert_scenario_verdicts(spans: Sequence[Span]) -> None:
     assert analyst.attributes["shapecheck.flags"] == ["conformance.collapsed"]
 
 
+def is_evaluated(span: Span) -> bool:
+    """Whether the span got verdicts (a run's agent span carries shapecheck.flagged for its run only)."""
+    return "shapecheck.flagged" in span.attributes and "shapecheck.run.evaluated" not in span.attributes
+
+
 class TestDemo:
     def test_demo_spans_carry_each_scenarios_verdict(self, demo_spans: list[Span]) -> None:
         """Clear choice, narrow choice, derived plus invented figure, collapsed then recovered analyst."""
         assert_scenario_verdicts(demo_spans)
 
+    def test_each_scenarios_agent_span_carries_its_run(self, demo_spans: list[Span]) -> None:
+        """Every invoke_agent span sums up its scenario: what was evaluated under it and what flagged."""
+        runs = {
+            span.name: span.attributes for span in demo_spans if "shapecheck.run.evaluated" in span.attributes
+        }
+        assert set(runs) == {
+            "invoke_agent storage-ops",
+            "invoke_agent order-support",
+            "invoke_agent capacity-planner",
+            "invoke_agent incident-triage",
+        }
+        clear = runs["invoke_agent storage-ops"]
+        assert (clear["shapecheck.run.evaluated"], clear["shapecheck.run.flagged"]) == (2, 0)
+        assert clear["shapecheck.flagged"] is False and clear["shapecheck.run.scored"] == 1
+        narrow = runs["invoke_agent order-support"]
+        assert (narrow["shapecheck.run.narrow"], narrow["shapecheck.run.flagged"]) == (1, 1)
+        capacity = runs["invoke_agent capacity-planner"]
+        assert capacity["shapecheck.run.figures_unsupported"] == 1 and capacity["shapecheck.flagged"] is True
+        triage = runs["invoke_agent incident-triage"]
+        assert (triage["shapecheck.run.analysts"], triage["shapecheck.run.collapsed"]) == (1, 1)
+        assert triage["shapecheck.run.recovered"] == 1
+        assert not any(run["shapecheck.run.incomplete"] for run in runs.values())
+
     def test_every_verdict_is_also_a_span_event(self, demo_spans: list[Span]) -> None:
         """Each evaluated span carries one gen_ai.evaluation.result event per check that judged it."""
-        evaluated = [span for span in demo_spans if "shapecheck.flagged" in span.attributes]
+        evaluated = [span for span in demo_spans if is_evaluated(span)]
         assert evaluated
         for span in evaluated:
             names = [
@@ -169,7 +197,11 @@ class TestDemo:
             for scope_logs in resource_logs["scopeLogs"]
             for record in scope_logs["logRecords"]
         ]
-        flagged_span_ids = {span.span_id for span in demo_spans if span.attributes.get("shapecheck.flagged")}
+        flagged_span_ids = {
+            span.span_id
+            for span in demo_spans
+            if is_evaluated(span) and span.attributes["shapecheck.flagged"]
+        }
         assert {record["spanId"] for record in records} == flagged_span_ids
         assert {record["eventName"] for record in records} == {"gen_ai.evaluation.result"}
         names = {_attributes(record["attributes"])["gen_ai.evaluation.name"] for record in records}
@@ -200,7 +232,12 @@ class TestDemo:
             assert completed.returncode == 0, completed.stderr
             assert receiver.wait_for(lambda r: len(r.log_records) >= 3 and len(r.spans) >= 10)
             assert {span.transport for span in receiver.spans} == {transport}
-            flagged = [span for span in receiver.spans if span.attributes.get("shapecheck.flagged") is True]
+            flagged = [
+                span
+                for span in receiver.spans
+                if span.attributes.get("shapecheck.flagged") is True
+                and "shapecheck.run.evaluated" not in span.attributes
+            ]
             assert len(flagged) == 3
             assert {record.span_id for record in receiver.log_records} == {span.span_id for span in flagged}
         assert not (tmp_path / "shapecheck-demo").exists()
@@ -268,16 +305,29 @@ class TestCheck:
         live = {
             span.span_id: {k: v for k, v in span.attributes.items() if k.startswith("shapecheck.")}
             for span in demo_spans
-            if "shapecheck.flagged" in span.attributes
+            if is_evaluated(span)
         }
         offline = {entry["span_id"]: entry["attributes"] for entry in report["spans"]}
         assert offline == live
+        live_runs = {
+            span.span_id: {
+                key.removeprefix("shapecheck.run."): value
+                for key, value in span.attributes.items()
+                if key.startswith("shapecheck.run.")
+            }
+            for span in demo_spans
+            if "shapecheck.run.evaluated" in span.attributes
+        }
+        assert {entry["span_id"]: entry["summary"] for entry in report["runs"]} == live_runs
         assert_scenario_verdicts(report_as_spans(report, demo_spans))
 
     def test_json_report_shape(self, demo_dir: Path, demo_spans: list[Span]) -> None:
         """The document has exactly the documented keys, lowercase hex ids and consistent counts."""
         report = check_json(str(demo_dir / "traces.jsonl"))
-        assert set(report) == {"version", "spans", "summary"} and report["version"] == 1
+        assert set(report) == {"version", "spans", "runs", "summary"} and report["version"] == 1
+        for run in report["runs"]:
+            assert set(run) == {"trace_id", "span_id", "name", "flagged", "summary"}
+            assert run["summary"]["incomplete"] is False
         for entry in report["spans"]:
             assert set(entry) == {"trace_id", "span_id", "name", "attributes", "events"}
             assert len(entry["trace_id"]) == 32 and entry["trace_id"] == entry["trace_id"].lower()
@@ -344,6 +394,8 @@ class TestCheck:
         assert completed.returncode == 0, completed.stderr
         for text in ("span", "check", "verdict", "score", "why", "narrow", "unsupported: 2400 TB"):
             assert text in completed.stdout
+        assert "shapecheck runs" in completed.stdout and "invoke_agent incident-triage" in completed.stdout
+        assert "runs: 4 agent runs, 3 flagged" in completed.stdout
 
     def test_fail_on_flagged_exits_1_when_flagged(self, demo_dir: Path) -> None:
         """--fail-on flagged turns a flagged span into exit code 1; never (the default) keeps 0."""

@@ -44,6 +44,7 @@ def wiring_problems(document: dict[str, Any]) -> list[str]:
                 for c in pipeline.get(kind) or []
                 if c not in usable[kind]
             ]
+    problems += _extension_problems(document)
     used = {kind: {c for p in pipelines.values() for c in p.get(kind) or []} for kind in KINDS}
     for kind in KINDS:
         problems += [f"{kind} {c} defined but unused" for c in sorted(defined[kind] - used[kind])]
@@ -60,9 +61,40 @@ def wiring_problems(document: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _authenticators(node: Any) -> list[str]:
+    """Every ``auth: {authenticator: NAME}`` anywhere in a component's settings."""
+    if isinstance(node, dict):
+        found = [str(node["authenticator"])] if isinstance(node.get("authenticator"), str) else []
+        return found + [name for value in node.values() for name in _authenticators(value)]
+    if isinstance(node, list):
+        return [name for value in node for name in _authenticators(value)]
+    return []
+
+
+def _extension_problems(document: dict[str, Any]) -> list[str]:
+    """Extensions enabled but not defined, defined but not enabled, authenticators not enabled."""
+    defined = set(document.get("extensions") or {})
+    enabled = set((document.get("service") or {}).get("extensions") or [])
+    problems = [f"extension {name} enabled but not defined" for name in sorted(enabled - defined)]
+    problems += [f"extension {name} defined but not enabled" for name in sorted(defined - enabled)]
+    for kind in KINDS:
+        for component, settings in (document.get(kind) or {}).items():
+            problems += [
+                f"{kind} {component}: authenticator {name} is not an enabled extension"
+                for name in _authenticators(settings)
+                if name not in enabled
+            ]
+    return problems
+
+
 def unknown_names(text: str) -> set[str]:
     """``shapecheck.*`` and ``gen_ai.evaluation.*`` names in the text that the library does not define."""
     return (set(SHAPECHECK_NAME.findall(text)) | set(GEN_AI_NAME.findall(text))) - CONTRACT_NAMES
+
+
+def _pipelines(document: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
+    pipelines: dict[str, dict[str, list[str]]] = (document.get("service") or {}).get("pipelines") or {}
+    return pipelines
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -82,7 +114,8 @@ def test_the_checks_catch_a_miswired_configuration() -> None:
     broken = """
 receivers: {otlp: {}}
 processors: {batch: {}, tail_sampling: {}}
-exporters: {otlp/tempo: {}}
+exporters: {otlp/tempo: {auth: {authenticator: bearertokenauth/missing}}}
+extensions: {health_check: {}}
 connectors:
   routing/x: {default_pipelines: [logs/nowhere], table: []}
 service:
@@ -98,6 +131,10 @@ service:
     assert "processors tail_sampling defined but unused" in problems
     assert "connector routing/x not used at both ends" in problems
     assert "connector routing/x routes to unknown pipeline logs/nowhere" in problems
+    assert "extension health_check defined but not enabled" in problems
+    assert (
+        "exporters otlp/tempo: authenticator bearertokenauth/missing is not an enabled extension" in problems
+    )
     assert unknown_names(broken) == {"shapecheck.flaged"}
 
 
@@ -126,6 +163,36 @@ class TestConfiguration:
         assert flagged
         assert any(policy["type"] == "probabilistic" for policy in sampling["policies"])
 
+    def test_metrics_reach_prometheus_or_the_next_tier(self, path: Path) -> None:
+        """Where metrics are handled, the applications' OTLP metrics go to Prometheus or to the gateways."""
+        pipelines = _pipelines(_load(path))
+        metrics = {name: p for name, p in pipelines.items() if name.split("/")[0] == "metrics"}
+        if not metrics:  # a tier that only routes traces and logs (the shapecheck front)
+            return
+        (pipeline,) = metrics.values()
+        assert "otlp" in pipeline["receivers"]
+        assert any(e.startswith(("prometheus", "otlp")) for e in pipeline["exporters"])
+
+    def test_span_metrics_count_every_evaluated_span_by_flagged(self, path: Path) -> None:
+        """A spanmetrics connector counts by shapecheck.flagged, fed before tail sampling (every trace, not
+        only the kept ones), only with the spans the library judged, into the metrics pipeline."""
+        document = _load(path)
+        connector = (document.get("connectors") or {}).get("spanmetrics")
+        if connector is None:
+            assert "tail_sampling" not in (document.get("processors") or {}), "a sampling tier needs it"
+            return
+        assert {"name": _attributes.FLAGGED} in connector["dimensions"]
+        pipelines = _pipelines(document)
+        feeding = {name: p for name, p in pipelines.items() if "spanmetrics" in p.get("exporters", [])}
+        assert feeding and all(name.split("/")[0] == "traces" for name in feeding)
+        for pipeline in feeding.values():
+            assert "tail_sampling" not in pipeline.get("processors", [])
+            (kept,) = [c for c in pipeline["processors"] if c.startswith("filter")]
+            conditions = document["processors"][kept]["traces"]["span"]
+            assert conditions == [f'attributes["{_attributes.FLAGGED}"] == nil']
+        fed = [p for name, p in pipelines.items() if "spanmetrics" in p.get("receivers", [])]
+        assert fed and all("prometheus" in p["exporters"] for p in fed)
+
     def test_sampling_waits_for_the_processors_deadline(self, path: Path) -> None:
         """decision_wait outlasts the span processor's default max wait: enriched copies arrive in time."""
         sampling = (_load(path).get("processors") or {}).get("tail_sampling")
@@ -135,3 +202,12 @@ class TestConfiguration:
         assert wait is not None, sampling["decision_wait"]
         millis = int(wait[1]) * {"ms": 1, "s": 1000, "m": 60_000}[wait[2]]
         assert millis > _DEFAULT_MAX_WAIT_MILLIS
+
+
+def test_the_front_collector_reaches_the_gateways_over_tls_with_a_bearer_token() -> None:
+    """shapecheck-front.yaml exports to the gateways with TLS (not insecure) and a bearer token."""
+    document = _load(CONFIG_DIR / "shapecheck-front.yaml")
+    for name, exporter in document["exporters"].items():
+        otlp = exporter["protocol"]["otlp"]
+        assert otlp["tls"].get("insecure") is not True and otlp["tls"].get("ca_file"), name
+        assert otlp["auth"]["authenticator"].startswith("bearertokenauth"), name

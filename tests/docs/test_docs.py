@@ -13,15 +13,39 @@ TABLE_ROW_NAME = re.compile(r"^\|\s*`([^`]+)`\s*\|", re.MULTILINE)
 SETTING = re.compile(r"OTEL_SHAPECHECK_[A-Z0-9_]*[A-Z0-9]")
 
 
-def _contract_names() -> set[str]:
-    return {value for name, value in vars(_attributes).items() if name.isupper() and isinstance(value, str)}
+METRICS_HEADING = "\n## Metrics\n"
+
+
+def _contract_names(*, metrics: bool = False) -> set[str]:
+    return {
+        value
+        for name, value in vars(_attributes).items()
+        if name.isupper() and isinstance(value, str) and name.startswith("METRIC_") is metrics
+    }
+
+
+def _attribute_reference() -> tuple[str, str]:
+    """docs/attributes.md before its Metrics section, and the section (to the next heading of its level)."""
+    text = (DOCS / "attributes.md").read_text(encoding="utf-8")
+    before, found, metrics = text.partition(METRICS_HEADING)
+    assert found, "docs/attributes.md has no Metrics section"
+    return before, metrics.split("\n## ")[0]
 
 
 def test_attribute_reference_lists_exactly_the_contract() -> None:
     """docs/attributes.md's tables name every constant of the attribute module, and nothing else."""
-    documented = TABLE_ROW_NAME.findall((DOCS / "attributes.md").read_text(encoding="utf-8"))
+    spans, _ = _attribute_reference()
+    documented = TABLE_ROW_NAME.findall(spans)
     assert len(documented) == len(set(documented)), "a name is listed twice"
     assert set(documented) == _contract_names()
+
+
+def test_metrics_reference_lists_exactly_the_metric_names() -> None:
+    """The Metrics section's tables name every metric and metric attribute constant, and nothing else."""
+    _, metrics = _attribute_reference()
+    documented = TABLE_ROW_NAME.findall(metrics)
+    assert len(documented) == len(set(documented)), "a name is listed twice"
+    assert set(documented) == _contract_names(metrics=True)
 
 
 def test_configuration_reference_lists_every_setting_in_the_code() -> None:

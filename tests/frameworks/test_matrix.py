@@ -6,7 +6,8 @@ ran it in the framework's own pinned environment and committed the export and th
 ones, a tool result with rows of numbers, an answer stating one carried, one derived and one invented
 figure. Each row asserts that the tool-choosing call is scored (where the telemetry has a menu at all),
 that the answer's figures verdict names only the invented figure, the exact numbers of evaluated,
-flagged and duplicate spans, and that ``check`` over the export gives the live processor's verdicts.
+flagged and duplicate spans, the run summary on the agent span (where the framework writes one), and
+that ``check`` over the export gives the live processor's verdicts and runs.
 """
 
 from __future__ import annotations
@@ -57,35 +58,44 @@ class Row:
     """Where the choosing call's menu comes from; ``None``: the telemetry records no menu at all."""
     answer_tool: bool = False
     """The answer arrives through an output tool (its tool choice is skipped as ``answer-tool``)."""
+    run: str | None = None
+    """The name of the run's agent span (the outermost agent span); ``None``: the telemetry has none."""
 
     @property
     def id(self) -> str:
         return f"{self.framework}:{self.mode}"
 
 
+_PYDANTIC_AI = "invoke_agent agent"
+_OPENAI_AGENTS = "Agent workflow"  # OpenInference AGENT, above the named AGENT span "storage-ops"
+_LANGGRAPH = "invoke_agent LangGraph"  # above Traceloop's workflow span, itself an invoke_agent
+_SMOLAGENTS = "ToolCallingAgent.run"
+_STRANDS = "invoke_agent Strands Agents"
+
 ROWS = [
-    Row("pydantic_ai", "chat"),
-    Row("pydantic_ai", "responses", answer_tool=True),
-    Row("pydantic_ai", "stream"),
-    Row("openai_agents", "responses"),
-    Row("openai_agents", "responses_stream"),
+    Row("pydantic_ai", "chat", run=_PYDANTIC_AI),
+    Row("pydantic_ai", "responses", answer_tool=True, run=_PYDANTIC_AI),
+    Row("pydantic_ai", "stream", run=_PYDANTIC_AI),
+    Row("openai_agents", "responses", run=_OPENAI_AGENTS),
+    Row("openai_agents", "responses_stream", run=_OPENAI_AGENTS),
     # The chat-completions path of openinference-instrumentation-openai-agents records no tool
     # definitions anywhere (not on the LLM span, not on the agent span): no-menu is the honest verdict.
-    Row("openai_agents", "chat", flagged=1, menu_source=None),
-    Row("openai_agents", "chat_stream", flagged=1, menu_source=None),
+    Row("openai_agents", "chat", flagged=1, menu_source=None, run=_OPENAI_AGENTS),
+    Row("openai_agents", "chat_stream", flagged=1, menu_source=None, run=_OPENAI_AGENTS),
+    # OpenInference's LangChain and LlamaIndex instrumentations write CHAIN spans only: no agent span.
     Row("langchain", "openinference"),
-    Row("langchain", "traceloop"),
-    Row("langchain", "both", duplicates=2),
-    Row("langchain", "both_stream", duplicates=2),
+    Row("langchain", "traceloop", run=_LANGGRAPH),
+    Row("langchain", "both", duplicates=2, run=_LANGGRAPH),
+    Row("langchain", "both_stream", duplicates=2, run=_LANGGRAPH),
     Row("llama_index", "chat"),
     Row("llama_index", "parallel"),
-    Row("smolagents", "chat", answer_tool=True),
-    Row("smolagents", "stream", answer_tool=True),
+    Row("smolagents", "chat", answer_tool=True, run=_SMOLAGENTS),
+    Row("smolagents", "stream", answer_tool=True, run=_SMOLAGENTS),
     # strands' default and attributes-only modes record only the tools' names (gen_ai.agent.tools) on the
     # agent span: the choice is scored on names, and the hashing embedder finds it clear there.
-    Row("strands", "default", flagged=1, menu_source="ancestor"),
-    Row("strands", "latest", menu_source="ancestor"),
-    Row("strands", "attributes", flagged=1, menu_source="ancestor"),
+    Row("strands", "default", flagged=1, menu_source="ancestor", run=_STRANDS),
+    Row("strands", "latest", menu_source="ancestor", run=_STRANDS),
+    Row("strands", "attributes", flagged=1, menu_source="ancestor", run=_STRANDS),
 ]
 
 
@@ -137,6 +147,7 @@ def _live(row: Row) -> list[ReadableSpan]:
         processor.shutdown()
     counts = processor.counts()
     assert counts.evaluated + counts.duplicates == counts.held, counts
+    assert counts.held + counts.runs + counts.forwarded_untouched == counts.seen, counts
     return collected.spans
 
 
@@ -166,6 +177,8 @@ def test_row(row: Row, capsys: pytest.CaptureFixture[str]) -> None:
     offline = _checked(row, capsys)
     assert offline["spans"] == live["spans"], "check over the export must give the live verdicts"
     assert offline["summary"] == live["summary"]
+    assert offline["runs"] == live["runs"], "check must summarise the runs as the live processor does"
+    _assert_run(row, live["runs"])
 
     summary = live["summary"]
     assert summary["evaluated"] == 2, "one choosing call and one answering call, each evaluated once"
@@ -189,6 +202,19 @@ def test_row(row: Row, capsys: pytest.CaptureFixture[str]) -> None:
     assert any(d.startswith("812.5 = column-sum") for d in figures[FIGURES_DERIVATIONS])
     assert figures["shapecheck.figures.carried"] >= 1
     assert summary["figures"]["answers"] == 1 and summary["figures"]["skipped"] == 0
+
+
+def _assert_run(row: Row, runs: list[dict[str, Any]]) -> None:
+    """The outermost agent span alone carries the run: both evaluated calls, duplicates counted once."""
+    if row.run is None:
+        assert runs == []
+        return
+    assert [run["name"] for run in runs] == [row.run]
+    counts = runs[0]["summary"]
+    assert (counts["evaluated"], counts["flagged"], counts["duplicates"]) == (2, row.flagged, row.duplicates)
+    assert (counts["answers_checked"], counts["figures_unsupported"], counts["figures_computed"]) == (1, 1, 1)
+    assert counts["choices"] == 1 and counts["incomplete"] is False
+    assert runs[0]["flagged"] is True
 
 
 def _choosing_and_answering(entries: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -7,17 +7,21 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from google.protobuf.message import Message
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
 from otlp_receiver import OTLPReceiver
 
 from otel_shapecheck import ConformanceCheck, FiguresCheck, HashingEmbedder, ToolChoiceCheck
+from otel_shapecheck.gateway._counts import ExportAnswer
+from otel_shapecheck.gateway._decode import Kind, read_request
 from otel_shapecheck.gateway._gateway import Gateway
 from otel_shapecheck.gateway._service import GatewayService
 from otel_shapecheck.pipeline._events import EvaluationEventEmitter
 
 FAST_MILLIS = 50
+_SERVICE_OPTIONS = ("tls", "tokens", "request_timeout_seconds", "idle_timeout_seconds", "max_connections")
 
 
 def hashing_checks() -> list[Any]:
@@ -46,12 +50,12 @@ def build_gateway(receiver: OTLPReceiver, *, evaluate: bool = True, **options: A
 @contextmanager
 def running_gateway(receiver: OTLPReceiver, **options: Any) -> Iterator[GatewayService]:
     """A gateway listening on 127.0.0.1 (gRPC and HTTP, ports from the OS), stopped on exit."""
-    max_request_bytes = options.pop("max_request_bytes", None)
+    listening = {name: options.pop(name) for name in _SERVICE_OPTIONS if name in options}
     service = GatewayService(
         build_gateway(receiver, **options),
         grpc_address="127.0.0.1:0",
         http_address="127.0.0.1:0",
-        max_request_bytes=max_request_bytes,
+        **listening,
     )
     with service:
         yield service
@@ -85,3 +89,15 @@ def eventually(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
             return False
         time.sleep(0.01)
     return True
+
+
+def offer(gateway: Gateway, request: Message, kind: Kind = "traces") -> ExportAnswer:
+    """Hand one export request to the gateway as a transport would: door, validation, spool."""
+    body = request.SerializeToString()
+    opened = gateway.open_request(len(body))
+    if isinstance(opened, ExportAnswer):
+        return opened
+    try:
+        return gateway.accept(read_request(kind, body), opened)
+    finally:
+        gateway.close_request(opened)

@@ -1,4 +1,4 @@
-"""A full gateway queue answers with backpressure and retry info, and loses nothing it acknowledged."""
+"""A full spool answers with backpressure and retry info; the gateway loses nothing it acknowledged."""
 
 from __future__ import annotations
 
@@ -13,10 +13,16 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otlp_receiver import OTLPReceiver
 
 from gateway.otlp_requests import plain_spans, post, trace_request
-from gateway.running import build_gateway, eventually, grpc_span_exporter, http_span_exporter, running_gateway
-from otel_shapecheck.gateway._http import GatewayHTTPServer
+from gateway.running import eventually, grpc_span_exporter, http_span_exporter, running_gateway
+from otel_shapecheck.gateway._spool import MemorySpool
 
 CAPACITY = 10
+ONE_REQUEST = len(trace_request(plain_spans(8)).SerializeToString())
+
+
+def _small_spool() -> MemorySpool:
+    """A spool with room for one request of eight plain spans, not two."""
+    return MemorySpool(ONE_REQUEST + ONE_REQUEST // 2)
 
 
 def _span_ids(receiver: OTLPReceiver) -> list[str]:
@@ -31,9 +37,11 @@ class TestHttpBackpressure:
     def test_full_queue_answers_429_with_retry_after_and_keeps_what_it_acknowledged(
         self, receiver: OTLPReceiver
     ) -> None:
-        """While a slow downstream holds the queue, a request that does not fit gets 429 + Retry-After."""
+        """While a slow downstream holds the spool, a request that does not fit gets 429 + Retry-After."""
         receiver.behave(delay_seconds=1.0)
-        with running_gateway(receiver, max_queue_size=CAPACITY, retry_after_seconds=1) as service:
+        with running_gateway(
+            receiver, max_queue_size=CAPACITY, retry_after_seconds=1, spool=_small_spool()
+        ) as service:
             first = post(service.http_port, "/v1/traces", trace_request(plain_spans(8)).SerializeToString())
             assert first.status == 200
             assert receiver.wait_for(lambda r: r.requests >= 1)  # the forward of the first 8 is under way
@@ -43,7 +51,7 @@ class TestHttpBackpressure:
             assert refused.headers["retry-after"] == "1"
             status = status_pb2.Status.FromString(refused.body)
             assert status.code == code_pb2.RESOURCE_EXHAUSTED
-            assert "queue is full" in status.message
+            assert "the spool is full" in status.message
             assert service.gateway.counts().in_flight <= CAPACITY
             receiver.behave()
             assert receiver.wait_for(lambda r: len(r.spans) == 8)
@@ -71,7 +79,9 @@ class TestGrpcBackpressure:
         """The gRPC refusal carries a google.rpc.RetryInfo detail with the configured delay."""
         receiver.behave(delay_seconds=1.0)
         with (
-            running_gateway(receiver, max_queue_size=CAPACITY, retry_after_seconds=0.25) as service,
+            running_gateway(
+                receiver, max_queue_size=CAPACITY, retry_after_seconds=0.25, spool=_small_spool()
+            ) as service,
             grpc.insecure_channel(f"127.0.0.1:{service.grpc_port}") as channel,
         ):
             stub = trace_service_pb2_grpc.TraceServiceStub(channel)
@@ -84,7 +94,7 @@ class TestGrpcBackpressure:
             else:
                 raise AssertionError("a request past the queue's capacity was accepted")
             assert refusal.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-            assert "queue is full" in (refusal.details() or "")
+            assert "the spool is full" in (refusal.details() or "")
             details = dict(refusal.trailing_metadata() or ())["grpc-status-details-bin"]
             status = status_pb2.Status.FromString(details)
             retry_info = error_details_pb2.RetryInfo()
@@ -114,7 +124,9 @@ class TestSdkExportersRetry:
         receiver.behave(delay_seconds=0.5)
         batches = {"grpc": _ended_spans(8, "grpc"), "http": _ended_spans(8, "http")}
         results: dict[str, SpanExportResult] = {}
-        with running_gateway(receiver, max_queue_size=CAPACITY, retry_after_seconds=0.3) as service:
+        with running_gateway(
+            receiver, max_queue_size=CAPACITY, retry_after_seconds=0.3, spool=_small_spool()
+        ) as service:
             exporters = {"grpc": grpc_span_exporter(service), "http": http_span_exporter(service)}
 
             def send(kind: str) -> None:
@@ -136,41 +148,35 @@ class TestSdkExportersRetry:
         assert sorted(_span_ids(receiver)) == sorted(sent)
 
 
-class TestConcurrentRequestBound:
-    def test_requests_past_the_concurrency_bound_get_429_without_being_read(
+class TestFailingDownstream:
+    def test_a_refusing_destination_is_retried_until_it_takes_everything(
         self, receiver: OTLPReceiver
     ) -> None:
-        """With every request slot taken, a new request is answered 429 + Retry-After at once."""
-        gateway = build_gateway(receiver, retry_after_seconds=2)
-        server = GatewayHTTPServer(
-            gateway, ("127.0.0.1", 0), max_request_bytes=1 << 20, max_concurrent_requests=1
-        ).start()
-        body = trace_request(plain_spans(2)).SerializeToString()
-        try:
-            assert server.request_slots.acquire(blocking=False)  # one request in progress
-            busy = post(server.port, "/v1/traces", body)
-            server.request_slots.release()
-            taken = post(server.port, "/v1/traces", body)
-        finally:
-            server.stop()
-            gateway.shutdown()
-        assert (busy.status, busy.headers["retry-after"]) == (429, "2")
-        assert "too many requests in progress" in status_pb2.Status.FromString(busy.body).message
-        assert taken.status == 200
-        assert len(receiver.spans) == 2
-
-
-class TestFailingDownstream:
-    def test_a_refusing_destination_frees_the_slots_and_counts_the_loss(self, receiver: OTLPReceiver) -> None:
-        """Batches the destination refuses for good are counted as failed; the queue does not stay full."""
+        """Batches the destination refuses are tried again; once it accepts, every span arrives."""
         receiver.behave(error_status=400)
         with running_gateway(receiver, max_queue_size=CAPACITY) as service:
             body = trace_request(plain_spans(8)).SerializeToString()
             assert post(service.http_port, "/v1/traces", body).status == 200
-            assert eventually(lambda: service.gateway.counts().spans_export_failed == 8)
+            assert eventually(lambda: service.gateway.counts().export_retries >= 1, timeout=30)
+            assert receiver.spans == []
+            assert service.gateway.counts().in_flight == 8  # held, not dropped
+            receiver.behave()
+            assert receiver.wait_for(lambda r: len(r.spans) == 8, timeout=60)
+            assert eventually(lambda: service.gateway.counts().in_flight == 0)
+        counts = service.gateway.counts()
+        assert (counts.forwarded, counts.dropped, counts.spans_export_failed) == (8, 0, 0)
+
+    def test_given_up_batches_are_dropped_and_counted(self, receiver: OTLPReceiver) -> None:
+        """With give_up_after_seconds, a batch refused that long is dropped, counted, and frees its room."""
+        receiver.behave(error_status=400)
+        with running_gateway(receiver, max_queue_size=CAPACITY, give_up_after_seconds=0.2) as service:
+            body = trace_request(plain_spans(8)).SerializeToString()
+            assert post(service.http_port, "/v1/traces", body).status == 200
+            assert eventually(lambda: service.gateway.counts().dropped == 8, timeout=30)
             assert service.gateway.counts().in_flight == 0
             receiver.behave()
             again = trace_request(plain_spans(8, first=9)).SerializeToString()
             assert post(service.http_port, "/v1/traces", again).status == 200
-            assert receiver.wait_for(lambda r: len(r.spans) == 8)
-        assert service.gateway.counts().spans_exported == 8
+            assert receiver.wait_for(lambda r: len(r.spans) == 8, timeout=30)
+        counts = service.gateway.counts()
+        assert (counts.forwarded, counts.dropped, counts.unaccounted) == (8, 8, 0)

@@ -8,17 +8,17 @@ import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from otlp_receiver import OTLPReceiver
 
 from gateway.otlp_requests import TRACE_ID, plain_spans, post, trace_request
-from gateway.running import build_gateway, eventually, running_gateway
+from gateway.running import build_gateway, eventually, offer, running_gateway
 from otel_shapecheck import _attributes as attrs
 from otel_shapecheck.gateway._admission import Admission
-from otel_shapecheck.gateway._decode import decode_spans
-from otel_shapecheck.gateway._gateway import gateway_processor_options
+from otel_shapecheck.gateway._settings import gateway_processor_options
 
 TOOLS = [
     {"type": "function", "name": "get_capacity", "description": "Get the storage capacity of a cluster"},
@@ -75,15 +75,17 @@ class TestGracefulStop:
         """After shutdown began, an export is refused (503 / UNAVAILABLE upstream) and nothing is taken."""
         gateway = build_gateway(receiver)
         gateway.shutdown()
-        answer = gateway.export_spans(decode_spans(trace_request(plain_spans(2))))
+        answer = offer(gateway, trace_request(plain_spans(2)))
         assert answer.admission is Admission.CLOSING
         assert answer.accepted == 0
-        assert not gateway.budget.begin_request()
+        assert not gateway.gate.begin_request()
         assert gateway.counts().spans_accepted == 0
 
 
 class TestServeCommand:
-    def test_sigterm_drains_and_forwards_everything_accepted(self, receiver: OTLPReceiver) -> None:
+    def test_sigterm_drains_and_forwards_everything_accepted(
+        self, receiver: OTLPReceiver, tmp_path: Path
+    ) -> None:
         """``otel-shapecheck serve`` prints where it listens; SIGTERM forwards all accepted spans, exit 0."""
         command = [
             sys.executable,
@@ -102,6 +104,8 @@ class TestServeCommand:
             "hashing",
             "--max-wait-millis",
             "60000",
+            "--spool-dir",
+            str(tmp_path / "spool"),
         ]
         # A long export delay: only the drain at SIGTERM can have forwarded the spans.
         env = {**os.environ, "OTEL_BSP_SCHEDULE_DELAY": "60000"}
@@ -123,7 +127,8 @@ class TestServeCommand:
                 process.kill()
                 process.communicate()
         assert process.returncode == 0, stderr
-        assert "31 spans and 0 log records accepted, 31 spans exported" in stderr
+        assert "31 spans and 0 log records accepted, 0 rejected" in stderr
+        assert "31 forwarded (31 spans), 0 left in the spool" in stderr
         assert len({span.span_id for span in receiver.spans}) == 31
 
     def test_no_destination_is_a_usage_error(self) -> None:

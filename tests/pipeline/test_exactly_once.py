@@ -1,4 +1,8 @@
-"""Any interleaving of span starts and ends: every ended span reaches the downstream exactly once."""
+"""Any interleaving of span starts and ends: every ended span reaches the downstream exactly once.
+
+Agent spans take part: a run's agent span waits for the spans of its run, nested ones are no run, and
+either way each reaches the downstream once.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from otel_shapecheck.pipeline._options import ProcessorOptions
 
 from .agent import CountingProcessor, RecordingCheck
 
-KINDS = ("chat_named", "chat_unnamed", "tool", "attempt", "plain")
+KINDS = ("chat_named", "chat_unnamed", "tool", "attempt", "agent", "plain")
 PARENTS = st.one_of(st.none(), st.just("remote"), st.integers(min_value=0, max_value=50))
 
 
@@ -93,6 +97,9 @@ class SpanInterleavings(RuleBasedStateMachine):
         elif kind == "tool":
             invocation = self.handler.tool("t", context=context)
             span, end = invocation.span, invocation.stop
+        elif kind == "agent":
+            agent = self.handler.invoke_local_agent(agent_name="a", context=context)
+            span, end = agent.span, agent.stop
         else:
             attributes = (
                 {ANALYST_ID: "a", ANALYST_ATTEMPT: 1, ROWS_EMITTED: 1, ROWS_ACCEPTED: 0}
@@ -120,7 +127,10 @@ class SpanInterleavings(RuleBasedStateMachine):
         assert self.processor.force_flush(5000)
         delivered = set(self.downstream.span_ids())
         for span_id, ended in self.ended.items():
-            may_wait = ended.kind == "chat_unnamed" and isinstance(ended.parent, int)
+            # A call may wait for its parent's end, and a run's agent span for such a call.
+            may_wait = ended.kind in ("chat_unnamed", "agent") and (
+                isinstance(ended.parent, int) or ended.kind == "agent"
+            )
             assert may_wait or span_id in delivered, ended
 
     @invariant()
@@ -136,7 +146,10 @@ class SpanInterleavings(RuleBasedStateMachine):
         try:
             delivered = Counter(self.downstream.span_ids())
             assert delivered == Counter(set(self.ended)), (delivered, self.ended)
-            assert self.processor.counts().seen == len(self.ended)
+            counts = self.processor.counts()
+            assert counts.seen == len(self.ended)
+            assert counts.held + counts.runs + counts.forwarded_untouched == counts.seen, counts
+            assert counts.evaluated + counts.duplicates == counts.held, counts
         finally:
             for opened in self.opened:
                 opened.end()

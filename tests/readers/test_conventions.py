@@ -25,6 +25,7 @@ from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer, Scri
 from otel_shapecheck.readers._classify import (
     SpanRole,
     classify_span,
+    is_agent_span,
     is_genai_content_record,
     names_own_tool_calls,
 )
@@ -246,7 +247,13 @@ def test_openinference_multipart_contents_and_tool_messages(telemetry: CapturedT
         ("generate_content m", {"gen_ai.operation.name": "generate_content"}, SpanRole.LLM_CALL),
         ("text_completion m", {"gen_ai.operation.name": "text_completion"}, SpanRole.LLM_CALL),
         ("embeddings m", {"gen_ai.operation.name": "embeddings"}, SpanRole.OTHER),
-        ("invoke_agent a", {"gen_ai.operation.name": "invoke_agent"}, SpanRole.OTHER),
+        ("invoke_agent a", {"gen_ai.operation.name": "invoke_agent"}, SpanRole.AGENT),
+        ("invoke_workflow w", {"gen_ai.operation.name": "invoke_workflow"}, SpanRole.OTHER),
+        ("Agent workflow", {"openinference.span.kind": "AGENT"}, SpanRole.AGENT),
+        ("LangGraph", {"openinference.span.kind": "CHAIN"}, SpanRole.OTHER),
+        ("storage.workflow", {"traceloop.span.kind": "workflow"}, SpanRole.AGENT),
+        ("storage.agent", {"traceloop.span.kind": "agent"}, SpanRole.AGENT),
+        ("invoke_agent a", {}, SpanRole.OTHER),
         ("execute_tool f", {"gen_ai.operation.name": "execute_tool"}, SpanRole.TOOL_EXECUTION),
         ("execute_tool f", {}, SpanRole.TOOL_EXECUTION),
         ("ollama.chat", {"llm.request.type": "chat"}, SpanRole.LLM_CALL),
@@ -266,6 +273,7 @@ def test_openinference_multipart_contents_and_tool_messages(telemetry: CapturedT
 )
 def test_classification(name: str, attributes: dict[str, Any], kind: SpanRole) -> None:
     assert classify_span(name, attributes).role is kind
+    assert is_agent_span(attributes) is (kind is SpanRole.AGENT)
 
 
 def test_output_that_stopped_for_tools_but_names_none_leaves_tool_calls_unknown(

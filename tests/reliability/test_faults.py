@@ -40,7 +40,7 @@ from otel_shapecheck.pipeline._options import ProcessorOptions
 
 from .telemetry import SPANS_PER_TURN, IdRecorder, agent_turn, longest_turn
 
-APPLICATION_BOUND_SECONDS = 0.5
+APPLICATION_BOUND_SECONDS = 1.5
 """Longest one agent turn (four span ends) may take on the application's thread, whatever fails.
 
 Normal turns take well under a millisecond; the bound is generous for a shared two-core machine."""

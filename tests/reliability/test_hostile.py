@@ -48,7 +48,7 @@ from otel_shapecheck.pipeline._options import ProcessorOptions
 
 from .telemetry import ANSWER, IdRecorder, agent_turn, chat_attributes, messages, tool_attributes
 
-APPLICATION_BOUND_SECONDS = 0.5
+APPLICATION_BOUND_SECONDS = 1.5
 """Longest one span end may take on the application's thread, whatever it carries."""
 EVALUATION_BOUND_SECONDS = 120.0
 """Longest the worker may take for one hostile turn (the 100 000-tool menu is the slowest case)."""

@@ -42,8 +42,8 @@ from otel_shapecheck import (
     with_shape_collapse_retry,
 )
 from otel_shapecheck.checks._builtin import build_checks
-from otel_shapecheck.cli._report import summary, verdict_rows
-from otel_shapecheck.cli._terminal import print_summary, print_verdicts, stdout_console
+from otel_shapecheck.cli._report import run_entries, summary, verdict_rows
+from otel_shapecheck.cli._terminal import print_runs, print_summary, print_verdicts, stdout_console
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer, ScriptedReply, ScriptedToolCall
 from otel_shapecheck.otlp._counting import CountingSpanExporter
 from otel_shapecheck.otlp._endpoints import describe, otlp_log_exporter, otlp_span_exporter
@@ -320,6 +320,7 @@ def run_demo(output: DemoOutput, *, embedder: str, console: Console | None = Non
     provider.shutdown()
     spans = collector.spans
     print_verdicts(console, verdict_rows(spans), title="shapecheck demo: verdicts on the agent's telemetry")
+    print_runs(console, run_entries(spans), title="shapecheck demo: the agent's runs")
     print_summary(console, summary(spans))
     undelivered_spans, undelivered_events = span_exporter.failed, events.stats().dropped
     if undelivered_spans or undelivered_events:

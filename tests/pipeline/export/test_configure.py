@@ -202,3 +202,78 @@ def test_unreachable_backend_never_holds_the_application(failure: str, receiver:
     provider.shutdown()
     assert time.monotonic() - started < ran_after + 3 * BOUND_SECONDS
     assert receiver.log_records == []
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
+def test_verdict_metrics_arrive_over_otlp(
+    protocol: str, receiver: OTLPReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """configure() exports the verdict metrics where OTEL_EXPORTER_OTLP_METRICS_PROTOCOL says, with the
+    application's resource, when the tracer provider shuts down."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://{receiver.grpc_endpoint}")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", protocol)
+    if protocol == "http/protobuf":
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", f"{receiver.http_endpoint}/v1/metrics")
+    provider = _provider()
+    otel_shapecheck.configure(provider, checks=_checks(), events=False)
+    with instrumented(provider):
+        assert run_capacity_turn(provider) == ANSWER
+    provider.shutdown()  # the processor's shutdown flushes the verdicts, then exports the metrics
+    verdicts = [point for point in receiver.metric_points if point.name == attrs.METRIC_VERDICTS]
+    assert {point.transport for point in verdicts} == {"grpc" if protocol == "grpc" else "http"}
+    assert all(point.resource["service.name"] == "capacity-agent" for point in verdicts)
+    flagged = [point for point in verdicts if point.attributes[attrs.METRIC_FLAGGED]]
+    assert [
+        (p.attributes[attrs.METRIC_CHECK], p.attributes[attrs.METRIC_LABEL], p.value) for p in flagged
+    ] == [("figures", "unsupported", 1.0)]
+    unsupported = [p for p in receiver.metric_points if p.name == attrs.METRIC_FIGURES_UNSUPPORTED]
+    assert sum(point.value for point in unsupported) >= 1
+    assert {span.transport for span in receiver.spans} == {"grpc"}
+
+
+def test_an_applications_meter_provider_is_used_as_given(receiver: OTLPReceiver) -> None:
+    """metrics=<MeterProvider>: the verdict metrics are recorded there and nothing goes over OTLP for them."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader], shutdown_on_exit=False)
+    provider = _provider()
+    otel_shapecheck.configure(
+        provider, endpoint=f"http://{receiver.grpc_endpoint}", checks=_checks(), metrics=meter_provider
+    )
+    with instrumented(provider):
+        assert run_capacity_turn(provider) == ANSWER
+    provider.shutdown()
+    data = reader.get_metrics_data()
+    names = {
+        metric.name
+        for resource_metrics in (data.resource_metrics if data is not None else ())
+        for scope_metrics in resource_metrics.scope_metrics
+        for metric in scope_metrics.metrics
+    }
+    assert {attrs.METRIC_VERDICTS, attrs.METRIC_FIGURES_UNSUPPORTED} <= names
+    assert receiver.metric_points == []
+    meter_provider.shutdown()
+
+
+def test_metrics_exporter_none_builds_no_metric_exporter(
+    receiver: OTLPReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OTEL_METRICS_EXPORTER=none, the SDK's own switch, turns the OTLP metric export off."""
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    provider = _provider()
+    otel_shapecheck.configure(provider, endpoint=f"http://{receiver.grpc_endpoint}", checks=_checks())
+    with instrumented(provider):
+        assert run_capacity_turn(provider) == ANSWER
+    provider.shutdown()
+    assert receiver.spans and receiver.metric_points == []
+
+
+def test_bad_metrics_argument_raises_before_anything_starts() -> None:
+    """metrics= must be a bool or a MeterProvider."""
+    provider = _provider()
+    with pytest.raises(ValueError, match="metrics"):
+        otel_shapecheck.configure(provider, metrics="yes")  # type: ignore[arg-type]
+    provider.shutdown()

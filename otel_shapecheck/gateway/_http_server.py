@@ -1,0 +1,235 @@
+"""The OTLP/HTTP listener: uvicorn serving :class:`OTLPApplication`, on its own thread and event loop.
+
+Why uvicorn: a maintained asyncio HTTP/1.1 server (h11 for parsing) that takes a listen backlog, TLS
+(and client certificates), a keep-alive idle timeout, a connection limit and a graceful stop, and runs
+any ASGI callable, so the gateway's own code is the small application and nothing of a web framework.
+It has no whole-request deadline (a connection that trickles its headers or body is held for ever), so
+the one thing added here is :class:`_DeadlineProtocol`: from a request's first byte (or the connection's
+start), headers and body must arrive within ``request_timeout_seconds`` or the connection is answered
+``408`` and closed; the time the gateway spends on a request does not count. The connection limit
+(``max_connections``) answers ``503`` past it; the listen backlog is 2048 (the kernel's
+``net.core.somaxconn`` caps it).
+
+The socket is bound here, before the server starts, so a bad address is a start-up error naming it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import threading
+from typing import Any, cast
+
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from otel_shapecheck.gateway._http import OTLPApplication
+from otel_shapecheck.gateway._security import TLSSettings
+from otel_shapecheck.gateway._settings import (
+    DEFAULT_IDLE_TIMEOUT_SECONDS,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_REQUEST_TIMEOUT_SECONDS,
+)
+
+logger = logging.getLogger(__name__)
+
+BACKLOG = 2048
+_STOP_GRACE_SECONDS = 10
+_QUIET_SECONDS = 10.0
+_TIMED_OUT = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"content-length: 53\r\nconnection: close\r\n\r\n"
+    b"the request did not arrive whole within the deadline\n"
+)
+
+
+class _DeadlineProtocol(H11Protocol):
+    """uvicorn's h11 protocol with a whole-request deadline (headers and body, not each read)."""
+
+    request_timeout = DEFAULT_REQUEST_TIMEOUT_SECONDS
+    timed_out = 0
+    """Connections closed by the deadline (all servers of this class)."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        self._deadline: asyncio.TimerHandle | None = None
+        super().connection_made(transport)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        cycle = self.cycle
+        if self._deadline is None and (cycle is None or cycle.response_complete):
+            self._arm()  # the first byte of a new request on a kept-alive connection
+        super().data_received(data)
+        cycle = self.cycle
+        if cycle is not None and not cycle.more_body and self._deadline is not None:
+            self._deadline.cancel()  # the request is whole: the gateway's own time does not count
+            self._deadline = None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        self._deadline = self.loop.call_later(self.request_timeout, self._expired)
+
+    def _expired(self) -> None:
+        self._deadline = None
+        cycle = self.cycle
+        if (
+            cycle is not None
+            and not cycle.response_complete
+            and (not cycle.more_body or cycle.response_started)
+        ):
+            return  # the request arrived; the answer is on its way
+        type(self).timed_out += 1
+        if cycle is not None and not cycle.response_complete:
+            cycle.disconnected = True  # the application's receive() returns http.disconnect
+            cycle.message_event.set()
+        if not self.transport.is_closing():
+            self.transport.write(_TIMED_OUT)
+            self.transport.close()
+
+
+class _QuietFilter(logging.Filter):
+    """uvicorn logs one line per bad request or refused connection: keep one per message per 10 s."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = str(record.msg)
+        now = record.created
+        if now - self._last.get(key, -_QUIET_SECONDS) < _QUIET_SECONDS:
+            return False
+        self._last[key] = now
+        return True
+
+
+_uvicorn_logger = logging.getLogger("uvicorn.error")
+if not any(isinstance(existing, _QuietFilter) for existing in _uvicorn_logger.filters):
+    _uvicorn_logger.addFilter(_QuietFilter())
+
+
+class GatewayHTTPServer:
+    """uvicorn on a daemon thread serving one :class:`OTLPApplication` on a bound socket.
+
+    Raises:
+        ValueError: the address is malformed or cannot be bound.
+    """
+
+    def __init__(
+        self,
+        app: OTLPApplication,
+        address: str,
+        *,
+        tls: TLSSettings | None = None,
+        request_timeout_seconds: float = DEFAULT_REQUEST_TIMEOUT_SECONDS,
+        idle_timeout_seconds: float = DEFAULT_IDLE_TIMEOUT_SECONDS,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    ) -> None:
+        self.app = app
+        self.host, port = _split(address)
+        self._socket = _bind(self.host, port, address)
+        self.port = int(self._socket.getsockname()[1])
+        protocol = type(
+            "ShapecheckH11Protocol", (_DeadlineProtocol,), {"request_timeout": request_timeout_seconds}
+        )
+        self.protocol = cast(type[_DeadlineProtocol], protocol)
+        tls_options: dict[str, Any] = {}
+        if tls is not None:
+            tls_options = {"ssl_certfile": str(tls.cert), "ssl_keyfile": str(tls.key)}
+            if tls.client_ca is not None:
+                tls_options.update(ssl_ca_certs=str(tls.client_ca), ssl_cert_reqs=2)  # ssl.CERT_REQUIRED
+        config = uvicorn.Config(
+            app,
+            http=protocol,
+            lifespan="off",
+            log_config=None,
+            access_log=False,
+            backlog=BACKLOG,
+            timeout_keep_alive=max(1, round(idle_timeout_seconds)),
+            limit_concurrency=max_connections,
+            timeout_graceful_shutdown=_STOP_GRACE_SECONDS,
+            server_header=False,
+            **tls_options,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+        self._failed: BaseException | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The server's event loop, while it runs."""
+
+    @property
+    def timed_out(self) -> int:
+        """Connections closed because a request did not arrive whole in time."""
+        return self.protocol.timed_out
+
+    def start(self) -> GatewayHTTPServer:
+        """Serve on a daemon thread; returns once the server accepts connections."""
+        started = threading.Event()
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            self.loop = loop
+            try:
+                task = loop.create_task(self._server.serve(sockets=[self._socket]))
+                loop.call_soon(_when_started, self._server, started, loop)
+                loop.run_until_complete(task)
+            except BaseException as error:  # SystemExit from uvicorn's start-up included
+                self._failed = error
+                logger.exception("The OTLP/HTTP server stopped")
+            finally:
+                started.set()
+                loop.close()
+
+        self._thread = threading.Thread(target=serve, name="shapecheck-gateway-http-server", daemon=True)
+        self._thread.start()
+        started.wait(30)
+        if self._failed is not None or not self._server.started:
+            self.stop()
+            raise ValueError(
+                f"--http {self.host}:{self.port}: the HTTP server did not start ({self._failed})"
+            )
+        return self
+
+    def stop(self) -> None:
+        """Stop accepting, finish the requests in progress (up to 10 s), close the socket."""
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(_STOP_GRACE_SECONDS + 5)
+            self._thread = None
+        self._socket.close()
+        self.app.executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _when_started(server: uvicorn.Server, started: threading.Event, loop: asyncio.AbstractEventLoop) -> None:
+    if server.started:
+        started.set()
+    else:
+        loop.call_later(0.01, _when_started, server, started, loop)
+
+
+def _split(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"--http {address!r}: expected host:port, e.g. 127.0.0.1:4318")
+    return host.strip("[]"), int(port)
+
+
+def _bind(host: str, port: int, address: str) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(BACKLOG)
+        sock.set_inheritable(True)
+    except OSError as error:
+        sock.close()
+        raise ValueError(f"--http {address!r}: cannot listen there ({error.strerror or error})") from None
+    return sock

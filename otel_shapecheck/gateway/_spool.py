@@ -1,0 +1,321 @@
+"""The gateway's spool: every acknowledged request, kept until each of its items has been forwarded.
+
+A request is written here (validated, as an OTLP protobuf export request) before the sender gets its
+answer, and deleted once every span or log record in it has reached the destination. What a crashed or
+killed gateway left is found at the next start and forwarded then, so delivery is at-least-once.
+
+Each entry keeps two bitmaps over its items: ``sent`` (handed to the forwarding exporter at least once)
+and ``done`` (the destination confirmed it). On replay, done items are skipped and items sent but not
+done are *in doubt*: they may have reached the destination before the crash, so they are counted as
+possible duplicates.
+
+:class:`SqliteSpool` is the durable store: one sqlite3 database in WAL mode in the spool directory,
+guarded by an exclusive lock file so that two gateways never replay the same entries. With
+``synchronous=NORMAL`` (the default) a commit survives the process being killed (``kill -9``, the OOM
+killer); ``fsync=True`` makes every commit survive a power loss too, at the cost of one fsync per
+request. :class:`MemorySpool` has the same interface and keeps entries in memory only (``--no-spool``).
+Both are bounded in bytes: space is reserved before a request's body is read, and a request that does
+not fit is refused with backpressure, never dropped after it was acknowledged.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+Kind = Literal["traces", "logs"]
+_KINDS: dict[str, int] = {"traces": 0, "logs": 1}
+_KIND_NAMES: dict[int, Kind] = {0: "traces", 1: "logs"}
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind INTEGER NOT NULL,
+    items INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    sent BLOB,
+    done BLOB,
+    body BLOB NOT NULL
+)
+"""
+DATABASE_NAME = "spool.sqlite3"
+LOCK_NAME = "spool.lock"
+
+
+class SpoolError(ValueError):
+    """The spool cannot be opened (a usage error: the message names the directory and the problem)."""
+
+
+def bitmap(items: int) -> bytearray:
+    """An all-clear bitmap for ``items`` items."""
+    return bytearray((items + 7) // 8)
+
+
+def bit(bits: bytes | bytearray, index: int) -> bool:
+    """Whether item ``index`` is set."""
+    return bool(bits[index >> 3] & (1 << (index & 7)))
+
+
+def set_bit(bits: bytearray, index: int) -> bool:
+    """Set item ``index``; whether it was clear before."""
+    mask = 1 << (index & 7)
+    if bits[index >> 3] & mask:
+        return False
+    bits[index >> 3] |= mask
+    return True
+
+
+def count_bits(bits: bytes | bytearray) -> int:
+    """How many items are set."""
+    return sum(byte.bit_count() for byte in bits)
+
+
+@dataclass(eq=False)
+class SpoolEntry:
+    """One acknowledged request: its items and which of them were sent and confirmed."""
+
+    id: int
+    kind: Kind
+    items: int
+    size: int
+    """Bytes of the stored body (what the entry costs the spool)."""
+    sent: bytearray = field(default_factory=bytearray)
+    done: bytearray = field(default_factory=bytearray)
+
+    def __post_init__(self) -> None:
+        width = (self.items + 7) // 8
+        self.sent = self.sent.ljust(width, b"\0")[:width]
+        self.done = self.done.ljust(width, b"\0")[:width]
+
+    @property
+    def remaining(self) -> int:
+        """Items not yet confirmed."""
+        return self.items - count_bits(self.done)
+
+    @property
+    def in_doubt(self) -> int:
+        """Items sent but not confirmed: they may have reached the destination already."""
+        return sum((sent & ~done & 0xFF).bit_count() for sent, done in zip(self.sent, self.done, strict=True))
+
+
+class _Space:
+    """Bytes used by stored entries plus bytes reserved by requests still being received."""
+
+    def __init__(self, max_bytes: int, used: int) -> None:
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self.used = used
+        self.reserved = 0
+
+    def reserve(self, size: int) -> bool:
+        with self._lock:
+            if self.used + self.reserved + size > self.max_bytes and (self.used or self.reserved):
+                return False
+            self.reserved += size
+            return True
+
+    def unreserve(self, size: int) -> None:
+        with self._lock:
+            self.reserved = max(0, self.reserved - size)
+
+    def store(self, reserved: int, size: int) -> None:
+        with self._lock:
+            self.reserved = max(0, self.reserved - reserved)
+            self.used += size
+
+    def free(self, size: int) -> None:
+        with self._lock:
+            self.used = max(0, self.used - size)
+
+
+class MemorySpool:
+    """Entries in memory only: acknowledged items are lost if the process dies (``--no-spool``)."""
+
+    durable = False
+    description = "memory (no spool directory)"
+
+    def __init__(self, max_bytes: int) -> None:
+        self._lock = threading.Lock()
+        self._bodies: dict[int, tuple[SpoolEntry, bytes]] = {}
+        self._next_id = 1
+        self.space = _Space(max_bytes, 0)
+
+    def recover(self) -> list[SpoolEntry]:
+        """Nothing survives a restart in memory."""
+        return []
+
+    def put(self, kind: Kind, body: bytes, items: int, reserved: int) -> SpoolEntry:
+        """Store one request; ``reserved`` bytes were reserved for it beforehand."""
+        with self._lock:
+            entry = SpoolEntry(self._next_id, kind, items, len(body), bitmap(items), bitmap(items))
+            self._next_id += 1
+            self._bodies[entry.id] = (entry, body)
+        self.space.store(reserved, len(body))
+        return entry
+
+    def body(self, entry: SpoolEntry) -> bytes:
+        """The stored request of ``entry``."""
+        with self._lock:
+            return self._bodies[entry.id][1]
+
+    def mark(self, entries: Iterable[SpoolEntry]) -> None:
+        """Entries' bitmaps changed (kept in the entry objects themselves here)."""
+
+    def delete(self, entries: Sequence[SpoolEntry]) -> None:
+        """Forget entries whose items were all forwarded."""
+        freed = 0
+        with self._lock:
+            for entry in entries:
+                if self._bodies.pop(entry.id, None) is not None:
+                    freed += entry.size
+        self.space.free(freed)
+
+    def remaining_items(self) -> int:
+        """Items stored and not yet confirmed."""
+        with self._lock:
+            return sum(entry.remaining for entry, _ in self._bodies.values())
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class SqliteSpool:
+    """Entries in an sqlite3 database (WAL) in ``directory``, surviving a crash of the process.
+
+    Raises:
+        SpoolError: the directory cannot be created or written, the database is unreadable, or another
+            gateway holds the directory's lock.
+    """
+
+    durable = True
+
+    def __init__(self, directory: str | os.PathLike[str], max_bytes: int, *, fsync: bool = False) -> None:
+        self.directory = Path(directory).expanduser()
+        self.description = str(self.directory)
+        try:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._lock_file = open(self.directory / LOCK_NAME, "a+")  # noqa: SIM115 - held while open
+        except OSError as error:
+            raise SpoolError(f"--spool-dir {self.description!r}: cannot use it ({error.strerror})") from None
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._lock_file.close()
+            raise SpoolError(
+                f"--spool-dir {self.description!r} is in use by another gateway; give each its own"
+            ) from None
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(
+                self.directory / DATABASE_NAME, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
+            self._db.execute(_SCHEMA)
+            used = int(self._db.execute("SELECT COALESCE(SUM(size), 0) FROM entries").fetchone()[0])
+        except sqlite3.Error as error:
+            self._lock_file.close()
+            raise SpoolError(f"--spool-dir {self.description!r}: unreadable spool ({error})") from None
+        self.space = _Space(max_bytes, used)
+        self._closed = False
+
+    def recover(self) -> list[SpoolEntry]:
+        """Every entry a previous run left, oldest first (without bodies)."""
+        with self._lock:
+            rows = self._db.execute("SELECT id, kind, items, size, sent, done FROM entries ORDER BY id")
+            return [
+                SpoolEntry(
+                    row[0],
+                    _KIND_NAMES.get(row[1], "traces"),
+                    row[2],
+                    row[3],
+                    bytearray(row[4] or b""),
+                    bytearray(row[5] or b""),
+                )
+                for row in rows.fetchall()
+            ]
+
+    def put(self, kind: Kind, body: bytes, items: int, reserved: int) -> SpoolEntry:
+        """Store one request durably (committed when this returns)."""
+        sent, done = bitmap(items), bitmap(items)
+        with self._lock:
+            self._check_open()
+            cursor = self._db.execute(
+                "INSERT INTO entries (kind, items, size, sent, done, body) VALUES (?, ?, ?, ?, ?, ?)",
+                (_KINDS[kind], items, len(body), bytes(sent), bytes(done), body),
+            )
+            entry_id = cursor.lastrowid
+        assert entry_id is not None
+        self.space.store(reserved, len(body))
+        return SpoolEntry(entry_id, kind, items, len(body), sent, done)
+
+    def body(self, entry: SpoolEntry) -> bytes:
+        """The stored request of ``entry``."""
+        with self._lock:
+            self._check_open()
+            row = self._db.execute("SELECT body FROM entries WHERE id = ?", (entry.id,)).fetchone()
+        if row is None:
+            raise KeyError(entry.id)
+        return bytes(row[0])
+
+    def mark(self, entries: Iterable[SpoolEntry]) -> None:
+        """Write the entries' bitmaps, in one transaction."""
+        rows = [(bytes(entry.sent), bytes(entry.done), entry.id) for entry in entries]
+        if not rows:
+            return
+        with self._lock:
+            if self._closed:
+                return
+            self._db.execute("BEGIN")
+            self._db.executemany("UPDATE entries SET sent = ?, done = ? WHERE id = ?", rows)
+            self._db.execute("COMMIT")
+
+    def delete(self, entries: Sequence[SpoolEntry]) -> None:
+        """Delete entries whose items were all forwarded, in one transaction."""
+        if not entries:
+            return
+        with self._lock:
+            if self._closed:
+                return
+            self._db.execute("BEGIN")
+            self._db.executemany("DELETE FROM entries WHERE id = ?", [(entry.id,) for entry in entries])
+            self._db.execute("COMMIT")
+        self.space.free(sum(entry.size for entry in entries))
+
+    def remaining_items(self) -> int:
+        """Items stored and not yet confirmed."""
+        with self._lock:
+            rows = self._db.execute("SELECT items, done FROM entries").fetchall()
+        return sum(
+            SpoolEntry(0, "traces", row[0], 0, done=bytearray(row[1] or b"")).remaining for row in rows
+        )
+
+    def close(self) -> None:
+        """Close the database (checkpointing the WAL) and release the directory's lock."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self._db.close()
+            finally:
+                self._lock_file.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SpoolError(f"the spool in {self.description!r} is closed")
+
+
+Spool = MemorySpool | SqliteSpool
+
+
+def default_spool_directory() -> Path:
+    """A per-user directory: ``$XDG_STATE_HOME/otel-shapecheck/spool``, else under ``~/.local/state``."""
+    state = os.environ.get("XDG_STATE_HOME", "").strip()
+    base = Path(state) if state else Path.home() / ".local" / "state"
+    return base / "otel-shapecheck" / "spool"
