@@ -11,26 +11,29 @@ Every ratio compares two things measured in the same run (each best of three, CP
   trace each), MiniLM against the hashing embedder; wall time, each in a fresh set of checks.
 - **RSS**: in child processes, the peak RSS (``VmHWM``, reset after loading) while embedding 64 texts of
   256 tokens and the BFCL texts, and the RSS after, against the RSS right after loading.
+- **Against the code before** (only with ``$SHAPECHECK_BENCH_BASELINE_TREE``, see ``benchmarks/_trees.py``):
+  the steady-state throughput and the ``check`` ratio again, this tree and the baseline checkout each in
+  its own child processes, back to back.
 
 Run alone with ``python -m benchmarks embedding``.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
 import textwrap
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks import _bfcl
+from benchmarks import _bfcl, _trees
 from benchmarks.bench_tool_choice import subjects_of
-from otel_shapecheck import HashingEmbedder, MiniLMEmbedder, Subject, ToolChoiceCheck
+from otel_shapecheck import MiniLMEmbedder, Subject, ToolChoiceCheck
 from otel_shapecheck.checks._builtin import build_checks
 from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache
 from otel_shapecheck.checks.tool_choice._minilm import MINILM_DIMS
@@ -318,6 +321,58 @@ def rss_rows(texts: Sequence[str]) -> list[dict[str, Any]]:
     return rows
 
 
+def _case_record(case: _bfcl.Case) -> dict[str, Any]:
+    return {
+        "query": case.query,
+        "chosen": list(case.chosen),
+        "arguments": dict(case.arguments),
+        "tools": [
+            {
+                "name": t.name,
+                "description": t.description,
+                "parameters": [[p.name, p.description] for p in t.parameters],
+            }
+            for t in case.tools
+        ],
+    }
+
+
+def tree_rows(
+    baseline: Path, cases: Sequence[_bfcl.Case], live: Sequence[_bfcl.Case]
+) -> list[dict[str, Any]]:
+    """Steady-state MiniLM throughput and the ``check`` ratio, this tree against ``baseline``."""
+    here = _trees.this_tree()
+    records = [_case_record(case) for case in cases]
+    rows = []
+    base_rate = _trees.evaluate_calls_per_s(baseline, records, {})
+    for label, options in (("calibrated", {}), ("cosine_margin", {"scoring": "cosine_margin"})):
+        rate = _trees.evaluate_calls_per_s(here, records, options)
+        rows.append(
+            _row(
+                f"embedding.minilm_evaluation.calls_per_s[{label} vs baseline tree]",
+                rate,
+                "calls/s",
+                base_rate,
+                ">= 3 x the code before (its default scoring, tool texts indexed, contexts new)",
+                baseline_tree=baseline.name,
+            )
+        )
+    data = bfcl_trace_lines(live)
+    for tree, label in ((here, "this tree"), (baseline, "baseline tree")):
+        hashing_s = _trees.check_seconds(tree, data, "hashing")
+        minilm_s = _trees.check_seconds(tree, data, "minilm")
+        rows.append(
+            _row(
+                f"embedding.check_command.bfcl_live[{len(live)} traces].minilm_vs_hashing[{label}]",
+                minilm_s,
+                "s",
+                hashing_s,
+                "<= 4 x hashing" if tree == here else "report (11.6 x when issue 20 was filed)",
+            )
+        )
+    return rows
+
+
 def run() -> list[dict[str, Any]]:
     """Every row of this benchmark (skipped with a message without the BFCL files)."""
     directory = _bfcl.data_dir()
@@ -333,10 +388,12 @@ def run() -> list[dict[str, Any]]:
         t.description or t.name for case in every[::3] for t in case.tools
     ]
     rows += rss_rows(texts)
+    baseline = _trees.baseline_tree()
+    if baseline is not None:
+        rows += tree_rows(baseline, every[::3], datasets["bfcl_live"])
     return rows
 
 
 if __name__ == "__main__":
     for row in run():
         print(json.dumps(row, ensure_ascii=False))
-    _ = io, HashingEmbedder

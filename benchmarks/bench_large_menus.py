@@ -7,6 +7,10 @@
   inverted-file index, at 2 000–40 000 tools, with the index's recall of the exact pairs.
 - **Lint of a 100 000-tool catalog** with the hashing embedder, end to end (wall time).
 
+By default the sizes stop at 10 000 tools per menu, 20 000 for the crossover and 20 000 for the lint, so
+``make bench`` stays short; ``SHAPECHECK_BENCH_FULL=1`` runs the issue's sizes (100 000-tool menus, a
+crossover up to 40 000 and the 100 000-tool lint: several minutes and a few GB of memory).
+
 The catalogs are synthetic but not all near-twins: tool texts are random phrases over a 3 000-word
 vocabulary, and one tool in ten is a one-word variant of another (the pairs a lint must find). Run alone
 with ``python -m benchmarks large_menus``.
@@ -15,6 +19,7 @@ with ``python -m benchmarks large_menus``.
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -27,6 +32,7 @@ from otel_shapecheck.checks.tool_choice import _check
 from otel_shapecheck.checks.tool_choice._index import ToolIndex, confusability_text
 from otel_shapecheck.checks.tool_choice._neighbours import approximate_pairs, exact_pairs
 
+FULL_ENV = "SHAPECHECK_BENCH_FULL"
 _TRACE = "3" * 32
 _SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "sa", "te", "vo", "zi", "pa", "do", "gu", "fe", "hi", "jo")
 
@@ -193,9 +199,16 @@ def lint_rows(size: int = 100_000) -> list[dict[str, Any]]:
     ]
 
 
+def full() -> bool:
+    """Whether ``$SHAPECHECK_BENCH_FULL`` asks for the issue's sizes."""
+    return os.environ.get(FULL_ENV, "").strip().lower() in {"1", "true", "yes"}
+
+
 def run() -> list[dict[str, Any]]:
-    """Every row of this benchmark."""
-    return scoring_rows() + crossover_rows() + lint_rows()
+    """Every row of this benchmark, at the default or (``$SHAPECHECK_BENCH_FULL``) the full sizes."""
+    if full():
+        return scoring_rows() + crossover_rows() + lint_rows()
+    return scoring_rows((1000, 10_000)) + crossover_rows((2000, 5000, 10_000, 20_000)) + lint_rows(20_000)
 
 
 if __name__ == "__main__":
