@@ -21,21 +21,48 @@ EMBED_CHUNK: Final = 4096
 
 
 def build_menu_index(plan: MenuPlan, embedder: Embedder, *, calibrated: bool) -> MenuIndex:
-    """Embed a large menu's texts (past the embedding cache, which would only churn) and index them."""
+    """Embed a large menu's texts (past the embedding cache, which would only churn) and index them.
+
+    Memory is the point at 100 000 tools (200 MB per matrix of 512-dimension vectors): the vectors are
+    written into one preallocated matrix, the seed rows are a view of it when the seed texts are distinct,
+    and a menu whose parameter texts are its seed texts (no tool has parameters) gets no second matrix.
+    """
     inner = embedder.inner if isinstance(embedder, EmbeddingCache) else embedder
     texts = list(dict.fromkeys(plan.seed_texts + (plan.parameter_texts if calibrated else ())))
     vectors = embed_in_chunks(inner, texts)
     row = {text: i for i, text in enumerate(texts)}
-    seed = vectors[[row[text] for text in plan.seed_texts]]
-    parameter = vectors[[row[text] for text in plan.parameter_texts]] if calibrated else None
+    del texts
+    seed = _rows(vectors, [row[text] for text in plan.seed_texts])
+    parameter: FloatMatrix | None = None
+    if calibrated:
+        parameter = (
+            seed
+            if plan.parameter_texts == plan.seed_texts
+            else _rows(vectors, [row[text] for text in plan.parameter_texts])
+        )
+    del row
     lexicon = MenuLexicon(plan.parameter_texts) if calibrated else None
     return MenuIndex(plan.names, seed, parameter, lexicon)
 
 
+def _rows(vectors: FloatMatrix, rows: Sequence[int]) -> FloatMatrix:
+    """``vectors[rows]``: a view when the rows are the leading ones in order, else a copy."""
+    if len(rows) <= len(vectors) and all(i == r for i, r in enumerate(rows)):
+        return vectors[: len(rows)]
+    return vectors[np.asarray(rows, dtype=np.intp)]
+
+
 def embed_in_chunks(embedder: Embedder, texts: Sequence[str]) -> FloatMatrix:
-    """``embedder.embed(texts)`` in calls of at most :data:`EMBED_CHUNK` texts."""
-    parts = [embedder.embed(texts[i : i + EMBED_CHUNK]) for i in range(0, len(texts), EMBED_CHUNK)]
-    return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
+    """``embedder.embed(texts)`` in calls of at most :data:`EMBED_CHUNK` texts, into one matrix."""
+    out: FloatMatrix | None = None
+    for start in range(0, len(texts), EMBED_CHUNK):
+        part = embedder.embed(texts[start : start + EMBED_CHUNK])
+        if out is None:
+            out = np.empty((len(texts), part.shape[1]), dtype=np.float32)
+        out[start : start + len(part)] = part
+    if out is None:
+        return np.asarray(embedder.embed([]), dtype=np.float32)
+    return out
 
 
 def score_large(

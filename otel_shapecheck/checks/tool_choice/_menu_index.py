@@ -9,7 +9,8 @@ check the result against brute force over the same vectors.
 
 For the calibrated scoring the index holds ``(seed + parameter) / 2`` per tool, whose inner product with
 the context is the calibrated cosine; a second index over the seed vectors gives the seed rule's
-``cosine_margin``. The parameter vector is ``2 × fused − seed``, so nothing else is stored.
+``cosine_margin``. The parameter vector is ``2 × fused − seed``, so nothing else is stored; when no tool
+has parameters (each parameter text is the seed text) one index serves both.
 """
 
 from __future__ import annotations
@@ -82,9 +83,16 @@ class MenuIndex:
     ) -> None:
         self.names = names
         self._seed = _Flat(seed)
-        self._fused = _Flat((seed + parameter) / 2.0) if parameter is not None else None
+        self._fused: _Flat | None = None
+        if parameter is seed:  # no tool has parameters: the fused vectors are the seed vectors
+            self._fused = self._seed
+        elif parameter is not None:
+            fused = np.add(seed, parameter, dtype=np.float32)
+            fused *= 0.5
+            self._fused = _Flat(fused)
+            del fused
         self.lexicon = lexicon
-        self.nbytes = seed.nbytes * (2 if parameter is not None else 1)
+        self.nbytes = seed.nbytes * (2 if self._fused is not None and self._fused is not self._seed else 1)
 
     def __len__(self) -> int:
         return self._seed.size
