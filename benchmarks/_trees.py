@@ -10,7 +10,7 @@ are skipped. Measured per tree:
   of 64, tool texts already indexed, contexts new (the embedding cache is cleared before each round);
   best of three rounds of process CPU time, as calls per second.
 - **check**: wall time of ``otel-shapecheck check FILE --embedder minilm`` and ``--embedder hashing``
-  (a fresh process each, model load included), best of two.
+  (a fresh process each, model load included), best of ``repeats`` (one in ``bench_embedding``).
 """
 
 from __future__ import annotations
