@@ -96,6 +96,9 @@ class LLMCall:
     """Tool calls the input shows the model made earlier in this turn (after the last user message)."""
     menu_source: str | None = None
     """Where the menu came from: ``span`` (the call's own span) or ``ancestor`` (the nearest ancestor)."""
+    input_captured: bool = True
+    """Whether the input messages were read: ``False`` when they were not recorded, hidden, or cut
+    unreadable (an attribute length limit truncates them first, since they hold the tool results)."""
 
     @property
     def chosen(self) -> tuple[str, ...]:

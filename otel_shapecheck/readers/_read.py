@@ -116,7 +116,7 @@ def read_analyst_attempt(span: ReadableSpan) -> AnalystAttempt | None:
     attributes = span.attributes or {}
     ref = _span_ref(span)
     analyst_id = optional_string(attributes.get(ANALYST_ID))
-    attempt = _count(attributes.get(ANALYST_ATTEMPT))
+    attempt = read_row_count(attributes.get(ANALYST_ATTEMPT))  # as leniently as the counts: 1, 1.0, "1"
     if ref is None or not analyst_id or attempt is None:
         return None
     emitted, accepted = attributes.get(ROWS_EMITTED), attributes.get(ROWS_ACCEPTED)
@@ -172,10 +172,6 @@ def _ids_ref(span_id: object, trace_id: object) -> SpanRef | None:
 
 def _positive_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
-def _count(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _string(value: object) -> str | None:

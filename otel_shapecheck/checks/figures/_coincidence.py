@@ -20,7 +20,7 @@ extended derivation is accepted, the check asks how likely that fall is for *thi
   ``z`` counts its trailing zeros (``2000`` → step 1000). Matching still uses the written precision.
 - A zero is never inferred: equal cells make it the likeliest coincidence of all (chance 1).
 
-The figure is accepted only when the chance is below ``p`` (:data:`DEFAULT_COINCIDENCE`, 1 %).
+The figure is accepted only when the chance is below ``p`` (:data:`DEFAULT_COINCIDENCE`, 10 %).
 """
 
 from __future__ import annotations
