@@ -21,10 +21,13 @@ JSONValue: TypeAlias = "None | bool | int | float | str | list[JSONValue] | dict
 
 @dataclass(frozen=True)
 class ToolParameter:
-    """One parameter of an offered tool's input schema: its name and description (nested ones dotted)."""
+    """One parameter of an offered tool's input schema: its name, description and allowed values
+    (nested ones dotted)."""
 
     name: str
     description: str | None = None
+    enum: tuple[str, ...] = ()
+    """The schema's ``enum`` values (of the items, for an array), as text: what the tool acts on."""
 
 
 @dataclass(frozen=True)
