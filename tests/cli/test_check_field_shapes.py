@@ -193,3 +193,30 @@ def test_attempt_numbers_are_read_like_row_counts(
     _, report = _check(tmp_path, capsys, [analyst, first])
     assert report["summary"]["conformance"]["analysts"] == 1
     assert report["summary"]["conformance"]["collapsed"] == 1
+
+
+def test_a_reader_failing_on_one_span_costs_only_that_span(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fault injection: should a convention reader raise on some span, the trace's other spans keep
+    their verdicts and the gate still fails on the flagged answer."""
+    from otel_shapecheck.readers import _read
+    from otel_shapecheck.readers._classify import Convention
+
+    def broken(attributes: Mapping[str, object]) -> Any:
+        raise RuntimeError("a reader bug")
+
+    readers = tuple(
+        (flag, broken if flag is Convention.OPENINFERENCE else read) for flag, read in _read._CONTENT_READERS
+    )
+    monkeypatch.setattr(_read, "_CONTENT_READERS", readers)
+    hostile = (
+        "ChatCompletion",
+        {"openinference.span.kind": "LLM", "llm.input_messages.0.message.role": "user"},
+    )
+    flagged = _chat(_tool_message({"role": "tool", "parts": [{"type": "text", "content": "{}"}]}))
+    code, report = _check(
+        tmp_path, capsys, [("invoke_agent ops", {}), hostile, flagged], "--fail-on", "flagged"
+    )
+    assert _figures(report, "chat gpt-4o")["shapecheck.figures.unsupported"] == ["1484.1 TB", "2429.0 TB"]
+    assert code == EXIT_FLAGGED
