@@ -178,7 +178,7 @@ CASES = [
         "open",
     ),
     Case(
-        env.OTEL_SHAPECHECK_FIGURES_COINCIDENCE, lambda: FiguresCheck().coincidence, 0.01, "0.05", 0.05, "1.5"
+        env.OTEL_SHAPECHECK_FIGURES_COINCIDENCE, lambda: FiguresCheck().coincidence, 0.1, "0.05", 0.05, "1.5"
     ),
     Case(env.OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE, gateway_queue_size, 16_384, "100", 100, "0"),
     Case(env.OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS, resolve_retry_after, 1.0, "2.5", 2.5, "-1"),

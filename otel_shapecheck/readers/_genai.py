@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from otel_shapecheck._model import JSONValue, OfferedTool, ToolCall, ToolExecution, ToolResult
-from otel_shapecheck.readers._content import CallContent, Message, SpanRef, optional_string
+from otel_shapecheck.readers._content import (
+    TOOL_RESULT_ROLES,
+    CallContent,
+    Message,
+    SpanRef,
+    optional_string,
+)
 from otel_shapecheck.readers._lenient_json import (
     parse_json_list,
     parse_json_object,
@@ -123,8 +129,15 @@ def message_from_json(item: Mapping[str, JSONValue]) -> Message:
     content = item.get("content")
     if not texts and isinstance(content, str) and content:
         texts.append(content)
+    role = optional_string(item.get("role"))
+    if role in TOOL_RESULT_ROLES and texts and not results:
+        # A tool message may carry its result as text (any part type may appear in any role), as the
+        # other conventions' tool messages do: it is the result, not prose.
+        call_id = optional_string(item.get("tool_call_id")) or optional_string(item.get("id"))
+        results.append(ToolResult(content="\n".join(texts), call_id=call_id))
+        texts = []
     return Message(
-        role=optional_string(item.get("role")),
+        role=role,
         texts=tuple(texts),
         tool_calls=tuple(calls),
         tool_results=tuple(results),
