@@ -19,6 +19,7 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from otel_shapecheck import _native  # noqa: F401  (its exit hook goes in early, so it runs late)
 from otel_shapecheck._version import __version__
 
 if TYPE_CHECKING:

@@ -26,6 +26,7 @@ TOOL_CHOICE_MENU_SOURCE: Final = "shapecheck.tool_choice.menu_source"
 TOOL_CHOICE_SCORING: Final = "shapecheck.tool_choice.scoring"
 TOOL_CHOICE_COSINE_MARGIN: Final = "shapecheck.tool_choice.cosine_margin"
 TOOL_CHOICE_WEAKEST: Final = "shapecheck.tool_choice.weakest_chosen"
+TOOL_CHOICE_TRUNCATED: Final = "shapecheck.tool_choice.truncated"
 
 # Conformance, on an analyst span.
 CONFORMANCE_ANALYST_ID: Final = "shapecheck.conformance.analyst_id"

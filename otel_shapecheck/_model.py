@@ -21,10 +21,13 @@ JSONValue: TypeAlias = "None | bool | int | float | str | list[JSONValue] | dict
 
 @dataclass(frozen=True)
 class ToolParameter:
-    """One parameter of an offered tool's input schema: its name and description (nested ones dotted)."""
+    """One parameter of an offered tool's input schema: its name, description and allowed values
+    (nested ones dotted)."""
 
     name: str
     description: str | None = None
+    enum: tuple[str, ...] = ()
+    """The schema's ``enum`` values (of the items, for an array), as text: what the tool acts on."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,9 @@ class LLMCall:
     """Tool calls the input shows the model made earlier in this turn (after the last user message)."""
     menu_source: str | None = None
     """Where the menu came from: ``span`` (the call's own span) or ``ancestor`` (the nearest ancestor)."""
+    input_captured: bool = True
+    """Whether the input messages were read: ``False`` when they were not recorded, hidden, or cut
+    unreadable (an attribute length limit truncates them first, since they hold the tool results)."""
 
     @property
     def chosen(self) -> tuple[str, ...]:

@@ -137,6 +137,22 @@ CASES = [
         "lots",
     ),
     Case(
+        env.OTEL_SHAPECHECK_MAX_MENU_TOOLS,
+        lambda: ToolChoiceCheck(HashingEmbedder()).max_menu_tools,
+        100_000,
+        "500",
+        500,
+        "all",
+    ),
+    Case(
+        env.OTEL_SHAPECHECK_MAX_MENU_BYTES,
+        lambda: ToolChoiceCheck(HashingEmbedder()).max_menu_bytes,
+        32 * 1024 * 1024,
+        "4096",
+        4096,
+        "-1",
+    ),
+    Case(
         env.OTEL_SHAPECHECK_EMBEDDER_THREADS,
         lambda: MiniLMEmbedder().intra_op_num_threads,
         1,
@@ -162,7 +178,7 @@ CASES = [
         "open",
     ),
     Case(
-        env.OTEL_SHAPECHECK_FIGURES_COINCIDENCE, lambda: FiguresCheck().coincidence, 0.01, "0.05", 0.05, "1.5"
+        env.OTEL_SHAPECHECK_FIGURES_COINCIDENCE, lambda: FiguresCheck().coincidence, 0.1, "0.05", 0.05, "1.5"
     ),
     Case(env.OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE, gateway_queue_size, 16_384, "100", 100, "0"),
     Case(env.OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS, resolve_retry_after, 1.0, "2.5", 2.5, "-1"),

@@ -44,7 +44,8 @@ _MAX_REASON_ERRORS = 3
 _OBJECT_ERROR_TYPES = frozenset(
     {"model_type", "model_attributes_type", "dict_type", "dataclass_type", "dataclass_exact_type"}
 )
-_CODE_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+_FENCE = "```"
+_FENCE_LANGUAGE = re.compile(r"[A-Za-z0-9_-]*")
 
 
 @dataclass(frozen=True)
@@ -218,7 +219,7 @@ def _unwrap_payload(rows: object, rows_field: str) -> Sequence[object] | Rejecte
             return []
         try:
             rows = json.loads(_strip_code_fence(text))
-        except ValueError:
+        except (ValueError, RecursionError):  # JSON nested past the parser's depth is not JSON to us
             return RejectedRow(index=None, code=NOT_JSON, reason="the payload is not valid JSON")
     if isinstance(rows, Mapping):
         rows = _envelope_rows(rows, rows_field)
@@ -238,8 +239,17 @@ def _envelope_rows(envelope: Mapping[Any, Any], rows_field: str) -> object:
 
 
 def _strip_code_fence(text: str) -> str:
-    match = _CODE_FENCE.match(text)
-    return match.group(1) if match else text
+    """The body of a Markdown code fence around the whole text (```json ... ```), else the text.
+
+    String operations, not one regex: a reply that degenerates into whitespace without a closing fence
+    (JSON mode's known failure) made the regex backtrack for a time cubic in its length.
+    """
+    stripped = text.strip()
+    if len(stripped) < 2 * len(_FENCE) or not stripped.startswith(_FENCE) or not stripped.endswith(_FENCE):
+        return text
+    inner = stripped[len(_FENCE) : -len(_FENCE)]
+    language = _FENCE_LANGUAGE.match(inner)
+    return inner[language.end() if language else 0 :].strip()
 
 
 def _json_object(value: object) -> dict[str, Any] | None:
@@ -248,7 +258,7 @@ def _json_object(value: object) -> dict[str, Any] | None:
         return None
     try:
         parsed = json.loads(_strip_code_fence(value))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return parsed if isinstance(parsed, dict) else None
 

@@ -128,13 +128,20 @@ def _prose_literals(description: str) -> list[str] | None:
     return None
 
 
+def _is_string_type(declared: object) -> bool:
+    """``"string"``, or a type list that admits it (``["string", "null"]``, strict mode's optional field)."""
+    if isinstance(declared, list):
+        return "string" in declared
+    return declared == "string"
+
+
 def enum_in_prose_rule() -> Rule:
     """``enum-in-prose``: a string parameter without ``enum`` whose description lists its values."""
 
     def check(tool: CatalogTool) -> list[StructuralFinding]:
         findings: list[StructuralFinding] = []
         for param, prop in _schema_properties(tool)[0]:
-            if "enum" in prop or prop.get("type", "string") != "string":
+            if "enum" in prop or not _is_string_type(prop.get("type", "string")):
                 continue
             description = prop.get("description")
             if not isinstance(description, str) or not description:

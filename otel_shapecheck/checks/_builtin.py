@@ -11,7 +11,8 @@ from otel_shapecheck.checks.tool_choice._embedders import HashingEmbedder
 
 def builtin_checks() -> list[Check]:
     """One instance of every built-in check, each with its defaults."""
-    return [ToolChoiceCheck(), ConformanceCheck(), FiguresCheck()]
+    # Nobody can query the processor's own check: its calls are not kept (issue 18).
+    return [ToolChoiceCheck(keep_calls=False), ConformanceCheck(), FiguresCheck()]
 
 
 EMBEDDERS = ("minilm", "hashing")
@@ -35,5 +36,9 @@ def build_checks(
             f"embedder={embedder!r} is not a valid value: embedder must be one of {', '.join(EMBEDDERS)}"
         )
     figures = FiguresCheck(derivations=figures_derivations, coincidence=figures_coincidence)
-    tool_choice = ToolChoiceCheck() if embedder == "minilm" else ToolChoiceCheck(embedder=HashingEmbedder())
+    tool_choice = (
+        ToolChoiceCheck(keep_calls=False)
+        if embedder == "minilm"
+        else ToolChoiceCheck(embedder=HashingEmbedder(), keep_calls=False)
+    )
     return [tool_choice, ConformanceCheck(), figures]

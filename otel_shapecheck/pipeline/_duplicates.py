@@ -35,15 +35,17 @@ def duplicate_of(
     matches = [
         other
         for other, other_call in earlier
-        if _ended_before(other, span)
-        and _overlap(other, span)
-        and _other_scope(other, span)
-        and same_call(call, other_call)
+        if could_record_one_call(other, span) and same_call(call, other_call)
     ]
     if not matches:
         return None
     first = min(matches, key=_end_key)
     return format(first.context.span_id, "016x") if first.context is not None else None
+
+
+def could_record_one_call(other: ReadableSpan, span: ReadableSpan) -> bool:
+    """The span-level half of the rule (``other`` ended first, they overlap, other scopes): no reading."""
+    return _ended_before(other, span) and _overlap(other, span) and _other_scope(other, span)
 
 
 def same_call(first: LLMCall, second: LLMCall) -> bool:

@@ -5,6 +5,8 @@ Runs on the evaluation worker only; the readers it calls parse content and never
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -12,7 +14,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck._model import AnalystAttempt, AnalystRun, LLMCall, ToolExecution, ToolResult
 from otel_shapecheck.checks._base import Subject
-from otel_shapecheck.pipeline._duplicates import duplicate_of
+from otel_shapecheck.pipeline._duplicates import could_record_one_call, duplicate_of
 from otel_shapecheck.pipeline._facts import ExecutionFact, HeldSpan, Release
 from otel_shapecheck.readers._answer_tools import is_answer_tool, with_answer_tools
 from otel_shapecheck.readers._classify import SpanClass
@@ -25,6 +27,7 @@ from otel_shapecheck.readers._read import (
 )
 from otel_shapecheck.readers._tool_join import join_tool_executions
 
+_MAX_READINGS = 4096
 MENU_SOURCE_SPAN = "span"
 MENU_SOURCE_ANCESTOR = "ancestor"
 
@@ -52,7 +55,7 @@ def _mark_duplicates(subjects: list[Subject], release: Release, answer_tools: Se
 
     def reading(span: ReadableSpan, classified: SpanClass) -> LLMCall | None:
         if id(span) not in readings:
-            call = read_llm_call(span, classified)
+            call = _readings.read(span, classified)
             readings[id(span)] = with_answer_tools(call, answer_tools) if call is not None else None
         return readings[id(span)]
 
@@ -63,7 +66,9 @@ def _mark_duplicates(subjects: list[Subject], release: Release, answer_tools: Se
             earlier = [
                 (span, other)
                 for span, classified in release.trace_calls
-                if span is not held.span and (other := reading(span, classified)) is not None
+                if span is not held.span
+                and could_record_one_call(span, held.span)  # cheap: most spans never need reading
+                and (other := reading(span, classified)) is not None
             ]
             original = duplicate_of(held.span, call, earlier)
             if original is not None:
@@ -72,12 +77,42 @@ def _mark_duplicates(subjects: list[Subject], release: Release, answer_tools: Se
     return marked
 
 
+class _Readings:
+    """Each ended span's LLM-call reading, kept for the next releases of its trace.
+
+    A trace's calls are compared with every earlier call of the trace (:func:`_mark_duplicates`), so
+    without this a trace of n calls was read n² / 2 times. Bounded by count; an entry holds its span, so
+    the id it is keyed by cannot be reused while it is kept.
+    """
+
+    def __init__(self, max_entries: int = _MAX_READINGS) -> None:
+        self._max_entries = max_entries
+        self._entries: OrderedDict[int, tuple[ReadableSpan, LLMCall | None]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def read(self, span: ReadableSpan, classified: SpanClass) -> LLMCall | None:
+        with self._lock:
+            entry = self._entries.get(id(span))
+            if entry is not None and entry[0] is span:
+                self._entries.move_to_end(id(span))
+                return entry[1]
+        call = read_llm_call(span, classified)
+        with self._lock:
+            self._entries[id(span)] = (span, call)
+            while len(self._entries) > self._max_entries:
+                self._entries.popitem(last=False)
+        return call
+
+
+_readings = _Readings()
+
+
 def _joined(
     calls: dict[int, LLMCall], release: Release, executions: list[ToolExecution]
 ) -> dict[int, LLMCall]:
     """The calls with tool executions joined; sibling calls take part so each gets only its own executions."""
     siblings = [
-        call for span, classified in release.sibling_calls if (call := read_llm_call(span, classified))
+        call for span, classified in release.sibling_calls if (call := _readings.read(span, classified))
     ]
     ordered = sorted(
         [*((span_id, call) for span_id, call in calls.items()), *((None, call) for call in siblings)],
@@ -93,7 +128,7 @@ def _llm_calls(release: Release) -> dict[int, LLMCall]:
     for held in sorted(release.spans, key=lambda held: held.span.end_time or 0):
         if not held.llm_call:
             continue
-        call = read_llm_call(held.span, held.classified)
+        call = _readings.read(held.span, held.classified)
         records = release.content.get(held.span_id)
         if records:
             logged = read_log_records(records)

@@ -90,6 +90,7 @@ def llm_call_from_content(content: CallContent, ref: SpanRef) -> LLMCall:
         declared_answer_tools=content.answer_tools,
         menu_source="span" if content.offered_tools else None,
         turn_tool_calls=_turn_tool_calls(inputs),
+        input_captured=content.input_messages is not None,
     )
 
 

@@ -22,7 +22,8 @@ def indexed_groups(attributes: Mapping[str, object], prefix: str) -> dict[int, d
         if not isinstance(key, str) or not key.startswith(prefix):
             continue
         index_text, dot, rest = key[len(prefix) :].partition(".")
-        if not dot or not rest or not index_text.isdigit() or len(index_text) > 6:
+        # isdigit() alone admits "²" and other Unicode digits that int() refuses.
+        if not dot or not rest or not index_text.isascii() or not index_text.isdigit() or len(index_text) > 6:
             continue
         index = int(index_text)
         if index <= MAX_INDEX:

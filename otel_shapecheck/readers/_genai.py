@@ -11,13 +11,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from otel_shapecheck._model import JSONValue, OfferedTool, ToolCall, ToolExecution, ToolResult
-from otel_shapecheck.readers._content import CallContent, Message, SpanRef, optional_string
+from otel_shapecheck.readers._content import (
+    TOOL_RESULT_ROLES,
+    CallContent,
+    Message,
+    SpanRef,
+    optional_string,
+)
 from otel_shapecheck.readers._lenient_json import (
     parse_json_list,
     parse_json_object,
     parse_json_or_text,
     to_json_value,
 )
+from otel_shapecheck.readers._parse_cache import ParseCache
 from otel_shapecheck.readers._tool_schema import schema_of, tool_parameters
 
 OPERATION_NAME = "gen_ai.operation.name"
@@ -93,7 +100,16 @@ def read_genai_tool_execution(
 
 
 def read_messages(value: object) -> tuple[Message, ...] | None:
-    """Chat messages from a ``gen_ai.*.messages`` value; ``None`` when absent or unreadable."""
+    """Chat messages from a ``gen_ai.*.messages`` value; ``None`` when absent or unreadable.
+
+    A JSON string is parsed once per process (:class:`~otel_shapecheck.readers._parse_cache.ParseCache`).
+    """
+    if isinstance(value, str):
+        return _cached_messages(value)
+    return _messages(value)
+
+
+def _messages(value: object) -> tuple[Message, ...] | None:
     items = parse_json_list(value)
     if items is None:
         return None
@@ -113,8 +129,15 @@ def message_from_json(item: Mapping[str, JSONValue]) -> Message:
     content = item.get("content")
     if not texts and isinstance(content, str) and content:
         texts.append(content)
+    role = optional_string(item.get("role"))
+    if role in TOOL_RESULT_ROLES and texts and not results:
+        # A tool message may carry its result as text (any part type may appear in any role), as the
+        # other conventions' tool messages do: it is the result, not prose.
+        call_id = optional_string(item.get("tool_call_id")) or optional_string(item.get("id"))
+        results.append(ToolResult(content="\n".join(texts), call_id=call_id))
+        texts = []
     return Message(
-        role=optional_string(item.get("role")),
+        role=role,
         texts=tuple(texts),
         tool_calls=tuple(calls),
         tool_results=tuple(results),
@@ -123,12 +146,25 @@ def message_from_json(item: Mapping[str, JSONValue]) -> Message:
 
 
 def read_tool_definitions(value: object) -> tuple[OfferedTool, ...] | None:
-    """Offered tools from ``gen_ai.tool.definitions``: flat and OpenAI-nested (``{"function": {...}}``)."""
+    """Offered tools from ``gen_ai.tool.definitions``: flat and OpenAI-nested (``{"function": {...}}``).
+
+    A JSON string is parsed once per process, so every call offering the same menu gets the same tuple.
+    """
+    if isinstance(value, str):
+        return _cached_tool_definitions(value)
+    return _tool_definitions(value)
+
+
+def _tool_definitions(value: object) -> tuple[OfferedTool, ...] | None:
     items = parse_json_list(value)
     if items is None:
         return None
     tools = (offered_tool_from_json(item) for item in items if isinstance(item, dict))
     return tuple(tool for tool in tools if tool is not None)
+
+
+_cached_messages: ParseCache[tuple[Message, ...] | None] = ParseCache(_messages)
+_cached_tool_definitions: ParseCache[tuple[OfferedTool, ...] | None] = ParseCache(_tool_definitions)
 
 
 def offered_tool_from_json(item: Mapping[str, JSONValue]) -> OfferedTool | None:

@@ -41,6 +41,9 @@ OUTPUT_MESSAGE_MARKERS = (
 """Keys of which at least one is present when a span carries its own output."""
 OUTPUT_TOOL_CALL_MARKER = "llm.output_messages.0.message.tool_calls.0.tool_call.function.name"
 
+REDACTED_VALUE = "__REDACTED__"
+"""The mask openinference-instrumentation writes for a value its ``OPENINFERENCE_HIDE_*`` settings hide."""
+
 _MESSAGE = "message."
 _CONTENTS = "contents."
 _TOOL_CALLS = "tool_calls."
@@ -49,8 +52,11 @@ _TOOL_CALLS = "tool_calls."
 def read_openinference_content(attributes: Mapping[str, object]) -> CallContent:
     """Call content from OpenInference's flattened message and tool attributes, else the raw payloads."""
     inputs = read_indexed(attributes, INPUT_MESSAGES_PREFIX, _message)
-    if inputs is None and INPUT_VALUE in attributes:
+    if inputs is None and attributes.get(INPUT_VALUE) not in (None, REDACTED_VALUE):
         inputs = payload_messages(attributes.get(INPUT_VALUE), attributes.get(INPUT_MIME_TYPE), output=False)
+    if inputs is not None and _hides_text(attributes, INPUT_MESSAGES_PREFIX):
+        # OPENINFERENCE_HIDE_INPUT_TEXT: the turn's text and tool results are unknown, not empty.
+        inputs = None
     outputs = read_indexed(attributes, OUTPUT_MESSAGES_PREFIX, _message)
     if (
         outputs is None
@@ -58,7 +64,7 @@ def read_openinference_content(attributes: Mapping[str, object]) -> CallContent:
         and is_request_payload(attributes.get(OUTPUT_VALUE), attributes.get(OUTPUT_MIME_TYPE))
     ):
         return CallContent(not_a_call=True)
-    if outputs is None and OUTPUT_VALUE in attributes:
+    if outputs is None and attributes.get(OUTPUT_VALUE) not in (None, REDACTED_VALUE):
         outputs = payload_messages(
             attributes.get(OUTPUT_VALUE), attributes.get(OUTPUT_MIME_TYPE), output=True
         )
@@ -73,7 +79,8 @@ def read_openinference_content(attributes: Mapping[str, object]) -> CallContent:
 def read_openinference_tool_execution(
     span_name: str, attributes: Mapping[str, object], ref: SpanRef
 ) -> ToolExecution:
-    """An OpenInference TOOL span as a tool execution."""
+    """An OpenInference TOOL span as a tool execution (a hidden output is not captured, not empty)."""
+    output = attributes.get(OUTPUT_VALUE)
     return ToolExecution(
         span_id=ref.span_id,
         trace_id=ref.trace_id,
@@ -82,7 +89,7 @@ def read_openinference_tool_execution(
         name=optional_string(attributes.get(TOOL_NAME)) or span_name,
         call_id=optional_string(attributes.get(TOOL_ID)) or optional_string(attributes.get(TOOL_CALL_ID)),
         arguments=parse_json_or_text(attributes.get(INPUT_VALUE)),
-        result=to_json_value(attributes.get(OUTPUT_VALUE)),
+        result=None if output == REDACTED_VALUE else to_json_value(output),
     )
 
 
@@ -98,16 +105,25 @@ def _message(fields: Mapping[str, object]) -> Message:
     return Message(role=role, texts=texts, tool_calls=read_indexed(message, _TOOL_CALLS, _tool_call) or ())
 
 
+def _hides_text(attributes: Mapping[str, object], prefix: str) -> bool:
+    """Whether a message's content under ``prefix`` is the instrumentation's mask for hidden text."""
+    return any(
+        value == REDACTED_VALUE
+        for key, value in attributes.items()
+        if isinstance(key, str) and key.startswith(prefix)
+    )
+
+
 def _texts(message: Mapping[str, object]) -> tuple[str, ...]:
     content = message.get("content")
-    if isinstance(content, str) and content:
+    if isinstance(content, str) and content and content != REDACTED_VALUE:
         return (content,)
     return read_indexed(message, _CONTENTS, _text_part) or ()
 
 
 def _text_part(part: Mapping[str, object]) -> str | None:
     text = part.get("message_content.text")
-    if part.get("message_content.type") != "text" or not isinstance(text, str):
+    if part.get("message_content.type") != "text" or not isinstance(text, str) or text == REDACTED_VALUE:
         return None
     return text or None
 

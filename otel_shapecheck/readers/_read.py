@@ -3,14 +3,17 @@
 The worker and the offline ``check`` command read through here. A span arrives with the
 :class:`~otel_shapecheck.readers._classify.SpanClass` the hot path gave it, and is read by the reader of
 its convention (plus any other convention whose content it also carries). Readers never raise:
-unreadable values are read as missing.
+unreadable values are read as missing, and should a reader still fail on some span, that span alone is
+read as nothing (logged once), never the rest of its trace.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeGuard
+from typing import ParamSpec, TypeGuard, TypeVar
 
 from opentelemetry.sdk.trace import ReadableSpan
 
@@ -51,6 +54,34 @@ from otel_shapecheck.readers._openinference import (
 )
 from otel_shapecheck.readers._openllmetry import read_openllmetry_content, read_openllmetry_tool_execution
 
+logger = logging.getLogger(__name__)
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_failed_readers: set[str] = set()
+_failed_lock = threading.Lock()
+
+
+def _nothing_on_error(read: Callable[_P, _R | None]) -> Callable[_P, _R | None]:
+    """``read``, returning ``None`` for the one input it fails on (the first failure of each is logged)."""
+
+    @functools.wraps(read)
+    def guarded(*args: _P.args, **kwargs: _P.kwargs) -> _R | None:
+        try:
+            return read(*args, **kwargs)
+        except Exception:  # a reader bug or a shape no test foresaw: that span goes unread, no other
+            with _failed_lock:
+                first = read.__name__ not in _failed_readers
+                _failed_readers.add(read.__name__)
+            if first:
+                logger.warning(
+                    "%s failed on a span; it is read as nothing (logged once)", read.__name__, exc_info=True
+                )
+            return None
+
+    return guarded
+
+
 _CONTENT_READERS: tuple[tuple[Convention, Callable[[Mapping[str, object]], CallContent]], ...] = (
     (Convention.GENAI, read_genai_content),
     (Convention.OPENLLMETRY, read_openllmetry_content),
@@ -58,6 +89,7 @@ _CONTENT_READERS: tuple[tuple[Convention, Callable[[Mapping[str, object]], CallC
 )
 
 
+@_nothing_on_error
 def read_llm_call(span: ReadableSpan, classified: SpanClass | None = None) -> LLMCall | None:
     """The LLM call a span records; ``None`` if it is none.
 
@@ -93,6 +125,7 @@ def read_span_content(attributes: Mapping[str, object], convention: Convention) 
     return functools.reduce(merge_content, readings)
 
 
+@_nothing_on_error
 def read_tool_execution(span: ReadableSpan, classified: SpanClass | None = None) -> ToolExecution | None:
     """The tool execution a span records; ``None`` if it is none or names no tool."""
     attributes = span.attributes or {}
@@ -111,12 +144,13 @@ def read_tool_execution(span: ReadableSpan, classified: SpanClass | None = None)
     return execution if execution.name else None
 
 
+@_nothing_on_error
 def read_analyst_attempt(span: ReadableSpan) -> AnalystAttempt | None:
     """An analyst attempt span (``shapecheck.analyst.*``); ``None`` when its id or attempt is unreadable."""
     attributes = span.attributes or {}
     ref = _span_ref(span)
     analyst_id = optional_string(attributes.get(ANALYST_ID))
-    attempt = _count(attributes.get(ANALYST_ATTEMPT))
+    attempt = read_row_count(attributes.get(ANALYST_ATTEMPT))  # as leniently as the counts: 1, 1.0, "1"
     if ref is None or not analyst_id or attempt is None:
         return None
     emitted, accepted = attributes.get(ROWS_EMITTED), attributes.get(ROWS_ACCEPTED)
@@ -135,6 +169,7 @@ def read_analyst_attempt(span: ReadableSpan) -> AnalystAttempt | None:
     )
 
 
+@_nothing_on_error
 def read_log_records(log_records: Sequence[AnyLogRecord]) -> LLMCall | None:
     """The LLM-call content the GenAI log records of one span carry (given in emission order)."""
     events: list[tuple[str, Mapping[str, object], object]] = []
@@ -172,10 +207,6 @@ def _ids_ref(span_id: object, trace_id: object) -> SpanRef | None:
 
 def _positive_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
-def _count(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _string(value: object) -> str | None:

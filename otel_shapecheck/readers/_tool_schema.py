@@ -1,4 +1,4 @@
-"""Parameter names and descriptions from an offered tool's input schema, for every convention.
+"""Parameter names, descriptions and allowed values from an offered tool's input schema, for every convention.
 
 The tool-choice check's calibrated scoring embeds a tool's parameters with its name and description:
 a parameter list says what a tool acts on ("drink_id", "new_preferences.milk_type") where a one-line
@@ -24,6 +24,10 @@ MAX_DEPTH: Final = 2
 """Nesting levels of object properties read (``outer.inner``); deeper ones are left out."""
 MAX_DESCRIPTION_CHARS: Final = 300
 """Characters kept of one parameter's description."""
+MAX_ENUM_VALUES: Final = 20
+"""Allowed values kept per parameter; the first few say what the parameter is about."""
+MAX_ENUM_VALUE_CHARS: Final = 64
+"""Characters kept of one allowed value."""
 
 
 def schema_of(definition: Mapping[str, JSONValue]) -> JSONValue:
@@ -60,8 +64,29 @@ def _collect(schema: Mapping[object, object], prefix: str, depth: int, found: li
             continue
         description = spec.get("description") if isinstance(spec, Mapping) else None
         text = description.strip()[:MAX_DESCRIPTION_CHARS] if isinstance(description, str) else ""
-        found.append(ToolParameter(prefix + name, text or None))
+        enum = _enum_values(spec) if isinstance(spec, Mapping) else ()
+        found.append(ToolParameter(prefix + name, text or None, enum))
         if depth < MAX_DEPTH and isinstance(spec, Mapping):
             items = spec.get("items")
             nested = items if isinstance(items, Mapping) and "properties" not in spec else spec
             _collect(nested, f"{prefix}{name}.", depth + 1, found)
+
+
+def _enum_values(spec: Mapping[object, object]) -> tuple[str, ...]:
+    """A property's ``enum`` (or its items' ``enum``): strings and numbers as text, bounded."""
+    values = spec.get("enum")
+    items = spec.get("items")
+    if not isinstance(values, list) and isinstance(items, Mapping):
+        values = items.get("enum")
+    if not isinstance(values, list):
+        return ()
+    kept: list[str] = []
+    for value in values:
+        if len(kept) >= MAX_ENUM_VALUES:
+            break
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            continue
+        text = str(value).strip()[:MAX_ENUM_VALUE_CHARS]
+        if text:
+            kept.append(text)
+    return tuple(kept)

@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_shapecheck._model import LLMCall, OfferedTool, ToolParameter
-from otel_shapecheck.cli.demo._scripted_openai import ScriptedReply, ScriptedToolCall
+from otel_shapecheck.cli.demo._script import ScriptedReply, ScriptedToolCall
 from otel_shapecheck.readers._classify import SpanRole, classify_span
 from otel_shapecheck.readers._read import read_llm_call
 

@@ -15,7 +15,8 @@ import openai
 
 from otel_shapecheck._model import LLMCall
 from otel_shapecheck.checks.tool_choice._margin import choice_context
-from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer, ScriptedReply, ScriptedToolCall
+from otel_shapecheck.cli.demo._script import ScriptedReply, ScriptedToolCall
+from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
 
 from .telemetry import MODEL, TOOLS, CapturedTelemetry
 

@@ -21,7 +21,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import NonRecordingSpan, set_span_in_context
 
 from otel_shapecheck._model import OfferedTool, ToolCall, ToolResult
-from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer, ScriptedReply
+from otel_shapecheck.cli.demo._script import ScriptedReply
+from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
 from otel_shapecheck.readers._classify import (
     SpanRole,
     classify_span,

@@ -9,7 +9,8 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import SpanContext, TraceFlags
 
 from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall, ToolResult
-from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer, ScriptedReply, ScriptedToolCall
+from otel_shapecheck.cli.demo._script import ScriptedReply, ScriptedToolCall
+from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
 from otel_shapecheck.readers._answer_tools import arguments_text, is_answer_tool, with_answer_tools
 from otel_shapecheck.readers._classify import names_own_tool_calls
 from otel_shapecheck.readers._genai_events import events_name_tool_calls

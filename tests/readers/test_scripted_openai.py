@@ -10,7 +10,8 @@ import urllib.request
 import openai
 import pytest
 
-from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer, ScriptedReply, ScriptedToolCall
+from otel_shapecheck.cli.demo._script import ScriptedReply, ScriptedToolCall
+from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
 
 from .telemetry import TOOLS
 

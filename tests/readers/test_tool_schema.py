@@ -92,3 +92,26 @@ def test_deep_nesting_and_huge_schemas_are_bounded() -> None:
     parameters = tool_parameters(huge)
     assert len(parameters) == MAX_PARAMETERS
     assert all(len(p.description or "") <= 300 for p in parameters)
+
+
+def test_allowed_values_of_a_property_or_of_its_items() -> None:
+    """``enum`` values (strings and numbers, as text) are kept in order, also from an array's items."""
+    schema = {
+        "properties": {
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            "days": {"type": "array", "items": {"type": "integer", "enum": [1, 7, 30]}},
+            "mode": {"type": ["string", "null"], "enum": ["fast", None, True, {"x": 1}, "  ", "slow"]},
+        }
+    }
+    assert tool_parameters(schema) == (
+        ToolParameter("unit", None, ("celsius", "fahrenheit")),
+        ToolParameter("days", None, ("1", "7", "30")),
+        ToolParameter("mode", None, ("fast", "slow")),
+    )
+
+
+def test_allowed_values_are_bounded() -> None:
+    schema = {"properties": {"p": {"enum": ["v" * 1000] + [f"v{i}" for i in range(1000)]}}}
+    (parameter,) = tool_parameters(schema)
+    assert len(parameter.enum) == 20
+    assert all(len(value) <= 64 for value in parameter.enum)

@@ -281,9 +281,17 @@ def test_hostile_turn_is_survived(case: str) -> None:
         assert 20_000 in menus
 
 
-def test_hundred_thousand_tool_menu_stays_within_the_memory_bound() -> None:
-    """A 100 000-tool menu stays within the hostile bounds: it is not scored, and says why."""
+def test_hundred_thousand_tool_menu_is_scored_within_the_memory_bound() -> None:
+    """A 100 000-tool menu (the largest scored by default) is scored through its index within the bounds."""
     outcome = run_hostile(**_menu(100_000))
+    assert_survived(outcome)
+    scored = [span.attributes for span in outcome.forwarded if TOOL_CHOICE_MARGIN in (span.attributes or {})]
+    assert 100_000 in [attributes.get(TOOL_CHOICE_OFFERED_COUNT) for attributes in scored]
+
+
+def test_menu_past_the_tool_bound_is_reported_not_scored() -> None:
+    """One tool past ``max_menu_tools`` (100 000): within the hostile bounds, not scored, and says why."""
+    outcome = run_hostile(**_menu(100_001))
     assert_survived(outcome)
     skipped = [span.attributes.get(TOOL_CHOICE_SKIPPED) for span in outcome.forwarded if span.attributes]
     assert SKIP_MENU_TOO_LARGE in skipped

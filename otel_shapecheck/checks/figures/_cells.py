@@ -139,15 +139,23 @@ def _rows_and_columns(
 def _drop_year_headers(
     rows: dict[str, list[int]], columns: dict[tuple[str, str], list[int]], values: np.ndarray
 ) -> None:
-    """Take the cells of header rows of years (every number a whole year 1900–2100) out of the groups.
+    """Take the cells of header rows of years out of the groups: rows of a list-of-lists table whose
+    numbers are all whole years 1900–2100.
 
     ``["(In millions)", "2019", "2018"]`` names the columns; its numbers are labels, not amounts, and
-    paired with the amounts below them they would only add coincidences.
+    paired with the amounts below them they would only add coincidences. A row keyed by field names
+    (``{"region": "east", "sales": 2013}``) names its own columns, so its numbers are amounts.
     """
+    positional = {
+        member for (_, column), members in columns.items() if column.isdigit() for member in members
+    }
     headers = {
         row
         for row, members in rows.items()
-        if all(float(values[member]).is_integer() and 1900 <= values[member] <= 2100 for member in members)
+        if all(
+            member in positional and float(values[member]).is_integer() and 1900 <= values[member] <= 2100
+            for member in members
+        )
     }
     if not headers:
         return

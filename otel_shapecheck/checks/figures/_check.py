@@ -47,12 +47,15 @@ LABEL_SKIPPED: Final = "skipped"
 
 # Values of ``shapecheck.figures.skipped``: silence is not a verdict.
 SKIP_NO_CONTENT: Final = "no-content"
-"""The call ended a turn, but its answer was not captured or could not be read."""
+"""The call ended a turn, but its answer (or, with tools offered and no result in sight, its input) was
+not captured or could not be read."""
 SKIP_NO_RESULTS: Final = "no-results"
 """The turn called tools, but none of their results was captured: there is nothing to check against."""
 
 _SKIP_EXPLANATIONS: Final = {
-    SKIP_NO_CONTENT: "The call ended a turn but its answer was not captured; its figures were not checked.",
+    SKIP_NO_CONTENT: (
+        "The call ended a turn but its answer or its input was not captured; its figures were not checked."
+    ),
     SKIP_NO_RESULTS: "The turn called tools but no tool result was captured; the figures were not checked.",
 }
 
@@ -68,15 +71,17 @@ class FiguresCheck:
 
     Silence is not a verdict: a call that ends a turn (no tool calls, no finish reason asking for
     tools) in such a context, or whose output was not captured at all, and whose answer could not be
-    read is ``skipped = no-content``; an answer
-    whose turn called tools of which no result was captured is ``skipped = no-results``.
+    read is ``skipped = no-content``, and so is an answer offered tools whose input was not read (not
+    recorded, hidden, or cut by an attribute length limit) when no tool result is in sight: the input may
+    hold results. An answer whose turn called tools of which no result was captured is
+    ``skipped = no-results``.
 
     Configuration (argument, else variable, else default):
 
     - ``min_digits``, :envvar:`OTEL_SHAPECHECK_FIGURES_MIN_DIGITS`, 4: digits a bare number needs;
     - ``derivations``, :envvar:`OTEL_SHAPECHECK_FIGURES_DERIVATIONS`, ``extended``: ``closed`` keeps the
       reference's derivation set only; ``extended`` also infers cell arithmetic below the bound;
-    - ``coincidence``, :envvar:`OTEL_SHAPECHECK_FIGURES_COINCIDENCE`, 0.01: the bound ``p`` an
+    - ``coincidence``, :envvar:`OTEL_SHAPECHECK_FIGURES_COINCIDENCE`, 0.1: the bound ``p`` an
       inferred figure's coincidence chance must stay below.
 
     Raises:
@@ -152,6 +157,9 @@ class FiguresCheck:
             return _skipped(SKIP_NO_RESULTS, call.response_id)
         if not tool_results and not call.offered_tools:
             return None
+        if not tool_results and not call.input_captured:
+            # Tools were offered but the input is unread: results it may hold are unknown, not absent.
+            return _skipped(SKIP_NO_CONTENT, call.response_id)
         user_texts = call.user_texts or ((call.user_text,) if call.user_text else ())
         finding = check_figures(
             call.answer_text or "",

@@ -47,8 +47,9 @@ _FIGURE_RE: Final = re.compile(rf"(?<![\w.,])(?P<number>{_NUMBER})\s?(?P<unit>{_
 _BARE_RE: Final = re.compile(rf"(?<![\w.,/:#@+\-])(?P<number>{_NUMBER})(?![\w/:\-]|[.,][0-9])")
 _PLAIN_NUMBER_RE: Final = re.compile(r"[-+]?([0-9]+)(?:\.([0-9]+))?")
 _THOUSANDS_RE: Final = re.compile(r"-?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?")
-_TOKEN_RE: Final = re.compile(r"[A-Za-z0-9:_\-/.,%+@#$]+")
-_TOKEN_COMMA_RE: Final = re.compile(r"(?<![0-9]),|,(?![0-9])")
+_TOKEN_RE: Final = re.compile(r"(?:[A-Za-z0-9:_\-/.%+@#$]|(?<=[0-9]),(?=[0-9]))+")
+"""A token, ending at the first comma that is not between digits (so one match never reads past its
+token: a long comma-joined line costs one pass, not one pass per number in it)."""
 _NUMBER_TEXT_RE: Final = re.compile(rf"{_NUMBER}(?:\s?(?:{_UNIT}))?", re.IGNORECASE)
 _FIGURE_TOKEN_RE: Final = re.compile(rf"(?P<number>{_NUMBER})(?:{_UNIT})", re.IGNORECASE)
 _LEADING_STRIP: Final = "$#@+'\"`([{<"
@@ -165,8 +166,6 @@ def numbers_in_text(text: str) -> Iterator[float]:
             continue  # inside a number such as 1,234
         token = _TOKEN_RE.match(text, position)
         piece = token.group(0) if token else ""
-        if "," in piece:
-            piece = _TOKEN_COMMA_RE.split(piece, maxsplit=1)[0]
         normalized = normalize_token(piece)
         number = plain_number(normalized)
         if number is None:

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from otel_shapecheck import _settings
 from otel_shapecheck._attributes import (
@@ -32,12 +31,14 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_OFFERED_COUNT,
     TOOL_CHOICE_SCORING,
     TOOL_CHOICE_SKIPPED,
+    TOOL_CHOICE_TRUNCATED,
 )
 from otel_shapecheck._model import LLMCall, OfferedTool
 from otel_shapecheck.checks._base import AttributeValue, Subject, Verdict
 from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache, cached
-from otel_shapecheck.checks.tool_choice._embedders import Embedder, MiniLMEmbedder
-from otel_shapecheck.checks.tool_choice._index import ToolIndex, confusability_text, parameter_text
+from otel_shapecheck.checks.tool_choice._embedders import Embedder, FloatMatrix, MiniLMEmbedder
+from otel_shapecheck.checks.tool_choice._history import CallHistory
+from otel_shapecheck.checks.tool_choice._index import ToolIndex
 from otel_shapecheck.checks.tool_choice._labels import (
     SKIP_ANSWER_TOOL,
     SKIP_MENU_TOO_LARGE,
@@ -46,13 +47,17 @@ from otel_shapecheck.checks.tool_choice._labels import (
     result_attributes,
     skip_reason,
 )
+from otel_shapecheck.checks.tool_choice._large import build_menu_index, score_large
 from otel_shapecheck.checks.tool_choice._margin import (
     DEFAULT_MAX_SLOT_CHARS,
     MarginResult,
     choice_context,
     score_margin,
 )
+from otel_shapecheck.checks.tool_choice._menu_index import INDEX_MENU_TOOLS, MenuIndexes
+from otel_shapecheck.checks.tool_choice._plan import MenuPlan, PlanCache
 from otel_shapecheck.checks.tool_choice._scoring import (
+    CALIBRATED_LEXICAL_WEIGHT,
     SCORING_CALIBRATED,
     SCORINGS,
     calibrated_margin,
@@ -62,6 +67,8 @@ from otel_shapecheck.checks.tool_choice._scoring import (
 )
 from otel_shapecheck.environment_variables import (
     OTEL_SHAPECHECK_MARGIN_THRESHOLD,
+    OTEL_SHAPECHECK_MAX_MENU_BYTES,
+    OTEL_SHAPECHECK_MAX_MENU_TOOLS,
     OTEL_SHAPECHECK_MAX_SLOT_CHARS,
     OTEL_SHAPECHECK_TOOL_CHOICE_SCORING,
 )
@@ -70,7 +77,10 @@ logger = logging.getLogger(__name__)
 
 
 _DEFAULT_MAX_RECORDED_CALLS = 1024
-_DEFAULT_MAX_MENU_TOOLS = 1024
+_DEFAULT_MAX_RECORDED_BYTES = 16 * 1024 * 1024
+_DEFAULT_MAX_MENU_TOOLS = 100_000
+_DEFAULT_MAX_MENU_BYTES = 32 * 1024 * 1024
+_DEFAULT_MAX_INDEXED_TOOLS = 100_000
 
 
 @dataclass(frozen=True)
@@ -94,6 +104,11 @@ class ToolChoiceCall:
     response_id: str | None = None
     menu_source: str | None = None
     """``span`` or ``ancestor``: whose span the menu was read from."""
+    truncated: bool = False
+    """A text the score depends on was cut before embedding (a context slot, a tool name or text)."""
+    menu_bytes: int = 0
+    """Estimated bytes of the parsed menu (what keeping this call may keep alive)."""
+    _menu: MenuPlan | None = field(default=None, repr=False, compare=False)
 
     @property
     def flagged(self) -> bool:
@@ -161,7 +176,11 @@ class ToolChoiceCheck:
         margin_threshold: float | None = None,
         max_slot_chars: int | None = None,
         max_recorded_calls: int | None = None,
+        max_recorded_bytes: int | None = None,
+        keep_calls: bool = True,
         max_menu_tools: int | None = None,
+        max_menu_bytes: int | None = None,
+        max_indexed_tools: int | None = None,
         tool_index: ToolIndex | None = None,
     ) -> None:
         self._scoring = _settings.choice(
@@ -179,18 +198,32 @@ class ToolChoiceCheck:
         max_recorded = _settings.positive_int(
             "max_recorded_calls", max_recorded_calls, None, _DEFAULT_MAX_RECORDED_CALLS
         )
-        self._max_menu_tools = _settings.positive_int(
-            "max_menu_tools", max_menu_tools, None, _DEFAULT_MAX_MENU_TOOLS
+        recorded_bytes = _settings.positive_int(
+            "max_recorded_bytes", max_recorded_bytes, None, _DEFAULT_MAX_RECORDED_BYTES
         )
+        self._max_menu_tools = _settings.positive_int(
+            "max_menu_tools", max_menu_tools, OTEL_SHAPECHECK_MAX_MENU_TOOLS, _DEFAULT_MAX_MENU_TOOLS
+        )
+        self._max_menu_bytes = _settings.positive_int(
+            "max_menu_bytes", max_menu_bytes, OTEL_SHAPECHECK_MAX_MENU_BYTES, _DEFAULT_MAX_MENU_BYTES
+        )
+        indexed = _settings.positive_int(
+            "max_indexed_tools", max_indexed_tools, None, _DEFAULT_MAX_INDEXED_TOOLS
+        )
+        if not isinstance(keep_calls, bool):
+            raise ValueError(f"keep_calls={keep_calls!r} is not a valid value: keep_calls must be a bool")
         if tool_index is not None:
             self._index = tool_index
         elif embedder is None:
             self._index = _shared_minilm_index()
         else:
             self._index = ToolIndex(cached(embedder))
-        self._lock = threading.Lock()
-        self._pending: deque[ToolChoiceCall] = deque(maxlen=max_recorded)
-        self._history: deque[ToolChoiceCall] = deque(maxlen=max_recorded)
+        self._keep_calls = keep_calls
+        self._pending = CallHistory(max_recorded, recorded_bytes)
+        self._history = CallHistory(max_recorded, recorded_bytes)
+        self._plans = PlanCache()
+        self._lock = threading.Lock()  # one scoring of pending calls at a time
+        self._menu_indexes = MenuIndexes(indexed)
 
     @property
     def embedder(self) -> Embedder:
@@ -213,9 +246,29 @@ class ToolChoiceCheck:
         return self._threshold
 
     @property
+    def max_menu_tools(self) -> int:
+        """Distinct tools a scored menu may have (more: ``menu-too-large``)."""
+        return self._max_menu_tools
+
+    @property
+    def max_menu_bytes(self) -> int:
+        """Characters of tool text a scored menu may hold (more: ``menu-too-large``)."""
+        return self._max_menu_bytes
+
+    @property
     def max_slot_chars(self) -> int:
         """Characters kept from each slot of the choice context."""
         return self._max_slot_chars
+
+    @property
+    def keeps_calls(self) -> bool:
+        """Whether :meth:`evaluate` keeps its calls for :meth:`calls` (the processor's own check does not)."""
+        return self._keep_calls
+
+    @property
+    def menu_indexes(self) -> MenuIndexes:
+        """The indexes of large menus (more than 2 048 tools) scored by search."""
+        return self._menu_indexes
 
     def evaluate(self, subjects: Sequence[Subject]) -> list[Verdict | None]:
         """One verdict per subject whose LLM call offered or invoked tools, else ``None``; one embed call."""
@@ -223,33 +276,32 @@ class ToolChoiceCheck:
         scored = self._scored([call for call in calls if call is not None])
         in_order = iter(scored)
         verdicts = [self._verdict(next(in_order)) if call is not None else None for call in calls]
-        with self._lock:
+        if self._keep_calls:
             self._history.extend(scored)
         return verdicts
 
     def record(self, subjects: Subject | Sequence[Subject]) -> None:
         """Keep the calls of ``subjects`` for scoring on the next read; copies strings, embeds nothing."""
         batch = [subjects] if isinstance(subjects, Subject) else subjects
-        calls = [call for call in map(self._call_of, batch) if call is not None]
-        with self._lock:
-            self._pending.extend(calls)
+        self._pending.extend(call for call in map(self._call_of, batch) if call is not None)
 
     def calls(self) -> tuple[ToolChoiceCall, ...]:
-        """Every retained call, oldest first, scoring pending ones first (memoised)."""
+        """Every retained call, oldest first, scoring pending ones first (memoised).
+
+        Retained are the newest ``max_recorded_calls`` (default 1 024) within ``max_recorded_bytes``
+        (estimated, default 16 MiB) of calls given to :meth:`evaluate` (unless ``keep_calls=False``) or
+        to :meth:`record`.
+        """
         with self._lock:
-            pending = list(self._pending)
-            self._pending.clear()
-        if pending:
-            try:
-                scored = self._scored(pending)
-            except Exception:
-                with self._lock:
-                    self._pending.extendleft(reversed(pending))
-                raise
-            with self._lock:
+            pending = self._pending.take()
+            if pending:
+                try:
+                    scored = self._scored(pending)
+                except Exception:
+                    self._pending.put_back(pending)
+                    raise
                 self._history.extend(scored)
-        with self._lock:
-            return tuple(self._history)
+            return self._history.snapshot()
 
     def flagged(self) -> tuple[ToolChoiceCall, ...]:
         """Scored calls that are narrow or in disagreement."""
@@ -271,44 +323,46 @@ class ToolChoiceCheck:
 
     def clear(self) -> None:
         """Forget every recorded and scored call."""
-        with self._lock:
-            self._pending.clear()
-            self._history.clear()
+        self._pending.clear()
+        self._history.clear()
 
     def _call_of(self, subject: Subject) -> ToolChoiceCall | None:
         call = subject.llm_call
         if call is None:
             return None
-        unique: dict[str, OfferedTool] = {}
-        for tool in call.offered_tools or ():
-            unique.setdefault(tool.name, tool)
-        offered = tuple(unique.values())
+        raw = call.offered_tools or ()
+        too_many = len(raw) > self._max_menu_tools and len({t.name for t in raw}) > self._max_menu_tools
+        plan = None if too_many or not raw else self._plans.plan(raw)
+        offered = plan.offered if plan is not None else _first_of_each_name(raw)
         if call.answer_tool is not None and not call.chosen:
-            return self._unscored(call, offered, SKIP_ANSWER_TOOL)
+            return self._unscored(call, plan, offered, SKIP_ANSWER_TOOL)
         if not offered:
             if call.chosen and not call.offered_tools:
-                return self._unscored(call, (), SKIP_NO_MENU)
+                return self._unscored(call, None, (), SKIP_NO_MENU)
             return None
         incomplete = subject.incomplete and call.tool_calls is None
         skipped = skip_reason(call, incomplete)
-        if skipped is None and len(offered) > self._max_menu_tools:
+        if skipped is None and (plan is None or plan.text_chars > self._max_menu_bytes):
             skipped = SKIP_MENU_TOO_LARGE
-        return self._unscored(call, offered, skipped)
+        return self._unscored(call, plan, offered, skipped)
 
     def _unscored(
-        self, call: LLMCall, offered: tuple[OfferedTool, ...], skipped: str | None
+        self,
+        call: LLMCall,
+        plan: MenuPlan | None,
+        offered: tuple[OfferedTool, ...],
+        skipped: str | None,
     ) -> ToolChoiceCall:
         context = ""
         segments: tuple[str, ...] = ()
-        if (call.user_text or "").strip():
-            context = choice_context(
-                call.user_text or "", call.assistant_text, max_slot_chars=self._max_slot_chars
-            )
+        user = call.user_text or ""
+        latest = (call.assistant_text or "").strip()
+        if user.strip():
+            context = choice_context(user, call.assistant_text, max_slot_chars=self._max_slot_chars)
             per_tool = skipped is None and needs_segments(len(offered), len(call.chosen))
             if self._scoring == SCORING_CALIBRATED and per_tool:
-                segments = segment_texts(
-                    call.user_text or "", call.assistant_text, max_slot_chars=self._max_slot_chars
-                )
+                segments = segment_texts(user, call.assistant_text, max_slot_chars=self._max_slot_chars)
+        cut = len(user) > self._max_slot_chars or len(latest) > self._max_slot_chars
         return ToolChoiceCall(
             span_id=call.span_id,
             trace_id=call.trace_id,
@@ -320,50 +374,96 @@ class ToolChoiceCheck:
             skipped=skipped,
             response_id=call.response_id,
             menu_source=call.menu_source if offered else None,
+            truncated=cut or (plan is not None and plan.cut),
+            menu_bytes=plan.nbytes if plan is not None else 0,
+            _menu=plan if skipped is None else None,
         )
 
     def _scored(self, calls: Sequence[ToolChoiceCall]) -> list[ToolChoiceCall]:
         """``calls`` with rankings filled in, from one embed call over the distinct new texts."""
-        to_score = [call for call in calls if call.skipped is None and call.result is None]
+        to_score = [call for call in calls if call.skipped is None and call.result is None and call._menu]
         if not to_score:
             return list(calls)
         calibrated = self._scoring == SCORING_CALIBRATED
-        seed_texts = {
-            id(call): [confusability_text(t.name, t.description) for t in call.offered] for call in to_score
-        }
-        parameter_texts = {
-            id(call): [parameter_text(t.name, t.description, t.parameters) for t in call.offered]
-            for call in to_score
-            if calibrated
-        }
-        tool_texts = [text for menu in (*seed_texts.values(), *parameter_texts.values()) for text in menu]
-        missing = self._index.missing(tool_texts)
+        index_key = id(self._index)
+        small = [call for call in to_score if len(call.offered) <= INDEX_MENU_TOOLS]
+        tool_texts: list[str] = []
+        for call in small:
+            plan = call._menu
+            assert plan is not None
+            known = plan.rows.get(index_key)
+            if known is None or known[0] != self._index.resets:
+                tool_texts.extend(plan.seed_texts)
+                if calibrated:
+                    tool_texts.extend(plan.parameter_texts)
+        missing = self._index.missing(tool_texts) if tool_texts else []
         views = [text for call in to_score for text in (call.context_text, *call.segments)]
         batch = list(dict.fromkeys(views + missing))
         vectors = dict(zip(batch, self._index.embedder.embed(batch), strict=True))
         fresh = {text: vectors[text] for text in missing}
         results: dict[int, MarginResult] = {}
         for call in to_score:
-            names = [tool.name for tool in call.offered]
-            seed_vectors = self._index.vectors(seed_texts[id(call)], fresh)
-            if not calibrated:
-                results[id(call)] = score_margin(
-                    vectors[call.context_text], names, seed_vectors, call.chosen, threshold=self._threshold
-                )
-                continue
-            texts = parameter_texts[id(call)]
-            results[id(call)] = calibrated_margin(
-                call.context_text,
-                vectors[call.context_text],
-                names,
-                seed_vectors,
-                self._index.vectors(texts, fresh),
-                texts,
-                call.chosen,
-                threshold=self._threshold,
-                segments=[(text, vectors[text]) for text in call.segments],
-            )
+            plan = call._menu
+            assert plan is not None
+            if len(call.offered) > INDEX_MENU_TOOLS:
+                results[id(call)] = self._score_large(call, plan, vectors)
+            else:
+                results[id(call)] = self._score_small(call, plan, vectors, fresh, calibrated)
         return [replace(call, result=results[id(call)]) if id(call) in results else call for call in calls]
+
+    def _score_small(
+        self,
+        call: ToolChoiceCall,
+        plan: MenuPlan,
+        vectors: dict[str, FloatMatrix],
+        fresh: dict[str, FloatMatrix],
+        calibrated: bool,
+    ) -> MarginResult:
+        index_key = id(self._index)
+        known = plan.rows.get(index_key)
+        seed_known = (known[0], known[1]) if known is not None else None
+        seed_rows, seed_vectors = self._index.lookup(plan.seed_texts, fresh, seed_known)
+        if not calibrated:
+            plan.rows[index_key] = (seed_rows[0], seed_rows[1], seed_rows[1])
+            return score_margin(
+                vectors[call.context_text], plan.names, seed_vectors, call.chosen, threshold=self._threshold
+            )
+        parameter_known = (known[0], known[2]) if known is not None else None
+        parameter_rows, parameter_vectors = self._index.lookup(plan.parameter_texts, fresh, parameter_known)
+        if seed_rows[0] == parameter_rows[0]:
+            plan.rows[index_key] = (seed_rows[0], seed_rows[1], parameter_rows[1])
+        else:  # the index started over in between: the seed rows are stale, read them again
+            seed_rows, seed_vectors = self._index.lookup(plan.seed_texts, fresh)
+        return calibrated_margin(
+            call.context_text,
+            vectors[call.context_text],
+            plan.names,
+            seed_vectors,
+            parameter_vectors,
+            plan.parameter_texts,
+            call.chosen,
+            threshold=self._threshold,
+            segments=[(text, vectors[text]) for text in call.segments],
+        )
+
+    def _score_large(
+        self, call: ToolChoiceCall, plan: MenuPlan, vectors: dict[str, FloatMatrix]
+    ) -> MarginResult:
+        calibrated = self._scoring == SCORING_CALIBRATED
+        menu = self._menu_indexes.get(
+            plan.key + self._scoring.encode(),
+            lambda: build_menu_index(plan, self._index.embedder, calibrated=calibrated),
+        )
+        return score_large(
+            menu,
+            call.context_text,
+            vectors[call.context_text],
+            call.chosen,
+            calibrated=calibrated,
+            threshold=self._threshold,
+            lexical_weight=CALIBRATED_LEXICAL_WEIGHT,
+            segments=[(text, vectors[text]) for text in call.segments],
+        )
 
     def _verdict(self, call: ToolChoiceCall) -> Verdict:
         attributes: dict[str, AttributeValue] = {TOOL_CHOICE_CHOSEN: call.chosen}
@@ -377,6 +477,8 @@ class ToolChoiceCheck:
             attributes[TOOL_CHOICE_SKIPPED] = call.skipped
         if result is not None:
             attributes.update(result_attributes(result))
+            if call.truncated:
+                attributes[TOOL_CHOICE_TRUNCATED] = True
             attributes[TOOL_CHOICE_EMBEDDER] = self._index.embedder.id
             attributes[TOOL_CHOICE_SCORING] = self._scoring
             if result.narrow:
@@ -403,3 +505,10 @@ def _names_a_tool_not_offered(call: ToolChoiceCall) -> bool:
     """Whether ``chosen`` holds a name the model wrote that is not on the menu (content, not a tool)."""
     offered = {tool.name for tool in call.offered}
     return any(name not in offered for name in call.chosen)
+
+
+def _first_of_each_name(tools: tuple[OfferedTool, ...]) -> tuple[OfferedTool, ...]:
+    unique: dict[str, OfferedTool] = {}
+    for tool in tools:
+        unique.setdefault(tool.name, tool)
+    return tuple(unique.values())

@@ -1,33 +1,41 @@
-"""Tool-text vectors in a FAISS inner-product index, shared by tool-choice scoring and the catalog lint.
+"""Tool texts, and the store of their vectors shared by tool-choice scoring and the catalog lint.
 
 Each tool is embedded as its :func:`confusability_text` (the tokenised name plus the description), the
 same text at run time and in the lint, so build-time confusability and run-time margins measure one
-geometry. Vectors are keyed by :func:`content_hash`, so each distinct tool text is embedded once per
-index however many calls offer it. Scoring one call reads back only that call's menu (exact); the lint
-asks the index for nearest neighbours instead of comparing all pairs.
+geometry. Every text is cut before anything hashes or embeds it: a name at :data:`MAX_TOOL_NAME_CHARS`,
+a tool text at :data:`MAX_TOOL_TEXT_CHARS` (MiniLM reads about 1 000 characters of it anyway), so one
+hostile definition costs bounded time. Vectors are keyed by a digest of the text, so each distinct tool
+text is embedded once per index however many calls offer it; they are kept in one numpy matrix, and a
+menu's vectors are rows of it. Nearest-neighbour search for the lint is
+:func:`~otel_shapecheck.checks.tool_choice._neighbours.neighbour_pairs` (exact numpy below the measured
+crossover, an approximate FAISS index above it).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Final
 
-import faiss
 import numpy as np
 import numpy.typing as npt
 
 from otel_shapecheck import _settings
 from otel_shapecheck._model import ToolParameter
-from otel_shapecheck.checks.tool_choice._cache import content_hash
-from otel_shapecheck.checks.tool_choice._embedders import Embedder, FloatMatrix
+from otel_shapecheck.checks.tool_choice._neighbours import neighbour_pairs
+from otel_shapecheck.checks.tool_choice._vectors import Embedder, FloatMatrix
 
 logger = logging.getLogger(__name__)
 
 _DEFAULT_MAX_TOOLS = 20_000
+MAX_TOOL_NAME_CHARS: Final = 256
+"""Characters of a tool (or parameter) name that go into its text; the name itself stays whole."""
+MAX_TOOL_TEXT_CHARS: Final = 4096
+"""Characters of a tool's description, and of its whole text, that are embedded."""
 _SEPARATOR_RUNS = re.compile(r"[_-]+")
 _CAMEL_BOUNDARY = re.compile(r"([a-z0-9])([A-Z])")
 
@@ -37,48 +45,77 @@ def tokenised_name(name: str) -> str:
     return _CAMEL_BOUNDARY.sub(r"\1 \2", _SEPARATOR_RUNS.sub(" ", name)).strip()
 
 
-@functools.lru_cache(maxsize=8192)  # the same menus recur on every call of an agent
 def confusability_text(name: str, description: str | None) -> str:
-    """The text embedded for a tool: ``"<tokenised name>: <trimmed description>"``, or the name alone."""
-    label = tokenised_name(name)
-    described = (description or "").strip()
-    return f"{label}: {described}" if described else label
+    """The text embedded for a tool: ``"<tokenised name>: <trimmed description>"``, or the name alone.
+
+    The name is read up to :data:`MAX_TOOL_NAME_CHARS`, the description and the result up to
+    :data:`MAX_TOOL_TEXT_CHARS`.
+    """
+    return tool_texts(name, description, ())[0]
 
 
-@functools.lru_cache(maxsize=8192)
 def parameter_text(name: str, description: str | None, parameters: tuple[ToolParameter, ...]) -> str:
     """The calibrated scoring's tool text: :func:`confusability_text` plus the schema's parameters.
 
     ``"<tokenised name>: <description> (parameters: <name>: <description>; <name>; ...)"``, parameter
-    names tokenised like tool names (``new_preferences.milk_type`` → ``new preferences milk type``).
-    Without parameters it is exactly :func:`confusability_text`, so a menu captured without schemas
-    embeds the same vectors in both scorings.
+    names tokenised like tool names (``new_preferences.milk_type`` → ``new preferences milk type``),
+    cut at :data:`MAX_TOOL_TEXT_CHARS`. Without parameters it is exactly :func:`confusability_text`, so a
+    menu captured without schemas embeds the same vectors in both scorings.
     """
-    text = confusability_text(name, description)
+    return tool_texts(name, description, parameters)[1]
+
+
+def tool_texts(
+    name: str, description: str | None, parameters: tuple[ToolParameter, ...]
+) -> tuple[str, str, bool]:
+    """``(seed text, parameter text, cut)``: both texts of a tool, and whether a cap left part of it out."""
+    cut = len(name) > MAX_TOOL_NAME_CHARS or len(description or "") > MAX_TOOL_TEXT_CHARS
+    seed, full, long = _tool_texts(
+        name[:MAX_TOOL_NAME_CHARS], (description or "")[:MAX_TOOL_TEXT_CHARS], parameters
+    )
+    return seed, full, cut or long
+
+
+@functools.lru_cache(maxsize=2048)  # the same menus recur on every call of an agent; keys are capped
+def _tool_texts(name: str, description: str, parameters: tuple[ToolParameter, ...]) -> tuple[str, str, bool]:
+    label = tokenised_name(name)
+    described = description.strip()
+    seed = f"{label}: {described}" if described else label
     parts = []
+    cut = False
     for parameter in parameters:
-        label = tokenised_name(parameter.name.replace(".", " "))
-        described = (parameter.description or "").strip()
-        if label:
-            parts.append(f"{label}: {described}" if described else label)
-    return f"{text} (parameters: {'; '.join(parts)})" if parts else text
+        cut = cut or len(parameter.name) > MAX_TOOL_NAME_CHARS
+        parameter_label = tokenised_name(parameter.name[:MAX_TOOL_NAME_CHARS].replace(".", " "))
+        parameter_described = (parameter.description or "").strip()
+        if parameter_label:
+            parts.append(
+                f"{parameter_label}: {parameter_described}" if parameter_described else parameter_label
+            )
+    full = f"{seed} (parameters: {'; '.join(parts)})" if parts else seed
+    cut = cut or len(full) > MAX_TOOL_TEXT_CHARS
+    return seed[:MAX_TOOL_TEXT_CHARS], full[:MAX_TOOL_TEXT_CHARS], cut
+
+
+def text_key(text: str) -> bytes:
+    """The index key of a text: a 128-bit BLAKE2b digest of its UTF-8 (lone surrogates kept)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 class ToolIndex:
-    """A FAISS ``IndexFlatIP`` of tool-text vectors, filled on demand through one embedder.
+    """Tool-text vectors in one numpy matrix, filled on demand through one embedder.
 
-    Flat inner product on L2-normalised vectors is exact cosine. The index is bounded by ``max_tools``:
-    when adding would pass the bound it starts over (tool texts of the current request are re-added), so
-    a process that sees ever-new tool descriptions cannot grow without limit.
+    Rows are L2-normalised, so inner products are cosines. The index is bounded by ``max_tools``: when
+    adding would pass the bound it starts over (tool texts of the current request are re-added), so a
+    process that sees ever-new tool descriptions cannot grow without limit; :attr:`resets` counts that.
     """
 
     def __init__(self, embedder: Embedder, *, max_tools: int | None = None) -> None:
         self._embedder = embedder
         self._max_tools = _settings.positive_int("max_tools", max_tools, None, _DEFAULT_MAX_TOOLS)
         self._lock = threading.RLock()
-        self._index: Any = None
-        self._ids: dict[str, int] = {}
-        self._ids_by_text: dict[str, int] = {}  # memo of _ids: spares re-hashing texts seen before
+        self._matrix: FloatMatrix = np.zeros((0, 0), dtype=np.float32)
+        self._size = 0
+        self._ids: dict[bytes, int] = {}
         self._resets = 0
 
     @property
@@ -86,31 +123,60 @@ class ToolIndex:
         """The embedder that fills this index."""
         return self._embedder
 
+    @property
+    def max_tools(self) -> int:
+        """Vectors kept at most."""
+        return self._max_tools
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._ids)
 
     @property
     def resets(self) -> int:
-        """How many times the index started over to stay within ``max_tools``."""
+        """How many times the index started over to stay within ``max_tools`` (row ids change then)."""
         return self._resets
 
     def missing(self, texts: Iterable[str]) -> list[str]:
         """The distinct texts of ``texts`` not in the index yet, in first-seen order."""
         with self._lock:
-            return [text for text in dict.fromkeys(texts) if self._id_of(text) is None]
+            return [text for text in dict.fromkeys(texts) if text_key(text) not in self._ids]
+
+    def rows(
+        self, texts: Sequence[str], fresh: Mapping[str, npt.NDArray[np.float32]] | None = None
+    ) -> npt.NDArray[np.intp]:
+        """The rows of ``texts`` in :meth:`matrix`, adding missing ones (from ``fresh``, else embedded)."""
+        with self._lock:
+            return np.asarray(self._ensure(texts, fresh or {}), dtype=np.intp)
+
+    def matrix(self) -> FloatMatrix:
+        """Every stored vector, by row (a view: valid until the next add or reset)."""
+        with self._lock:
+            return self._matrix[: self._size]
 
     def vectors(
         self, texts: Sequence[str], fresh: Mapping[str, npt.NDArray[np.float32]] | None = None
     ) -> FloatMatrix:
         """The vectors of ``texts`` in order, adding missing ones (from ``fresh`` if there, else embedded)."""
         with self._lock:
-            ids = self._ensure(texts, fresh or {})
-            if not ids:
+            rows = self._ensure(texts, fresh or {})
+            if not rows:
                 return np.zeros((0, 0), dtype=np.float32)
-            return np.asarray(
-                self._index.reconstruct_batch(np.asarray(ids, dtype=np.int64)), dtype=np.float32
-            )
+            return self._matrix[np.asarray(rows, dtype=np.intp)]
+
+    def lookup(
+        self,
+        texts: Sequence[str],
+        fresh: Mapping[str, npt.NDArray[np.float32]],
+        known: tuple[int, npt.NDArray[np.intp]] | None = None,
+    ) -> tuple[tuple[int, npt.NDArray[np.intp]], FloatMatrix]:
+        """``((resets, rows), vectors)`` of ``texts``; ``known`` rows are reused if no reset came since."""
+        with self._lock:
+            if known is not None and known[0] == self._resets and len(known[1]) == len(texts):
+                rows = known[1]
+            else:
+                rows = np.asarray(self._ensure(texts, fresh), dtype=np.intp)
+            return (self._resets, rows), self._matrix[rows]
 
     def neighbours(
         self, texts: Sequence[str], *, min_similarity: float, min_k: int = 1
@@ -118,72 +184,40 @@ class ToolIndex:
         """Pairs ``(i, j)``, ``i < j``, of positions in ``texts`` (distinct texts) and their cosine.
 
         Returns every pair whose similarity is at least ``min_similarity``, plus each text's ``min_k``
-        nearest others, found by k-NN over only these texts' vectors: a text's k grows until its k-th
-        neighbour falls below ``min_similarity``, so the result is complete without comparing all pairs.
+        nearest others (see :func:`~otel_shapecheck.checks.tool_choice._neighbours.neighbour_pairs`).
         """
         if len(texts) < 2:
             return {}
-        with self._lock:
-            ids = np.asarray(self._ensure(texts, {}), dtype=np.int64)
-            position = {int(vector_id): i for i, vector_id in enumerate(ids)}
-            queries = np.asarray(self._index.reconstruct_batch(ids), dtype=np.float32)
-            params, selector = None, None
-            if self._index.ntotal != len(ids):
-                selector = faiss.IDSelectorBatch(ids)  # referenced here: params.sel does not keep it alive
-                params = faiss.SearchParameters()
-                params.sel = selector
-            pairs: dict[tuple[int, int], float] = {}
-            pending = np.arange(len(ids))
-            k = min(len(ids), max(min_k + 1, 16))
-            while pending.size:
-                sims, found = self._index.search(queries[pending], k, params=params)
-                for row, query in enumerate(pending):
-                    for sim, vector_id in zip(sims[row], found[row], strict=True):
-                        other = position.get(int(vector_id))
-                        if other is None or other == query:
-                            continue
-                        pair = (min(int(query), other), max(int(query), other))
-                        pairs[pair] = max(pairs.get(pair, -np.inf), float(sim))
-                if k >= len(ids):
-                    break
-                pending = pending[sims[:, -1] >= min_similarity]
-                k = min(len(ids), k * 2)
-            return pairs
-
-    def _id_of(self, text: str) -> int | None:
-        vector_id = self._ids_by_text.get(text)
-        if vector_id is None:
-            vector_id = self._ids.get(content_hash(text))
-            if vector_id is not None:
-                self._ids_by_text[text] = vector_id
-        return vector_id
+        vectors = self.vectors(texts)
+        return neighbour_pairs(vectors, min_similarity=min_similarity, min_k=min_k)
 
     def _ensure(self, texts: Sequence[str], fresh: Mapping[str, npt.NDArray[np.float32]]) -> list[int]:
-        known = [self._id_of(text) for text in texts]
-        if all(vector_id is not None for vector_id in known):
-            return [vector_id for vector_id in known if vector_id is not None]
-        new = {
-            content_hash(text): text
-            for text, vector_id in zip(texts, known, strict=True)
-            if vector_id is None
-        }
+        keys = [text_key(text) for text in texts]
+        known = [self._ids.get(key) for key in keys]
+        if all(row is not None for row in known):
+            return [row for row in known if row is not None]
+        new = {key: text for key, text, row in zip(keys, texts, known, strict=True) if row is None}
         if len(self._ids) + len(new) > self._max_tools and self._ids:
             logger.debug("tool index reached %s vectors; starting over", len(self._ids))
-            self._index, self._ids, self._ids_by_text = None, {}, {}
+            self._matrix, self._size, self._ids = np.zeros((0, 0), dtype=np.float32), 0, {}
             self._resets += 1
-            new = {content_hash(text): text for text in texts}
+            new = dict(zip(keys, texts, strict=True))
         self._add(new, fresh)
-        return [self._ids[content_hash(text)] for text in texts]
+        return [self._ids[key] for key in keys]
 
-    def _add(self, new: Mapping[str, str], fresh: Mapping[str, npt.NDArray[np.float32]]) -> None:
-        to_embed = [text for text in new.values() if text not in fresh]
+    def _add(self, new: Mapping[bytes, str], fresh: Mapping[str, npt.NDArray[np.float32]]) -> None:
+        to_embed = list(dict.fromkeys(text for text in new.values() if text not in fresh))
         embedded = dict(zip(to_embed, self._embedder.embed(to_embed), strict=True)) if to_embed else {}
-        matrix = np.stack([fresh[text] if text in fresh else embedded[text] for text in new.values()])
-        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-        if self._index is None:
-            self._index = faiss.IndexFlatIP(matrix.shape[1])
-        start = self._index.ntotal
-        self._index.add(matrix)
-        for offset, (key, text) in enumerate(new.items()):
-            self._ids[key] = start + offset
-            self._ids_by_text[text] = start + offset
+        block = np.stack([fresh[text] if text in fresh else embedded[text] for text in new.values()])
+        block = np.ascontiguousarray(block, dtype=np.float32)
+        needed = self._size + len(block)
+        if self._matrix.shape[0] < needed or self._matrix.shape[1] != block.shape[1]:
+            capacity = min(max(needed, 2 * self._matrix.shape[0], 64), max(self._max_tools, needed))
+            grown = np.empty((capacity, block.shape[1]), dtype=np.float32)
+            if self._size:
+                grown[: self._size] = self._matrix[: self._size]
+            self._matrix = grown
+        self._matrix[self._size : needed] = block
+        for offset, key in enumerate(new):
+            self._ids[key] = self._size + offset
+        self._size = needed

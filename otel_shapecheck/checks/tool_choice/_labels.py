@@ -48,7 +48,9 @@ _SKIP_EXPLANATIONS: Final = {
     SKIP_NO_MENU: "Tools were invoked but no tool menu was captured, so the choice cannot be ranked.",
     SKIP_NO_CONTEXT: "No user message was captured for the turn, so there is no context to rank against.",
     SKIP_INCOMPLETE: "The call's output was not seen before the span was released, so the choice is unknown.",
-    SKIP_MENU_TOO_LARGE: "The menu has more tools than the check ranks per call, so it was not scored.",
+    SKIP_MENU_TOO_LARGE: (
+        "The menu has more tools, or more tool text, than the check scores per call, so it was not scored."
+    ),
     SKIP_ANSWER_TOOL: "The call answered through an output tool: an answer, not a tool choice.",
 }
 
@@ -119,6 +121,4 @@ def explanation(result: MarginResult | None, skipped: str | None, threshold: flo
 
 def _trail(result: MarginResult) -> float:
     """How far the best chosen tool's score trails the top score."""
-    chosen = set(result.chosen)
-    best_chosen = max(score.score for score in result.scores if score.name in chosen)
-    return result.scores[0].score - best_chosen
+    return result.top_score - result.best_chosen_score

@@ -17,6 +17,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Final
 
+import numpy as np
+import numpy.typing as npt
+
 from otel_shapecheck.checks.tool_choice._index import tokenised_name
 
 K1: Final = 1.2
@@ -52,27 +55,59 @@ def _stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith(_NOT_PLURAL) else word
 
 
+class MenuLexicon:
+    """One menu's BM25 index: each term's postings with its per-document BM25 weight, computed once.
+
+    A term's BM25 contribution to a document depends on the document and the menu only (tf, length,
+    idf over the menu), not on the query, so a query's scores are a sum of precomputed posting weights:
+    numpy over the postings of the query's terms, nothing per tool.
+    """
+
+    def __init__(self, candidates: Sequence[str]) -> None:
+        documents = [Counter(lexical_terms(text)) for text in candidates]
+        self.size = len(documents)
+        lengths = np.asarray([sum(document.values()) for document in documents], dtype=np.float64)
+        average = float(lengths.mean()) if self.size and lengths.sum() else 1.0
+        holders: dict[str, tuple[list[int], list[int]]] = {}
+        for position, document in enumerate(documents):
+            for term, tf in document.items():
+                postings = holders.setdefault(term, ([], []))
+                postings[0].append(position)
+                postings[1].append(tf)
+        self._postings: dict[str, tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]] = {}
+        for term, (positions, tfs) in holders.items():
+            where = np.asarray(positions, dtype=np.intp)
+            counts = np.asarray(tfs, dtype=np.float64)
+            idf = math.log(1.0 + (self.size - len(positions) + 0.5) / (len(positions) + 0.5))
+            norm = K1 * (1.0 - B + B * lengths[where] / average)
+            self._postings[term] = (where, idf * counts * (K1 + 1.0) / (counts + norm))
+
+    def raw(self, context: str) -> npt.NDArray[np.float64]:
+        """BM25 of ``context`` against every candidate (each distinct context word counts once)."""
+        raw = np.zeros(self.size, dtype=np.float64)
+        for term in set(lexical_terms(_SLOT_LABEL.sub(" ", context))):
+            postings = self._postings.get(term)
+            if postings is not None:
+                raw[postings[0]] += postings[1]
+        return raw
+
+    def scores(self, context: str) -> npt.NDArray[np.float64]:
+        """:meth:`raw` divided by the best, so in [0, 1] (all 0 when no candidate shares a word)."""
+        raw = self.raw(context)
+        best = float(raw.max()) if self.size else 0.0
+        return raw / best if best > 0 else raw
+
+
+@functools.lru_cache(maxsize=256)  # a menu recurs on every call of an agent; large menus keep their own
+def menu_lexicon(candidates: tuple[str, ...]) -> MenuLexicon:
+    """The :class:`MenuLexicon` of ``candidates``, built once per distinct menu."""
+    return MenuLexicon(candidates)
+
+
 def lexical_scores(context: str, candidates: Sequence[str]) -> list[float]:
     """BM25 of ``context`` against each candidate text, idf over the candidates, divided by the best.
 
     Each distinct context word counts once. Returns one score per candidate in [0, 1]: 1 for the best
     lexical match, 0 for candidates sharing no word with the context (all 0 when none shares one).
     """
-    documents = [Counter(lexical_terms(text)) for text in candidates]
-    query = set(lexical_terms(_SLOT_LABEL.sub(" ", context)))
-    if not documents or not query:
-        return [0.0] * len(documents)
-    count = len(documents)
-    lengths = [sum(document.values()) for document in documents]
-    average = (sum(lengths) / count) or 1.0
-    raw = [0.0] * count
-    for term in query:
-        holders = [i for i, document in enumerate(documents) if term in document]
-        if not holders:
-            continue
-        idf = math.log(1.0 + (count - len(holders) + 0.5) / (len(holders) + 0.5))
-        for i in holders:
-            tf = documents[i][term]
-            raw[i] += idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * lengths[i] / average))
-    best = max(raw)
-    return [score / best for score in raw] if best > 0 else raw
+    return [float(score) for score in menu_lexicon(tuple(candidates)).scores(context)]

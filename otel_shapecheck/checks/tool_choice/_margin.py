@@ -8,6 +8,7 @@ choice context's vector, ``margin = best chosen − best other``; a margin under
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -38,21 +39,33 @@ def choice_context(
 
 @dataclass(frozen=True)
 class ToolScore:
-    """One offered tool's cosine against the choice context."""
+    """One offered tool's score against the choice context."""
 
     name: str
     score: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class MarginResult:
-    """The ranking of one call's menu and what it says about the choice."""
+    """The ranking of one call's menu and what it says about the choice.
 
-    scores: tuple[ToolScore, ...]
-    """Every offered tool, highest cosine first (ties keep menu order)."""
+    The ranking is kept as arrays over the menu (no object per tool): ``names`` in menu order, and
+    ``order`` / ``ranked_scores`` the ranked menu positions and their scores, highest first (ties keep
+    menu order). A menu scored through its index ranks only its head (the top-scored, best chosen and
+    best other tools); ``ranked_all`` says whether the whole menu was ranked.
+    """
+
+    names: tuple[str, ...]
+    """The menu's tool names, menu order."""
+    order: npt.NDArray[np.intp]
+    """Menu positions, highest score first."""
+    ranked_scores: npt.NDArray[np.float64]
+    """The score of each position of ``order``."""
     chosen: tuple[str, ...]
     top: str
     """The top-scored tool."""
+    best_chosen_score: float
+    """The highest score among the chosen tools."""
     margin: float | None
     """Best chosen − best other score; ``None`` when every offered tool was chosen."""
     narrow: bool
@@ -63,11 +76,31 @@ class MarginResult:
     """Best chosen − best other plain cosine of the seed's tool text (the seed rule's margin)."""
     weakest: str | None = None
     """For a call that chose several tools and was scored per tool: the chosen tool that set ``margin``."""
+    ranked_all: bool = True
+    """Whether ``order`` ranks the whole menu (``False`` for a menu scored through its index)."""
+
+    @property
+    def scores(self) -> tuple[ToolScore, ...]:
+        """The ranked tools with their scores, highest first (built on each read; nothing is kept)."""
+        return tuple(
+            ToolScore(self.names[int(i)], float(score))
+            for i, score in zip(self.order, self.ranked_scores, strict=True)
+        )
+
+    @property
+    def top_score(self) -> float:
+        """The top-scored tool's score."""
+        return float(self.ranked_scores[0])
 
     @property
     def flagged(self) -> bool:
         """Narrow or in disagreement."""
         return self.narrow or self.proxy_disagreement
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the ranking arrays hold (the names are the menu's own)."""
+        return int(self.order.nbytes + self.ranked_scores.nbytes)
 
 
 def cosine_scores(context: npt.ArrayLike, candidates: npt.ArrayLike) -> npt.NDArray[np.float64]:
@@ -78,9 +111,10 @@ def cosine_scores(context: npt.ArrayLike, candidates: npt.ArrayLike) -> npt.NDAr
         raise ValueError(f"vector lengths differ: context {query.shape[0]}, candidates {matrix.shape}")
     if query.shape[0] == 0:
         return np.zeros(matrix.shape[0])
-    norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(query)
+    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix)) * math.sqrt(float(query @ query))
     dots = matrix @ query
-    return np.asarray(np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0), dtype=np.float64)
+    scores: npt.NDArray[np.float64] = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+    return scores
 
 
 def check_wiring(names: Sequence[str], chosen: Sequence[str]) -> None:
@@ -120,6 +154,12 @@ def score_margin(
     return margin_of_scores(names, cosines, chosen, threshold=threshold)
 
 
+def chosen_mask(names: Sequence[str], chosen: Sequence[str]) -> npt.NDArray[np.bool_]:
+    """``True`` at each menu position whose name is chosen."""
+    wanted = set(chosen)
+    return np.fromiter((name in wanted for name in names), dtype=bool, count=len(names))
+
+
 def margin_of_scores(
     names: Sequence[str],
     scores: npt.NDArray[np.float64],
@@ -127,28 +167,34 @@ def margin_of_scores(
     *,
     threshold: float,
     cosines: npt.NDArray[np.float64] | None = None,
+    mask: npt.NDArray[np.bool_] | None = None,
 ) -> MarginResult:
     """The ranking, margin and flags of already computed ``scores`` (one per name, menu order).
 
-    ``cosines`` (default: ``scores``) gives ``cosine_margin``. Names are assumed checked by the caller.
+    ``cosines`` (default: ``scores``) gives ``cosine_margin``; ``mask`` (default: from ``chosen``) marks
+    the chosen positions. Names are assumed checked by the caller.
     """
-    chosen_set = set(chosen)
-    ranked = sorted(range(len(names)), key=lambda i: -scores[i])
-    margin = _lead(scores, names, chosen_set)
-    top = names[ranked[0]]
+    scores = np.asarray(scores, dtype=np.float64)
+    chosen_at = chosen_mask(names, chosen) if mask is None else mask
+    order = np.argsort(-scores, kind="stable")
+    margin = lead(scores, chosen_at)
+    top = int(order[0])
     return MarginResult(
-        scores=tuple(ToolScore(names[i], float(scores[i])) for i in ranked),
+        names=tuple(names),
+        order=order,
+        ranked_scores=scores[order],
         chosen=tuple(chosen),
-        top=top,
+        top=names[top],
+        best_chosen_score=float(scores[chosen_at].max()),
         margin=margin,
         narrow=margin is not None and margin < threshold,
-        proxy_disagreement=top not in chosen_set,
-        cosine_margin=margin if cosines is None else _lead(cosines, names, chosen_set),
+        proxy_disagreement=not bool(chosen_at[top]),
+        cosine_margin=margin if cosines is None else lead(np.asarray(cosines, dtype=np.float64), chosen_at),
     )
 
 
-def _lead(scores: npt.NDArray[np.float64], names: Sequence[str], chosen: set[str]) -> float | None:
-    """Best chosen − best other score, or ``None`` when every name is chosen."""
-    best_chosen = max(float(scores[i]) for i, name in enumerate(names) if name in chosen)
-    others = [float(scores[i]) for i, name in enumerate(names) if name not in chosen]
-    return best_chosen - max(others) if others else None
+def lead(scores: npt.NDArray[np.float64], chosen_at: npt.NDArray[np.bool_]) -> float | None:
+    """Best chosen − best other score, or ``None`` when every position is chosen."""
+    if chosen_at.all():
+        return None
+    return float(scores[chosen_at].max() - scores[~chosen_at].max())

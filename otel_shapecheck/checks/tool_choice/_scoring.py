@@ -11,7 +11,7 @@ choice context, ``margin = best chosen − best other``, narrow under 0.05.
   a captured schema both texts are the same, so the cosine is the seed's.
 - **Lexical fusion.** ``score = (1 − w) · cosine + w · lexical`` with ``w`` =
   :data:`CALIBRATED_LEXICAL_WEIGHT` and ``lexical`` the BM25 of the context against the menu's
-  parameter texts, idf over the menu, divided by the menu's best (:func:`lexical_scores`).
+  parameter texts, idf over the menu, divided by the menu's best (:class:`~._lexical.MenuLexicon`).
 - **Several chosen tools.** The seed measures only the *best* chosen tool, so a wrong tool chosen next to
   a right one goes unseen. When a call chose two or more tools and left some unchosen, each chosen tool
   must lead every unchosen one in the whole context or in one of its clauses (:func:`context_segments`):
@@ -26,17 +26,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
-from otel_shapecheck.checks.tool_choice._lexical import lexical_scores
+from otel_shapecheck.checks.tool_choice._lexical import MenuLexicon, menu_lexicon
 from otel_shapecheck.checks.tool_choice._margin import (
     DEFAULT_MARGIN_THRESHOLD,
     DEFAULT_MAX_SLOT_CHARS,
     MarginResult,
     check_wiring,
+    chosen_mask,
     cosine_scores,
     margin_of_scores,
 )
@@ -124,36 +126,35 @@ def calibrated_margin(
     check_wiring(names, chosen)
     if len(parameter_texts) != len(names):
         raise ValueError(f"{len(names)} names but {len(parameter_texts)} parameter texts")
+    lexicon = menu_lexicon(tuple(parameter_texts))
     seed = cosine_scores(context, seed_vectors)
-    scores = _fused(context_text, context, seed, parameter_vectors, parameter_texts, lexical_weight)
+    scores = _fused(context_text, context, seed, parameter_vectors, lexicon, lexical_weight)
     if seed.shape[0] != len(names) or scores.shape[0] != len(names):
         raise ValueError(f"{len(names)} names but {seed.shape[0]} seed and {scores.shape[0]} vectors")
-    result = margin_of_scores(names, scores, chosen, threshold=threshold, cosines=seed)
+    mask = chosen_mask(names, chosen)
+    result = margin_of_scores(names, scores, chosen, threshold=threshold, cosines=seed, mask=mask)
     if not per_tool or not needs_segments(len(names), len(set(chosen))):
         return result
     views = [scores]
     for text, vector in segments:
         seed_view = cosine_scores(vector, seed_vectors)
-        views.append(_fused(text, vector, seed_view, parameter_vectors, parameter_texts, lexical_weight))
-    chosen_set = set(chosen)
-    unchosen = [i for i, name in enumerate(names) if name not in chosen_set]
-    evidence = {
-        name: max(float(view[i] - max(view[j] for j in unchosen)) for view in views)
-        for i, name in enumerate(names)
-        if name in chosen_set
-    }
-    weakest = min(evidence, key=lambda name: evidence[name])
-    margin = evidence[weakest]
-    return MarginResult(
-        scores=result.scores,
-        chosen=result.chosen,
-        top=result.top,
-        margin=margin,
-        narrow=margin < threshold,
-        proxy_disagreement=result.proxy_disagreement,
-        cosine_margin=result.cosine_margin,
-        weakest=weakest,
-    )
+        views.append(_fused(text, vector, seed_view, parameter_vectors, lexicon, lexical_weight))
+    weakest, margin = weakest_evidence(np.stack(views), mask)
+    return replace(result, margin=margin, narrow=margin < threshold, weakest=names[weakest])
+
+
+def weakest_evidence(views: npt.NDArray[np.float64], mask: npt.NDArray[np.bool_]) -> tuple[int, float]:
+    """The chosen position with the least evidence, and that evidence.
+
+    ``views`` holds one row of scores per view (the whole context, then each clause). A chosen tool's
+    evidence is its best lead, over the views, against the best unchosen tool of the same view; ties go
+    to the first chosen tool on the menu.
+    """
+    best_unchosen = views[:, ~mask].max(axis=1, keepdims=True)
+    chosen_positions = np.flatnonzero(mask)
+    evidence = (views[:, chosen_positions] - best_unchosen).max(axis=0)
+    weakest = int(np.argmin(evidence))
+    return int(chosen_positions[weakest]), float(evidence[weakest])
 
 
 def _fused(
@@ -161,9 +162,10 @@ def _fused(
     context: npt.ArrayLike,
     seed: npt.NDArray[np.float64],
     parameter_vectors: npt.ArrayLike,
-    parameter_texts: Sequence[str],
+    lexicon: MenuLexicon,
     lexical_weight: float,
 ) -> npt.NDArray[np.float64]:
     cosines = (seed + cosine_scores(context, parameter_vectors)) / 2.0
-    lexical = np.asarray(lexical_scores(text, parameter_texts), dtype=np.float64)
-    return np.asarray((1.0 - lexical_weight) * cosines + lexical_weight * lexical, dtype=np.float64)
+    return np.asarray(
+        (1.0 - lexical_weight) * cosines + lexical_weight * lexicon.scores(text), dtype=np.float64
+    )

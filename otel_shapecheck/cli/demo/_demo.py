@@ -44,7 +44,8 @@ from otel_shapecheck import (
 from otel_shapecheck.checks._builtin import build_checks
 from otel_shapecheck.cli._report import run_entries, summary, verdict_rows
 from otel_shapecheck.cli._terminal import print_runs, print_summary, print_verdicts, stdout_console
-from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer, ScriptedReply, ScriptedToolCall
+from otel_shapecheck.cli.demo._script import ScriptedReply, ScriptedToolCall
+from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
 from otel_shapecheck.otlp._counting import CountingSpanExporter
 from otel_shapecheck.otlp._endpoints import describe, otlp_log_exporter, otlp_span_exporter
 from otel_shapecheck.otlp._jsonl import OtlpJsonLinesLogExporter, OtlpJsonLinesSpanExporter

@@ -18,12 +18,13 @@ import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from otel_shapecheck.cli.demo._script import ScriptedReply, ScriptedToolCall
 from otel_shapecheck.cli.demo._scripted_responses import RESPONSES_PATHS, response_body, response_events
 
 logger = logging.getLogger(__name__)
@@ -35,42 +36,6 @@ _ROUTES = _CHAT_COMPLETIONS_PATHS | RESPONSES_PATHS | {_COHERE_CHAT_PATH, _ANTHR
 _ANTHROPIC_STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 _COHERE_FINISH_REASONS = {"stop": "COMPLETE", "tool_calls": "TOOL_CALL", "length": "MAX_TOKENS"}
 _POLL_INTERVAL_S = 0.02
-
-
-@dataclass(frozen=True)
-class ScriptedToolCall:
-    """One tool call the scripted model requests: its id, function name and JSON arguments."""
-
-    name: str
-    arguments: Mapping[str, Any] | str = field(default_factory=dict)
-    call_id: str | None = None
-
-    def arguments_json(self) -> str:
-        """The arguments as the OpenAI API sends them: a JSON string."""
-        if isinstance(self.arguments, str):
-            return self.arguments
-        return json.dumps(dict(self.arguments))
-
-
-@dataclass(frozen=True)
-class ScriptedReply:
-    """One canned chat completion: assistant text and/or tool calls, with the response metadata.
-
-    ``finish_reason`` defaults to ``tool_calls`` when the reply requests tools, else ``stop``.
-    """
-
-    text: str | None = None
-    tool_calls: Sequence[ScriptedToolCall] = ()
-    finish_reason: str | None = None
-    completion_id: str | None = None
-    prompt_tokens: int = 11
-    completion_tokens: int = 7
-
-    def resolved_finish_reason(self) -> str:
-        """The finish reason the reply reports."""
-        if self.finish_reason is not None:
-            return self.finish_reason
-        return "tool_calls" if self.tool_calls else "stop"
 
 
 @dataclass(frozen=True)

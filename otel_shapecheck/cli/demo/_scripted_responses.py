@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from otel_shapecheck.cli.demo._scripted_openai import ScriptedReply, ScriptedToolCall
+    from otel_shapecheck.cli.demo._script import ScriptedReply, ScriptedToolCall
 
 RESPONSES_PATHS = frozenset({"/v1/responses", "/responses"})
 

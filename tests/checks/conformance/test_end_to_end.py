@@ -48,7 +48,8 @@ from otel_shapecheck._attributes import (
     ROWS_EMITTED,
 )
 from otel_shapecheck.checks.conformance._record import conformance_attributes
-from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer, ScriptedReply
+from otel_shapecheck.cli.demo._script import ScriptedReply
+from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
 from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
 
 from .analysts import RecordingContext

@@ -158,6 +158,35 @@ class TestPayloadShapes:
         assert (result.emitted, result.accepted, result.rejected) == (0, [], [])
 
     @pytest.mark.parametrize(
+        "text",
+        [
+            '```[{"subject": "a", "severity": "low"}]```',
+            '  ```JSON  \n[{"subject": "a", "severity": "low"}]\n  ```  \n',
+            '```\n[{"subject": "a", "severity": "low"}]\n```',
+        ],
+    )
+    def test_code_fences_of_any_spacing(self, text: str) -> None:
+        """The fence, its language word and the whitespace around the body are not part of the rows."""
+        result = validate_rows(text, Finding)
+        assert (result.emitted, len(result.accepted)) == (1, 1)
+
+    def test_a_reply_that_degenerates_into_whitespace_is_not_json(self) -> None:
+        """JSON mode's known failure (a fence, then whitespace to the token limit) is one not-json answer.
+
+        Fence stripping by one regex backtracked cubically here: 2 000 characters took 48 s.
+        """
+        result = validate_rows("```json\n[" + " \n" * 50_000, Finding)
+        assert [(r.index, r.code) for r in result.rejected] == [(None, "not-json")]
+        (row,) = validate_rows(["```json\n{" + " \n" * 50_000], Finding).rejected
+        assert row.code == "not-an-object"
+
+    def test_json_nested_past_the_parser_is_not_json(self) -> None:
+        """Nesting deeper than the parser's recursion limit is a rejection, never an exception."""
+        deep = "[" * 100_000 + "]" * 100_000
+        assert [r.code for r in validate_rows(deep, Finding).rejected] == ["not-json"]
+        assert [r.code for r in validate_rows([deep], Finding).rejected] == ["not-an-object"]
+
+    @pytest.mark.parametrize(
         ("payload", "code"),
         [("{truncated", "not-json"), ("42", "no-rows"), ({"subject": "a"}, "no-rows"), (3.5, "no-rows")],
     )

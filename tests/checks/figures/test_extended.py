@@ -135,6 +135,14 @@ class TestOperations:
         cells = read_cells(figure_basis([table(ASSETS)], structure=True).structure)
         assert all(2019.0 not in cells.values[list(group.members)] for group in cells.groups)
 
+    def test_amounts_that_look_like_years_are_amounts(self) -> None:
+        """A row keyed by field names is no header: sales of 2013 and 1987 are still a column to share."""
+        sales = table([{"region": "east", "sales": 2013}, {"region": "west", "sales": 1987}])
+        assert inferred_as("50.3%", sales).startswith("share-of-total: 100 × 2013 / 4000")
+        single = table([["", "2019"], ["Revenue", "1,500"], ["Cost", "1,000"]])
+        cells = read_cells(figure_basis([single], structure=True).structure)
+        assert [cells.values[list(group.members)].tolist() for group in cells.columns] == [[1500.0, 1000.0]]
+
 
 class TestBound:
     def test_low_precision_figure_is_not_inferred(self) -> None:

@@ -61,6 +61,10 @@ class TestStructuralRules:
             ),
             ({"description": "Colour, one of: red, green, blue"}, '"enum": ["red","green","blue"]'),
             ({"type": "string", "description": "Allowed values: a.b, c-d"}, '"enum": ["a.b","c-d"]'),
+            (
+                {"type": ["string", "null"], "description": "One of: online, offline, degraded"},
+                '"enum": ["online","offline","degraded"]',
+            ),
         ],
     )
     def test_enum_in_prose(self, prop: dict[str, str], suggestion: str) -> None:
@@ -75,6 +79,7 @@ class TestStructuralRules:
             {"type": "string", "description": "e.g. 1h, 24h", "enum": None},
             {"type": "string", "description": "a | b", "enum": ["a", "b"]},
             {"type": "integer", "description": "1 | 2"},
+            {"type": ["integer", "null"], "description": "1 | 2"},
             {"type": "string", "description": "Examples: 1h, 24h"},
         ],
     )

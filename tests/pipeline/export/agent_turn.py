@@ -17,7 +17,8 @@ from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk.trace import TracerProvider
 
-from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer, ScriptedReply, ScriptedToolCall
+from otel_shapecheck.cli.demo._script import ScriptedReply, ScriptedToolCall
+from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
 
 MODEL = "gpt-4o-mini"
 QUESTION = "How much usable storage does the Lyon cluster have?"

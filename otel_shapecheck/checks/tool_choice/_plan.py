@@ -1,0 +1,110 @@
+"""A menu as the tool-choice check scores it, prepared once per distinct menu.
+
+A menu recurs on every call of an agent (the readers hand every call with the same tool-definitions
+string the same tuple), so the work that depends on the menu alone is done once and kept: repeated
+names removed (first wins), both tool texts of each tool (capped), whether a cap cut any of them, the
+menu's size in characters, and its vector rows in the tool index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from otel_shapecheck._model import OfferedTool
+from otel_shapecheck.checks.tool_choice._index import tool_texts
+
+MAX_PLANS: Final = 256
+MAX_PLAN_BYTES: Final = 64 * 1024 * 1024
+"""Estimated bytes of the menus the plan cache keeps alive, at most (a bigger menu is planned per call)."""
+_TOOL_OVERHEAD_BYTES: Final = 160
+"""Estimated bytes of one parsed tool beyond its strings (its record, tuple slots, dict entries)."""
+
+
+@dataclass
+class MenuPlan:
+    """One distinct menu, ready to score."""
+
+    offered: tuple[OfferedTool, ...]
+    """The menu as the model saw it, duplicates removed (first wins)."""
+    names: tuple[str, ...]
+    seed_texts: tuple[str, ...]
+    parameter_texts: tuple[str, ...]
+    cut: bool
+    """A tool text was cut at a cap (its name, description or whole text)."""
+    text_chars: int
+    """Characters of the distinct texts that would be embedded for this menu."""
+    nbytes: int
+    """Estimated bytes the parsed menu holds."""
+    key: bytes = b""
+    """A digest of the menu's texts (for the large-menu index)."""
+    rows: dict[int, tuple[int, npt.NDArray[np.intp], npt.NDArray[np.intp]]] = field(default_factory=dict)
+    """Per tool index (by id), its reset count and the seed and parameter rows, once looked up."""
+
+
+def build_plan(offered: tuple[OfferedTool, ...]) -> MenuPlan:
+    """The plan of a menu as read (possibly with repeated names)."""
+    unique: dict[str, OfferedTool] = {}
+    for tool in offered:
+        unique.setdefault(tool.name, tool)
+    tools = tuple(unique.values()) if len(unique) != len(offered) else offered
+    seeds, parameters, cut, nbytes = [], [], False, 0
+    for tool in tools:
+        seed, full, was_cut = tool_texts(tool.name, tool.description, tool.parameters)
+        seeds.append(seed)
+        parameters.append(full)
+        cut = cut or was_cut
+        nbytes += _TOOL_OVERHEAD_BYTES + len(tool.name) + len(tool.description or "")
+        nbytes += sum(len(p.name) + len(p.description or "") + 80 for p in tool.parameters)
+    distinct = set(seeds) | set(parameters)
+    digest = hashlib.blake2b(digest_size=16)
+    for text in (*seeds, *parameters):
+        digest.update(text.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+    return MenuPlan(
+        offered=tools,
+        names=tuple(unique),
+        seed_texts=tuple(seeds),
+        parameter_texts=tuple(parameters),
+        cut=cut,
+        text_chars=sum(map(len, distinct)),
+        nbytes=nbytes,
+        key=digest.digest(),
+    )
+
+
+class PlanCache:
+    """Plans of recent menus, keyed by the identity of the tuple the reader produced (kept alive here)."""
+
+    def __init__(self, max_plans: int = MAX_PLANS, max_bytes: int = MAX_PLAN_BYTES) -> None:
+        self._max_plans = max_plans
+        self._max_bytes = max_bytes
+        self._bytes = 0
+        self._entries: OrderedDict[int, tuple[tuple[OfferedTool, ...], MenuPlan]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def plan(self, offered: tuple[OfferedTool, ...]) -> MenuPlan:
+        """The plan of ``offered``, built on first sight of this tuple."""
+        with self._lock:
+            entry = self._entries.get(id(offered))
+            if entry is not None and entry[0] is offered:
+                self._entries.move_to_end(id(offered))
+                return entry[1]
+        plan = build_plan(offered)
+        if plan.nbytes > self._max_bytes:
+            return plan
+        with self._lock:
+            old = self._entries.pop(id(offered), None)
+            self._bytes -= old[1].nbytes if old is not None else 0
+            self._entries[id(offered)] = (offered, plan)
+            self._bytes += plan.nbytes
+            while len(self._entries) > self._max_plans or self._bytes > self._max_bytes:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self._bytes -= dropped.nbytes
+        return plan

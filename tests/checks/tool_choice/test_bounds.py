@@ -1,0 +1,210 @@
+"""Bounds of the tool-choice check: large menus by index (equal to brute force), caps, menu bytes, history."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from otel_shapecheck import HashingEmbedder, Subject, ToolChoiceCheck
+from otel_shapecheck._attributes import TOOL_CHOICE_SKIPPED, TOOL_CHOICE_TRUNCATED
+from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall, ToolParameter
+from otel_shapecheck.checks._builtin import build_checks, builtin_checks
+from otel_shapecheck.checks.tool_choice import _check
+from otel_shapecheck.checks.tool_choice._buckets import length_buckets, padded_tokens
+from otel_shapecheck.checks.tool_choice._margin import MarginResult
+from otel_shapecheck.checks.tool_choice._menu_index import INDEX_MENU_TOOLS
+from otel_shapecheck.checks.tool_choice._neighbours import approximate_pairs, exact_pairs
+from otel_shapecheck.checks.tool_choice._vectors import l2_normalised
+
+TRACE = "2" * 32
+_WORDS = [
+    f"{a}{b}" for a in ("re", "de", "un", "pro", "con", "sub") for b in ("port", "fer", "mit", "duct", "tain")
+]
+
+
+def _menu(size: int, seed: int) -> tuple[OfferedTool, ...]:
+    """Tools from a small vocabulary (many near-twins), some with identical texts (exact ties)."""
+    rng = random.Random(seed)
+    tools = []
+    for i in range(size):
+        words = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(3, 8)))
+        if i % 97 == 5:
+            words = tools[i - 1].description or words  # identical text under another name: a tie
+        parameters = (ToolParameter(rng.choice(_WORDS), rng.choice(_WORDS)),) if i % 3 else ()
+        tools.append(OfferedTool(f"tool_{i}", words, parameters))
+    return tuple(tools)
+
+
+def _subject(span: int, menu: tuple[OfferedTool, ...], chosen: tuple[str, ...], user: str) -> Subject:
+    name = f"{span:016x}"
+    calls = tuple(ToolCall(tool, f"call_{i}") for i, tool in enumerate(chosen))
+    call = LLMCall(span_id=name, trace_id=TRACE, offered_tools=menu, tool_calls=calls, user_text=user)
+    return Subject(span_id=name, trace_id=TRACE, llm_call=call)
+
+
+def _same(indexed: MarginResult, whole: MarginResult) -> None:
+    assert not indexed.ranked_all and whole.ranked_all
+    assert indexed.top == whole.top
+    assert indexed.proxy_disagreement == whole.proxy_disagreement
+    assert indexed.narrow == whole.narrow
+    assert indexed.weakest == whole.weakest
+    assert indexed.margin == pytest.approx(whole.margin, abs=1e-6)
+    assert indexed.cosine_margin == pytest.approx(whole.cosine_margin, abs=1e-6)
+    assert indexed.best_chosen_score == pytest.approx(whole.best_chosen_score, abs=1e-6)
+    assert indexed.top_score == pytest.approx(whole.top_score, abs=1e-6)
+
+
+class TestLargeMenus:
+    @pytest.mark.parametrize("scoring", ["calibrated", "seed"])
+    @pytest.mark.parametrize("seed", [1, 2, 3])
+    def test_search_finds_what_ranking_the_whole_menu_finds(
+        self, scoring: str, seed: int, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Best chosen, best other, top, margins and the weakest chosen tool equal brute force."""
+        menu = _menu(INDEX_MENU_TOOLS + 700, seed)
+        rng = random.Random(seed)
+        subjects = []
+        for span in range(12):
+            picks = rng.sample(range(len(menu)), rng.choice([1, 1, 2, 3]))
+            chosen = tuple(menu[i].name for i in picks)
+            user = " and ".join(menu[rng.choice(picks)].description or "" for _ in range(2))
+            if span % 4 == 0:
+                user = menu[rng.randrange(len(menu))].description or ""  # the context favours another tool
+            subjects.append(_subject(span, menu, chosen, user))
+        embedder = HashingEmbedder()
+        indexed = ToolChoiceCheck(embedder, scoring=scoring)
+        indexed.evaluate(subjects)
+        monkeypatch.setattr(_check, "INDEX_MENU_TOOLS", 10**9)
+        whole = ToolChoiceCheck(embedder, scoring=scoring)
+        whole.evaluate(subjects)
+        assert len(indexed.menu_indexes) == 1 and len(whole.menu_indexes) == 0
+        for a, b in zip(indexed.calls(), whole.calls(), strict=True):
+            assert a.result is not None and b.result is not None
+            _same(a.result, b.result)
+
+    def test_ties_go_to_the_earlier_tool(self) -> None:
+        """Two tools with one text tie; the earlier on the menu is top, as in a stable ranking."""
+        menu = _menu(INDEX_MENU_TOOLS + 10, 7)
+        text = "twin only tool text"
+        late = OfferedTool("twin-a", text)  # tokenised like twin_a: the same text, the same vector
+        menu = (*menu[:100], OfferedTool("twin_a", text), *menu[101:], late)
+        check = ToolChoiceCheck(HashingEmbedder(), scoring="seed")
+        check.evaluate([_subject(0, menu, ("twin-a",), "twin only tool text")])
+        (call,) = check.calls()
+        assert call.result is not None
+        assert call.result.top == "twin_a" and call.result.margin == pytest.approx(0.0, abs=1e-6)
+
+    def test_an_index_is_built_once_per_menu(self) -> None:
+        """Later calls on the same menu search the index built by the first."""
+        menu = _menu(INDEX_MENU_TOOLS + 1, 4)
+        check = ToolChoiceCheck(HashingEmbedder())
+        for span in range(3):
+            check.evaluate([_subject(span, menu, (menu[span].name,), menu[span].description or "")])
+        assert check.menu_indexes.builds == 1
+
+
+class TestTextBounds:
+    def test_a_huge_tool_name_is_cut_and_said(self) -> None:
+        """A 10 MB name scores (on its first 256 characters) and the verdict says a text was cut."""
+        huge = "x" * 10_000_000
+        menu = (
+            OfferedTool(huge, "Send an email."),
+            OfferedTool("get_weather", "Current weather for a city."),
+        )
+        (verdict,) = ToolChoiceCheck(HashingEmbedder()).evaluate(
+            [_subject(0, menu, ("get_weather",), "weather in Paris")]
+        )
+        assert verdict is not None and verdict.attributes[TOOL_CHOICE_TRUNCATED] is True
+
+    def test_an_uncut_call_carries_no_truncated_attribute(self) -> None:
+        """Without a cut the attribute is absent."""
+        menu = (OfferedTool("send_email", "Send an email."), OfferedTool("get_weather", "Current weather."))
+        (verdict,) = ToolChoiceCheck(HashingEmbedder()).evaluate(
+            [_subject(0, menu, ("get_weather",), "weather")]
+        )
+        assert verdict is not None and TOOL_CHOICE_TRUNCATED not in verdict.attributes
+
+    def test_a_long_user_message_is_a_cut_context(self) -> None:
+        """A user message past max_slot_chars is cut, and said."""
+        menu = (OfferedTool("send_email", "Send an email."), OfferedTool("get_weather", "Current weather."))
+        check = ToolChoiceCheck(HashingEmbedder(), max_slot_chars=10)
+        (verdict,) = check.evaluate([_subject(0, menu, ("get_weather",), "what is the weather in Paris")])
+        assert verdict is not None and verdict.attributes[TOOL_CHOICE_TRUNCATED] is True
+
+    def test_a_menu_over_its_byte_bound_is_skipped(self) -> None:
+        """Tool text past max_menu_bytes makes the menu too large, whatever its tool count."""
+        menu = tuple(OfferedTool(f"tool_{i}", "d" * 4000) for i in range(10))
+        check = ToolChoiceCheck(HashingEmbedder(), max_menu_bytes=20_000)
+        (verdict,) = check.evaluate([_subject(0, menu, ("tool_1",), "anything")])
+        assert verdict is not None and verdict.attributes[TOOL_CHOICE_SKIPPED] == "menu-too-large"
+
+    def test_a_menu_over_its_tool_count_is_skipped(self) -> None:
+        """More distinct tools than max_menu_tools is too large; the count is still reported."""
+        menu = tuple(OfferedTool(f"tool_{i}") for i in range(5))
+        (verdict,) = ToolChoiceCheck(HashingEmbedder(), max_menu_tools=4).evaluate(
+            [_subject(0, menu, ("tool_1",), "anything")]
+        )
+        assert verdict is not None and verdict.attributes[TOOL_CHOICE_SKIPPED] == "menu-too-large"
+
+
+class TestHistory:
+    def test_the_processors_own_check_keeps_no_calls(self) -> None:
+        """Built-in checks (processor, offline check) keep nothing for a query API nobody can reach."""
+        for checks in (builtin_checks(), build_checks("hashing")):
+            (tool_choice,) = [check for check in checks if isinstance(check, ToolChoiceCheck)]
+            assert not tool_choice.keeps_calls
+
+    def test_keep_calls_false_keeps_nothing(self) -> None:
+        """evaluate() with keep_calls=False leaves calls() empty."""
+        menu = (OfferedTool("a", "one"), OfferedTool("b", "two"))
+        check = ToolChoiceCheck(HashingEmbedder(), keep_calls=False)
+        check.evaluate([_subject(i, menu, ("a",), "one") for i in range(5)])
+        assert check.calls() == ()
+
+    def test_history_is_bounded_in_bytes(self) -> None:
+        """Distinct large menus fill the byte bound, and the oldest calls go."""
+        check = ToolChoiceCheck(HashingEmbedder(), max_recorded_bytes=2_000_000, max_menu_tools=10**6)
+        for turn in range(6):
+            menu = tuple(OfferedTool(f"t{turn}_{i}", f"tool {i} of turn {turn}") for i in range(3000))
+            check.evaluate([_subject(turn, menu, (menu[0].name,), "tool 0")])
+        kept = check.calls()
+        assert 0 < len(kept) < 6 and kept[-1].span_id == f"{5:016x}"
+
+    def test_bad_keep_calls_raises(self) -> None:
+        """keep_calls must be a bool."""
+        with pytest.raises(ValueError, match="keep_calls"):
+            ToolChoiceCheck(HashingEmbedder(), keep_calls="yes")  # type: ignore[arg-type]
+
+
+class TestBuckets:
+    @pytest.mark.parametrize("seed", range(5))
+    def test_buckets_cover_every_text_within_the_bounds(self, seed: int) -> None:
+        """Each text runs once; every run is within the token and size bounds; padding stays small."""
+        rng = random.Random(seed)
+        lengths = [rng.choice([rng.randint(3, 30), rng.randint(30, 256)]) for _ in range(300)]
+        groups = length_buckets(lengths, max_batch_tokens=512, max_batch_size=64)
+        assert sorted(i for group in groups for i in group) == list(range(len(lengths)))
+        for group in groups:
+            assert len(group) <= 64 and len(group) * max(lengths[i] for i in group) <= 512
+        assert padded_tokens(lengths, groups) <= 1.3 * sum(lengths)
+
+    def test_a_text_longer_than_the_budget_runs_alone(self) -> None:
+        """A 256-token text under a 100-token budget is its own run."""
+        assert length_buckets([256, 5, 5], max_batch_tokens=100, max_batch_size=64) == [[1, 2], [0]]
+
+
+class TestNeighbours:
+    def test_the_index_finds_what_exact_search_finds(self) -> None:
+        """On clustered vectors the FAISS index recalls at least 99 % of the exact pairs."""
+        rng = np.random.default_rng(5)
+        centres = rng.normal(size=(300, 64))
+        vectors = l2_normalised(
+            centres[rng.integers(0, 300, size=6000)] + rng.normal(scale=0.25, size=(6000, 64))
+        )
+        exact = exact_pairs(vectors, min_similarity=0.8, min_k=1)
+        found = approximate_pairs(vectors, min_similarity=0.8, min_k=1)
+        above = {pair for pair, sim in exact.items() if sim >= 0.8}
+        recall = len(above & set(found)) / len(above)
+        assert recall >= 0.99
