@@ -57,9 +57,10 @@ def confusability_text(name: str, description: str | None) -> str:
 def parameter_text(name: str, description: str | None, parameters: tuple[ToolParameter, ...]) -> str:
     """The calibrated scoring's tool text: :func:`confusability_text` plus the schema's parameters.
 
-    ``"<tokenised name>: <description> (parameters: <name>: <description>; <name>; ...)"``, parameter
-    names tokenised like tool names (``new_preferences.milk_type`` → ``new preferences milk type``),
-    cut at :data:`MAX_TOOL_TEXT_CHARS`. Without parameters it is exactly :func:`confusability_text`, so a
+    ``"<tokenised name>: <description> (parameters: <name>: <description>; <name> (one of <v>, <v>);
+    ...)"``, parameter names tokenised like tool names (``new_preferences.milk_type`` → ``new
+    preferences milk type``), a parameter's allowed values (its ``enum``) after it, cut at
+    :data:`MAX_TOOL_TEXT_CHARS`. Without parameters it is exactly :func:`confusability_text`, so a
     menu captured without schemas embeds the same vectors in both scorings.
     """
     return tool_texts(name, description, parameters)[1]
@@ -88,9 +89,9 @@ def _tool_texts(name: str, description: str, parameters: tuple[ToolParameter, ..
         parameter_label = tokenised_name(parameter.name[:MAX_TOOL_NAME_CHARS].replace(".", " "))
         parameter_described = (parameter.description or "").strip()
         if parameter_label:
-            parts.append(
-                f"{parameter_label}: {parameter_described}" if parameter_described else parameter_label
-            )
+            part = f"{parameter_label}: {parameter_described}" if parameter_described else parameter_label
+            # The allowed values say what a tool acts on ("celsius, fahrenheit") as well as its words do.
+            parts.append(f"{part} (one of {', '.join(parameter.enum)})" if parameter.enum else part)
     full = f"{seed} (parameters: {'; '.join(parts)})" if parts else seed
     cut = cut or len(full) > MAX_TOOL_TEXT_CHARS
     return seed[:MAX_TOOL_TEXT_CHARS], full[:MAX_TOOL_TEXT_CHARS], cut

@@ -73,6 +73,16 @@ class TestParameterText:
             "change drink: Change a drink. (parameters: drink id: The drink.; new preferences milk Type)"
         )
 
+    def test_allowed_values_follow_their_parameter(self) -> None:
+        parameters = (
+            ToolParameter("unit", "Temperature unit.", ("celsius", "fahrenheit")),
+            ToolParameter("days", None, ("1", "7")),
+        )
+        assert parameter_text("get_weather", "Weather.", parameters) == (
+            "get weather: Weather. (parameters: unit: Temperature unit. (one of celsius, fahrenheit); "
+            "days (one of 1, 7))"
+        )
+
 
 class TestSegments:
     def test_clauses_at_sentence_ends_and_conjunctions(self) -> None:
