@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import _bfcl, _trees
+from benchmarks._rows import row
 from benchmarks.bench_tool_choice import subjects_of
 from otel_shapecheck import MiniLMEmbedder, Subject, ToolChoiceCheck
 from otel_shapecheck.checks._builtin import build_checks
@@ -89,20 +90,6 @@ class TodaysMiniLM(MiniLMEmbedder):
         )
 
 
-def _row(
-    name: str, value: float, unit: str, baseline: float | None, target: str, **extra: Any
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "value": round(value, 4),
-        "unit": unit,
-        "baseline": round(baseline, 4) if baseline is not None else None,
-        "ratio": round(value / baseline, 3) if baseline else None,
-        "target": target,
-        **extra,
-    }
-
-
 def _best_of(
     *actions: Callable[[], object], repeats: int = 3, clock: Callable[[], float] = time.process_time
 ) -> list[float]:
@@ -135,8 +122,8 @@ def padding_rows(cases: Sequence[_bfcl.Case]) -> list[dict[str, Any]]:
         rows.append((label, real, model, seconds))
     (_, real, model, new_s), (_, old_real, old_model, old_s) = rows
     return [
-        _row("embedding.tokens_per_real_token[bucketed]", model / real, "tokens", 1.0, "<= 1.3", real=real),
-        _row(
+        row("embedding.tokens_per_real_token[bucketed]", model / real, "tokens", 1.0, "<= 1.3", real=real),
+        row(
             "embedding.tokens_per_real_token[today]",
             old_model / old_real,
             "tokens",
@@ -144,7 +131,7 @@ def padding_rows(cases: Sequence[_bfcl.Case]) -> list[dict[str, Any]]:
             "report",
             real=old_real,
         ),
-        _row(
+        row(
             "embedding.first_pass.calls_per_s[bucketed vs today]",
             len(cases) / new_s,
             "calls/s",
@@ -177,7 +164,7 @@ def throughput_rows(subjects: Sequence[Subject]) -> list[dict[str, Any]]:
     new_s, old_s = _best_of(run(0), run(1))
     calls = len(subjects)
     return [
-        _row(
+        row(
             "embedding.minilm_evaluation.calls_per_s[bucketed vs today]",
             calls / new_s,
             "calls/s",
@@ -251,7 +238,7 @@ def check_rows(cases: Sequence[_bfcl.Case]) -> list[dict[str, Any]]:
 
     hashing_s, minilm_s = _best_of(run("hashing"), run("minilm"), repeats=1, clock=time.perf_counter)
     return [
-        _row(
+        row(
             f"embedding.check.bfcl_live[{len(cases)} traces].minilm_vs_hashing",
             minilm_s,
             "s",
@@ -303,11 +290,9 @@ def rss_rows(texts: Sequence[str]) -> list[dict[str, Any]]:
             )
             measured = json.loads(result.stdout.strip().splitlines()[-1])
             target = "<= 1.3" if label == "bucketed" else "report"
+            rows.append(row(f"embedding.rss.peak[{label}]", measured["peak"], "MB", measured["post"], target))
             rows.append(
-                _row(f"embedding.rss.peak[{label}]", measured["peak"], "MB", measured["post"], target)
-            )
-            rows.append(
-                _row(
+                row(
                     f"embedding.rss.after_batch[{label}]",
                     measured["after"],
                     "MB",
@@ -348,7 +333,7 @@ def tree_rows(
     for label, options in (("calibrated", {}), ("seed", {"scoring": "seed"})):
         rate = _trees.evaluate_calls_per_s(here, records, options)
         rows.append(
-            _row(
+            row(
                 f"embedding.minilm_evaluation.calls_per_s[{label} vs baseline tree]",
                 rate,
                 "calls/s",
@@ -362,7 +347,7 @@ def tree_rows(
         hashing_s = _trees.check_seconds(tree, data, "hashing", repeats=1)
         minilm_s = _trees.check_seconds(tree, data, "minilm", repeats=1)
         rows.append(
-            _row(
+            row(
                 f"embedding.check_command.bfcl_live[{len(live)} traces].minilm_vs_hashing[{label}]",
                 minilm_s,
                 "s",

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from benchmarks._rows import row
 from otel_shapecheck import HashingEmbedder, Subject, ToolChoiceCheck, lint_catalog
 from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall, ToolParameter
 from otel_shapecheck.catalog._rules import CatalogTool
@@ -89,20 +90,6 @@ def _subjects(tools: tuple[OfferedTool, ...], count: int, seed: int = 2) -> list
     return subjects
 
 
-def _row(
-    name: str, value: float, unit: str, baseline: float | None, target: str, **extra: Any
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "value": round(value, 4),
-        "unit": unit,
-        "baseline": round(baseline, 4) if baseline is not None else None,
-        "ratio": round(value / baseline, 3) if baseline else None,
-        "target": target,
-        **extra,
-    }
-
-
 def _per_call_ms(check: ToolChoiceCheck, subjects: Sequence[Subject]) -> float:
     check.evaluate(subjects[:1])  # builds the index / fills the tool index
     best = float("inf")
@@ -134,7 +121,7 @@ def scoring_rows(sizes: Sequence[int] = (1000, 10_000, 100_000)) -> list[dict[st
             _check.INDEX_MENU_TOOLS = saved
         path = "index" if size > saved else "numpy (below the index threshold)"
         rows.append(
-            _row(
+            row(
                 f"large_menus.scoring.{size}_tools[hashing-512]",
                 indexed_ms,
                 "ms/call",
@@ -166,7 +153,7 @@ def crossover_rows(sizes: Sequence[int] = (2000, 5000, 10_000, 20_000, 40_000)) 
         above = {pair for pair, sim in exact.items() if sim >= 0.80}
         recall = len(above & set(found)) / len(above) if above else 1.0
         rows.append(
-            _row(
+            row(
                 f"large_menus.lint_neighbours.{size}_tools[hashing-512]",
                 index_s,
                 "s",
@@ -187,7 +174,7 @@ def lint_rows(size: int = 100_000) -> list[dict[str, Any]]:
     ]
     seconds, report = _seconds(lambda: lint_catalog(tools, embedder=HashingEmbedder()))
     return [
-        _row(
+        row(
             f"large_menus.lint.{size}_tools[hashing-512]",
             seconds,
             "s",
