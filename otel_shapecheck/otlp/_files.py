@@ -210,6 +210,8 @@ def _json_documents(text: str, source: str) -> Iterator[Any]:
             raise UnreadableTraceFile(
                 source, f"{problem} at line {error.lineno} column {error.colno} ({error.msg})"
             ) from None
+        except ValueError as error:  # a number past Python's 4 300-digit conversion limit
+            raise UnreadableTraceFile(source, f"a JSON number no exporter writes ({error})") from None
         yield document
 
 

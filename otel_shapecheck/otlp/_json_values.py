@@ -117,11 +117,17 @@ def strings(value: Any, where: str) -> list[str]:
     return [string(item, where) for item in repeated(value, where)]
 
 
+_MAX_INTEGER_DIGITS = 20
+"""Digits of the largest 64-bit integer (uint64); a longer digit string is out of range for any field."""
+_MAX_INTEGER_TEXT = 64
+"""Characters an integer's text may have in any spelling (``"1.5e18"``, ``"-9223372036854775808"``)."""
+
+
 def integer(value: Any, bounds: tuple[int, int], where: str) -> int:
     """An integer field of the type with these ``bounds``: a number, or text of one."""
     if type(value) is int:
         number = value
-    elif type(value) is str and value.isascii() and value.isdigit():
+    elif type(value) is str and len(value) <= _MAX_INTEGER_DIGITS and value.isascii() and value.isdigit():
         number = int(value)
     else:
         number = _integer(value, where)
@@ -135,6 +141,9 @@ def _integer(value: Any, where: str) -> int:
         raise InvalidOtlp(f"{where} is not an integer ({value!r})")
     if type(value) is str and " " in value:
         raise InvalidOtlp(f"{where} is not an integer ({value!r})")
+    if type(value) is str and len(value) > _MAX_INTEGER_TEXT:
+        # Before int(): past 4 300 digits it raises a ValueError of its own, and no 64-bit field is that long.
+        raise InvalidOtlp(f"{where} is out of range ({len(value)} characters)")
     try:
         return int(value)
     except (TypeError, OverflowError):
@@ -231,7 +240,13 @@ def attributes(value: Any, where: str, depth: int) -> dict[str, SdkAnyValue]:
                 if kind == "stringValue" and type(plain) is str and plain.isascii():
                     read[key] = plain
                     continue
-                if kind == "intValue" and type(plain) is str and plain.isascii() and plain.isdigit():
+                if (
+                    kind == "intValue"
+                    and type(plain) is str
+                    and len(plain) <= _MAX_INTEGER_DIGITS
+                    and plain.isascii()
+                    and plain.isdigit()
+                ):
                     number = int(plain)
                     if number <= INT64[1]:
                         read[key] = number

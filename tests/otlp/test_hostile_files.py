@@ -120,3 +120,28 @@ class TestGzipIntegrity:
         data[-8] ^= 0xFF
         with pytest.raises(UnreadableTraceFile, match="damaged gzip data"):
             parse_telemetry(bytes(data), "crc.gz")
+
+
+class TestHugeIntegers:
+    """Past Python's 4 300-digit conversion limit int() raises a ValueError of its own: refused cleanly."""
+
+    HUGE = "9" * 5000
+
+    @pytest.mark.parametrize(
+        "span",
+        [
+            {**SPAN, "startTimeUnixNano": HUGE},
+            {**SPAN, "attributes": [{"key": "n", "value": {"intValue": HUGE}}]},
+            {**SPAN, "attributes": [{"key": "n", "value": {"intValue": "-" + HUGE}}]},
+        ],
+        ids=["time", "attribute", "negative-attribute"],
+    )
+    def test_an_integer_string_past_any_field_is_out_of_range(self, span: dict[str, object]) -> None:
+        document = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
+        with pytest.raises(UnreadableTraceFile, match="out of range"):
+            parse_telemetry(document, "huge.json")
+
+    def test_a_json_number_past_the_limit_is_unreadable(self) -> None:
+        document = DOCUMENT.replace(b'"1"', self.HUGE.encode(), 1)
+        with pytest.raises(UnreadableTraceFile, match="huge.json"):
+            parse_telemetry(document, "huge.json")

@@ -35,6 +35,10 @@ INDEX_MENU_TOOLS: Final = 2048
 _START_K = 16
 _MAX_EXTRA = 4096  # tools outside the neighbours re-scored for their lexical score before k grows
 _EPSILON = 1e-5  # FAISS scores in float32; exact scores are float64
+_MAX_SEARCHES = 4
+"""Searches before the rest is scored in one exact pass: when scores tie with the k-th neighbour's (a
+context with no vector, all cosines 0), no k short of the whole menu settles it, and doubling k to the
+menu's size would cost many times one exact pass."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +160,7 @@ def _best(
         return None
     query = np.ascontiguousarray(context, dtype=np.float32)
     k = min(size, int(excluded.sum()) + _START_K)
-    while True:
+    for _ in range(_MAX_SEARCHES):
         sims, found = flat.search(query, k)
         near = found[found >= 0].astype(np.intp)
         candidates = near[~excluded[near]]
@@ -176,6 +180,8 @@ def _best(
             if extra.size <= _MAX_EXTRA:
                 return _better(best, _top(extra, exact(extra))) if extra.size else best
         k = min(size, k * 2)
+    remaining = np.flatnonzero(~excluded)
+    return _top(remaining, exact(remaining))
 
 
 def _top(positions: npt.NDArray[np.intp], scores: npt.NDArray[np.float64]) -> Best:

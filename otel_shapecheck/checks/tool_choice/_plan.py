@@ -64,7 +64,9 @@ def build_plan(offered: tuple[OfferedTool, ...]) -> MenuPlan:
         nbytes += sum(len(p.name) + len(p.description or "") + 80 for p in tool.parameters)
     distinct = set(seeds) | set(parameters)
     digest = hashlib.blake2b(digest_size=16)
-    for text in (*seeds, *parameters):
+    # The names too: texts tokenise them (``a_b`` and ``a-b`` read alike), and a cached menu index
+    # answers with its own names.
+    for text in (*unique, *seeds, *parameters):
         digest.update(text.encode("utf-8", "surrogatepass"))
         digest.update(b"\x00")
     return MenuPlan(

@@ -84,6 +84,25 @@ class TestLargeMenus:
             assert a.result is not None and b.result is not None
             _same(a.result, b.result)
 
+    @pytest.mark.parametrize("scoring", ["calibrated", "seed"])
+    def test_a_context_without_a_vector_is_settled_like_brute_force(
+        self, scoring: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Every cosine 0 ties with the k-th neighbour's: the search stops growing k, scores the rest in
+        one exact pass, and answers as ranking the whole menu does."""
+        menu = _menu(INDEX_MENU_TOOLS + 300, 9)
+        subjects = [_subject(0, menu, (menu[1500].name,), "¿¡ ¿¡ ¡¡"), _subject(1, menu, (menu[3].name,), "")]
+        indexed = ToolChoiceCheck(HashingEmbedder(), scoring=scoring)
+        indexed.evaluate(subjects)
+        monkeypatch.setattr(_check, "INDEX_MENU_TOOLS", 10**9)
+        whole = ToolChoiceCheck(HashingEmbedder(), scoring=scoring)
+        whole.evaluate(subjects)
+        for a, b in zip(indexed.calls(), whole.calls(), strict=True):
+            if a.result is None or b.result is None:
+                assert a.result is None and b.result is None
+                continue
+            _same(a.result, b.result)
+
     def test_ties_go_to_the_earlier_tool(self) -> None:
         """Two tools with one text tie; the earlier on the menu is top, as in a stable ranking."""
         menu = _menu(INDEX_MENU_TOOLS + 10, 7)
@@ -103,6 +122,21 @@ class TestLargeMenus:
         for span in range(3):
             check.evaluate([_subject(span, menu, (menu[span].name,), menu[span].description or "")])
         assert check.menu_indexes.builds == 1
+
+    def test_menus_whose_names_read_alike_get_indexes_of_their_own(self) -> None:
+        """``a_b`` and ``a-b`` tokenise alike, yet two such menus are two indexes, each answering with
+        its own names."""
+        menu = _menu(INDEX_MENU_TOOLS + 1, 5)
+        other = tuple(
+            OfferedTool(tool.name.replace("_", "-"), tool.description, tool.parameters) for tool in menu
+        )
+        check = ToolChoiceCheck(HashingEmbedder())
+        check.evaluate([_subject(0, menu, (menu[7].name,), menu[7].description or "")])
+        check.evaluate([_subject(1, other, (other[7].name,), other[7].description or "")])
+        first, second = check.calls()
+        assert first.result is not None and second.result is not None
+        assert first.result.top == menu[7].name and second.result.top == other[7].name
+        assert check.menu_indexes.builds == 2
 
 
 class TestTextBounds:
