@@ -26,8 +26,8 @@ import grpc
 import requests
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
 
+from benchmarks._gateway_traffic import plain_spans, requests_of, send_all
 from benchmarks.bench_end_to_end import CountingReceiver
-from benchmarks.bench_gateway import _send_all, plain_spans, requests_of
 from otel_shapecheck import ConformanceCheck, FiguresCheck, HashingEmbedder, ToolChoiceCheck
 from otel_shapecheck.gateway._gateway import Gateway
 from otel_shapecheck.gateway._service import GatewayService
@@ -103,7 +103,7 @@ def _spans_per_second(port: int, receiver: CountingReceiver, bodies: Sequence[by
     so the wait polls rarely and takes no CPU from what is measured)."""
     before = receiver.count()
     start = time.monotonic()
-    _send_all(port, bodies)
+    send_all(port, bodies)
     deadline = start + 600
     while receiver.count() < before + spans:
         if time.monotonic() > deadline:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from otel_shapecheck import _settings
 from otel_shapecheck._attributes import (
@@ -36,6 +36,7 @@ from otel_shapecheck._attributes import (
 from otel_shapecheck._model import LLMCall, OfferedTool
 from otel_shapecheck.checks._base import AttributeValue, Subject, Verdict
 from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache, cached
+from otel_shapecheck.checks.tool_choice._calls import ToolChoiceCall, ToolChoiceSummary
 from otel_shapecheck.checks.tool_choice._embedders import Embedder, FloatMatrix, MiniLMEmbedder
 from otel_shapecheck.checks.tool_choice._history import CallHistory
 from otel_shapecheck.checks.tool_choice._index import ToolIndex
@@ -81,57 +82,6 @@ _DEFAULT_MAX_RECORDED_BYTES = 16 * 1024 * 1024
 _DEFAULT_MAX_MENU_TOOLS = 100_000
 _DEFAULT_MAX_MENU_BYTES = 32 * 1024 * 1024
 _DEFAULT_MAX_INDEXED_TOOLS = 100_000
-
-
-@dataclass(frozen=True)
-class ToolChoiceCall:
-    """One LLM call that offered tools (or invoked tools with no menu captured), as the query API sees it."""
-
-    span_id: str
-    trace_id: str
-    offered: tuple[OfferedTool, ...]
-    """The menu as the model saw it, duplicates removed (first wins); empty when none was captured."""
-    chosen: tuple[str, ...]
-    """Unique invoked tool names, first-call order."""
-    tool_call_ids: tuple[str, ...]
-    context_text: str
-    """The choice context that is (or will be) embedded."""
-    segments: tuple[str, ...] = ()
-    """Clause views of the context, embedded too when the calibrated scoring scores each chosen tool."""
-    result: MarginResult | None = None
-    """The ranking, once scored; stays ``None`` when ``skipped`` says why it never will be."""
-    skipped: str | None = None
-    response_id: str | None = None
-    menu_source: str | None = None
-    """``span`` or ``ancestor``: whose span the menu was read from."""
-    truncated: bool = False
-    """A text the score depends on was cut before embedding (a context slot, a tool name or text)."""
-    menu_bytes: int = 0
-    """Estimated bytes of the parsed menu (what keeping this call may keep alive)."""
-    _menu: MenuPlan | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def flagged(self) -> bool:
-        """Scored, and narrow or in disagreement."""
-        return self.result is not None and self.result.flagged
-
-
-@dataclass(frozen=True)
-class ToolChoiceSummary:
-    """Counts over the recorded calls."""
-
-    llm_calls_with_tools: int
-    """Calls that offered tools, or invoked tools with no menu captured."""
-    choices: int
-    """Calls where the model invoked at least one tool."""
-    scored: int
-    """Calls with a ranking."""
-    flagged: int
-    """Scored calls that are narrow or in disagreement."""
-    narrow: int
-    proxy_disagreement: int
-    skipped: int
-    """Calls that will never be scored."""
 
 
 _default_index_lock = threading.Lock()

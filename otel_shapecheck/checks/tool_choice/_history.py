@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from otel_shapecheck.checks.tool_choice._check import ToolChoiceCall
+    from otel_shapecheck.checks.tool_choice._calls import ToolChoiceCall
 
 _CALL_OVERHEAD_BYTES: Final = 1024
 

@@ -9,7 +9,7 @@ from otel_shapecheck import Subject, ToolChoiceCheck, lint_catalog
 from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall, ToolResult
 from otel_shapecheck.catalog._rules import CatalogTool
 from otel_shapecheck.checks.tool_choice._cache import content_hash
-from otel_shapecheck.checks.tool_choice._check import ToolChoiceSummary
+from otel_shapecheck.checks.tool_choice._calls import ToolChoiceSummary
 from otel_shapecheck.checks.tool_choice._index import confusability_text
 from otel_shapecheck.checks.tool_choice._margin import MarginResult, choice_context, score_margin
 
