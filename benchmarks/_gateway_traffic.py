@@ -8,7 +8,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -55,28 +54,14 @@ def requests_of(spans: Sequence[ReadableSpan]) -> list[bytes]:
 
 
 class GatewayProcess:
-    """``otel-shapecheck serve`` in a child process, forwarding to ``forward``; stopped with SIGTERM."""
+    """``otel-shapecheck serve --<listener> 127.0.0.1:0 <arguments>`` in a child process, on the port it
+    reports; stopped with SIGTERM (killed past ``stop_seconds``)."""
 
-    def __init__(self, forward: str, *, embedder: str | None) -> None:
-        self._spool = tempfile.TemporaryDirectory()
-        self._command = [
-            sys.executable,
-            "-m",
-            "otel_shapecheck",
-            "serve",
-            "--grpc",
-            "127.0.0.1:0",
-            "--forward",
-            forward,
-            "--protocol",
-            "http/protobuf",
-            "--no-events",
-            "--max-queue-size",
-            "65536",
-            "--spool-dir",
-            self._spool.name,
-        ]
-        self._command.extend(["--embedder", embedder] if embedder else ["--no-checks"])
+    def __init__(self, arguments: Sequence[str], *, listener: str = "grpc", stop_seconds: float = 60) -> None:
+        self._command = [sys.executable, "-m", "otel_shapecheck", "serve", f"--{listener}", "127.0.0.1:0"]
+        self._command.extend(arguments)
+        self._listener = listener
+        self._stop_seconds = stop_seconds
         self.port = 0
 
     def __enter__(self) -> GatewayProcess:
@@ -85,7 +70,7 @@ class GatewayProcess:
             self._command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
         )
         assert self._process.stdout is not None
-        found = re.search(r"grpc=127\.0\.0\.1:(\d+)", self._process.stdout.readline())
+        found = re.search(rf"{self._listener}=127\.0\.0\.1:(\d+)", self._process.stdout.readline())
         if found is None:
             self._process.kill()
             raise RuntimeError("the gateway process did not start")
@@ -95,11 +80,10 @@ class GatewayProcess:
     def __exit__(self, *exc_info: object) -> None:
         self._process.send_signal(signal.SIGTERM)
         try:
-            self._process.wait(60)
+            self._process.wait(self._stop_seconds)
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
-        self._spool.cleanup()
 
     def rss_megabytes(self) -> float:
         """Resident memory of the gateway process now."""

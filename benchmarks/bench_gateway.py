@@ -20,6 +20,7 @@ Run alone with
 from __future__ import annotations
 
 import statistics
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -58,7 +59,15 @@ def _round(
 
 @contextmanager
 def _gateway(receiver: CountingReceiver, *, embedder: str | None) -> Iterator[GatewayProcess]:
-    with GatewayProcess(receiver.traces_url, embedder=embedder) as gateway:
+    arguments = [
+        *("--forward", receiver.traces_url, "--protocol", "http/protobuf", "--no-events"),
+        *("--max-queue-size", "65536"),
+        *(("--embedder", embedder) if embedder else ("--no-checks",)),
+    ]
+    with (
+        tempfile.TemporaryDirectory() as spool,
+        GatewayProcess([*arguments, "--spool-dir", spool]) as gateway,
+    ):
         _round(gateway, receiver, plain_spans(1_000))  # warm up: imports, channels, first batches
         _round(gateway, receiver, agent_spans(100))
         yield gateway

@@ -15,13 +15,9 @@ evaluation events) forwarding over OTLP/HTTP to the span-counting receiver of ``
 from __future__ import annotations
 
 import http.client
-import os
-import re
-import signal
 import ssl
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -33,6 +29,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
+from benchmarks._gateway_traffic import GatewayProcess
 from benchmarks.bench_end_to_end import CountingReceiver
 
 REQUESTS = 60
@@ -94,44 +91,15 @@ def _certificate(directory: Path) -> tuple[Path, Path]:
     return cert, key
 
 
-class _Gateway:
-    def __init__(self, receiver: CountingReceiver, directory: Path, *extra: str) -> None:
-        self.command = [
-            sys.executable, "-m", "otel_shapecheck", "serve", "--http", "127.0.0.1:0",
-            "--forward", receiver.traces_url, "--protocol", "http/protobuf", "--no-events",
-            "--embedder", "hashing", "--max-queue-size", "65536", *extra,
-        ]  # fmt: skip
-        if "--no-spool" not in extra:
-            self.command += ["--spool-dir", str(directory / "spool")]
-        self.port = 0
-
-    def __enter__(self) -> _Gateway:
-        env = {**os.environ, "OTEL_BSP_SCHEDULE_DELAY": "100"}
-        self.process = subprocess.Popen(
-            self.command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
-        )
-        assert self.process.stdout is not None
-        found = re.search(r"http=127\.0\.0\.1:(\d+)", self.process.stdout.readline())
-        if found is None:
-            self.process.kill()
-            raise RuntimeError("the gateway process did not start")
-        self.port = int(found.group(1))
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(120)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-    def rss_mb(self) -> float:
-        with open(f"/proc/{self.process.pid}/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        return 0.0
+def _gateway(receiver: CountingReceiver, directory: Path, *extra: str) -> GatewayProcess:
+    """The gateway over HTTP, hashing embedder, forwarding to ``receiver``, spooled under ``directory``."""
+    arguments = [
+        "--forward", receiver.traces_url, "--protocol", "http/protobuf", "--no-events",
+        "--embedder", "hashing", "--max-queue-size", "65536", *extra,
+    ]  # fmt: skip
+    if "--no-spool" not in extra:
+        arguments += ["--spool-dir", str(directory / "spool")]
+    return GatewayProcess(arguments, listener="http", stop_seconds=120)
 
 
 def _send(port: int, bodies: Sequence[bytes], tls: ssl.SSLContext | None) -> list[float]:
@@ -178,7 +146,7 @@ def _send(port: int, bodies: Sequence[bytes], tls: ssl.SSLContext | None) -> lis
 
 
 def _ingest_round(
-    receiver: CountingReceiver, gateway: _Gateway, tls: ssl.SSLContext | None
+    receiver: CountingReceiver, gateway: GatewayProcess, tls: ssl.SSLContext | None
 ) -> dict[str, float]:
     _send(
         gateway.port, [_plain_request(10_000_000 + n * SPANS_PER_REQUEST) for n in range(4)], tls
@@ -226,7 +194,7 @@ def measure_ingest(rounds: int = 2) -> dict[str, list[dict[str, float]]]:
             for kind, (extra, tls) in kinds.items():
                 run_dir = directory / f"{kind}-{number}"
                 run_dir.mkdir()
-                with _Gateway(receiver, run_dir, *extra) as gateway:
+                with _gateway(receiver, run_dir, *extra) as gateway:
                     results[kind].append(_ingest_round(receiver, gateway, tls))
     return results
 
@@ -236,18 +204,18 @@ def measure_memory() -> dict[str, float]:
     with (
         tempfile.TemporaryDirectory() as scratch,
         CountingReceiver() as receiver,
-        _Gateway(receiver, Path(scratch)) as gateway,
+        _gateway(receiver, Path(scratch)) as gateway,
     ):
         _send(gateway.port, [_plain_request(n * SPANS_PER_REQUEST) for n in range(4)], None)  # warm up
         receiver.wait_for(4 * SPANS_PER_REQUEST)
         time.sleep(1)
-        baseline = gateway.rss_mb()
+        baseline = gateway.rss_megabytes()
         peak = [baseline]
         stop = threading.Event()
 
         def watch() -> None:
             while not stop.wait(0.05):
-                peak[0] = max(peak[0], gateway.rss_mb())
+                peak[0] = max(peak[0], gateway.rss_megabytes())
 
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
@@ -258,7 +226,7 @@ def measure_memory() -> dict[str, float]:
         time.sleep(3)
         stop.set()
         watcher.join()
-        return {"baseline_mb": baseline, "peak_mb": peak[0], "after_drain_mb": gateway.rss_mb()}
+        return {"baseline_mb": baseline, "peak_mb": peak[0], "after_drain_mb": gateway.rss_megabytes()}
 
 
 def rows(ingest: dict[str, list[dict[str, float]]], memory: dict[str, float]) -> list[dict[str, Any]]:
