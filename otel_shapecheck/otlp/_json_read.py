@@ -12,7 +12,7 @@ every place OTLP has them and in unknown fields too, as before.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from opentelemetry.sdk._logs import ReadWriteLogRecord
 from opentelemetry.sdk.resources import Resource
@@ -36,6 +36,8 @@ from otel_shapecheck.otlp._json_values import (
     strings,
     unknown_field,
 )
+
+_Item = TypeVar("_Item")
 
 
 def _names(*pairs: str) -> dict[str, str]:
@@ -139,18 +141,9 @@ def spans_from_json(value: Any, source: str, number: int) -> list[ReadableSpan]:
         InvalidId: an id that is not hex or base64 of its size.
         UnreadableTraceFile: a span without a trace id or span id.
     """
-    where = "resourceSpans"
-    resource: dict[str, SdkAnyValue] = {}
-    schema_url = ""
-    scopes: list[tuple[InstrumentationScope, list[SpanFields]]] = []
-    for field, _, item in _fields(value, _RESOURCE_SPANS, where, 1):
-        if field == "resource":
-            resource = _resource(item, f"{where}.resource")
-        elif field == "schema_url":
-            schema_url = string(item, f"{where}.schemaUrl")
-        else:
-            scopes = [_scope_spans(scope_spans) for scope_spans in _list(item, f"{where}.scopeSpans")]
-    sdk_resource = Resource(resource, schema_url)
+    sdk_resource, scopes = _resource_group(
+        value, _RESOURCE_SPANS, "resourceSpans", "scopeSpans", _scope_spans
+    )
     return [
         build_span(*fields, sdk_resource, scope, source, number)
         for scope, spans in scopes
@@ -175,20 +168,47 @@ def _resource(value: Any, where: str) -> dict[str, SdkAnyValue]:
     return read
 
 
-def _scope_spans(value: Any) -> tuple[InstrumentationScope, list[SpanFields]]:
-    where = "resourceSpans.scopeSpans"
+def _resource_group(
+    value: Any,
+    names: dict[str, str],
+    where: str,
+    scopes_field: str,
+    read_scope: Callable[[Any], tuple[InstrumentationScope, list[_Item]]],
+) -> tuple[Resource, list[tuple[InstrumentationScope, list[_Item]]]]:
+    """A ``ResourceSpans`` / ``ResourceLogs`` entry: its resource, each scope group read by ``read_scope``."""
+    resource: dict[str, SdkAnyValue] = {}
+    schema_url = ""
+    scopes: list[tuple[InstrumentationScope, list[_Item]]] = []
+    for field, _, item in _fields(value, names, where, 1):
+        if field == "resource":
+            resource = _resource(item, f"{where}.resource")
+        elif field == "schema_url":
+            schema_url = string(item, f"{where}.schemaUrl")
+        else:
+            scopes = [read_scope(group) for group in _list(item, f"{where}.{scopes_field}")]
+    return Resource(resource, schema_url), scopes
+
+
+def _scope_group(
+    value: Any, names: dict[str, str], where: str, items_field: str, read_item: Callable[[Any], _Item]
+) -> tuple[InstrumentationScope, list[_Item]]:
+    """A ``ScopeSpans`` / ``ScopeLogs`` entry: its scope, and each item read by ``read_item``."""
     scope: tuple[str, str, dict[str, SdkAnyValue]] = ("", "", {})
     schema_url = ""
-    spans: list[SpanFields] = []
-    for field, _, item in _fields(value, _SCOPE_SPANS, where, 2):
+    items: list[_Item] = []
+    for field, _, item in _fields(value, names, where, 2):
         if field == "scope":
             scope = _scope(item, f"{where}.scope")
         elif field == "schema_url":
             schema_url = string(item, f"{where}.schemaUrl")
         else:
-            spans = [_span(span) for span in _list(item, f"{where}.spans")]
+            items = [read_item(entry) for entry in _list(item, f"{where}.{items_field}")]
     name, version, read = scope
-    return InstrumentationScope(name, version, schema_url, read or None), spans
+    return InstrumentationScope(name, version, schema_url, read or None), items
+
+
+def _scope_spans(value: Any) -> tuple[InstrumentationScope, list[SpanFields]]:
+    return _scope_group(value, _SCOPE_SPANS, "resourceSpans.scopeSpans", "spans", _span)
 
 
 def _scope(value: Any, where: str) -> tuple[str, str, dict[str, SdkAnyValue]]:
@@ -339,18 +359,7 @@ def log_records_from_json(
         InvalidOtlp: the entry is not what protobuf's JSON mapping reads as ``ResourceLogs``.
         InvalidId: an id that is not hex or base64 of its size.
     """
-    where = "resourceLogs"
-    resource: dict[str, SdkAnyValue] = {}
-    schema_url = ""
-    scopes: list[tuple[InstrumentationScope, list[tuple[Any, ...]]]] = []
-    for field, _, item in _fields(value, _RESOURCE_LOGS, where, 1):
-        if field == "resource":
-            resource = _resource(item, f"{where}.resource")
-        elif field == "schema_url":
-            schema_url = string(item, f"{where}.schemaUrl")
-        else:
-            scopes = [_scope_logs(scope_logs) for scope_logs in _list(item, f"{where}.scopeLogs")]
-    sdk_resource = Resource(resource, schema_url)
+    sdk_resource, scopes = _resource_group(value, _RESOURCE_LOGS, "resourceLogs", "scopeLogs", _scope_logs)
     built: list[ReadWriteLogRecord] = []
     for scope, records in scopes:
         for record in records:
@@ -366,19 +375,7 @@ def log_records_from_json(
 
 
 def _scope_logs(value: Any) -> tuple[InstrumentationScope, list[tuple[Any, ...]]]:
-    where = "resourceLogs.scopeLogs"
-    scope: tuple[str, str, dict[str, SdkAnyValue]] = ("", "", {})
-    schema_url = ""
-    records: list[tuple[Any, ...]] = []
-    for field, _, item in _fields(value, _SCOPE_LOGS, where, 2):
-        if field == "scope":
-            scope = _scope(item, f"{where}.scope")
-        elif field == "schema_url":
-            schema_url = string(item, f"{where}.schemaUrl")
-        else:
-            records = [_log_record(record) for record in _list(item, f"{where}.logRecords")]
-    name, version, read = scope
-    return InstrumentationScope(name, version, schema_url, read or None), records
+    return _scope_group(value, _SCOPE_LOGS, "resourceLogs.scopeLogs", "logRecords", _log_record)
 
 
 def _log_record(value: Any) -> tuple[Any, ...]:
