@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import grpc
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -129,9 +129,14 @@ def send_all(port: int, requests: Sequence[bytes]) -> int:
                             refused[0] += 1
                         time.sleep(0.05)
 
+    in_senders(sender)
+    return refused[0]
+
+
+def in_senders(sender: Callable[[], None]) -> None:
+    """Run ``sender`` on :data:`SENDERS` threads at once and wait for all of them."""
     threads = [threading.Thread(target=sender) for _ in range(SENDERS)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    return refused[0]

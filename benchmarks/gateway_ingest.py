@@ -29,12 +29,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
-from benchmarks._gateway_traffic import GatewayProcess
+from benchmarks._gateway_traffic import SPANS_PER_REQUEST, GatewayProcess, in_senders
 from benchmarks.bench_end_to_end import CountingReceiver
 
 REQUESTS = 60
-SPANS_PER_REQUEST = 512
-SENDERS = 2
 BIG_SPANS = 300
 BIG_RESULT_BYTES = 3_000_000
 TOKEN = "bench-token"
@@ -137,11 +135,7 @@ def _send(port: int, bodies: Sequence[bytes], tls: ssl.SSLContext | None) -> lis
                 connection.close()
                 time.sleep(0.05)
 
-    threads = [threading.Thread(target=sender) for _ in range(SENDERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_senders(sender)
     return latencies
 
 
