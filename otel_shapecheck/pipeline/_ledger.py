@@ -111,6 +111,9 @@ class Ledger:
         self._waiting: dict[HeldSpan, None] = {}
         """Waiting spans in deadline order, keyed by identity: ids are not trusted to be unique."""
         self._waiting_by_parent: dict[int, list[HeldSpan]] = {}
+        self.awaited_ends: Mapping[int, object] = self._waiting_by_parent
+        """Span ids whose end held spans wait for: read without the lock (a membership test) by
+        ``on_end``, which queues such a span's end for recording."""
         self._analyst_parents: dict[int, int] = {}
         self._ready: deque[tuple[HeldSpan, ...]] = deque()
         self._ready_spans = 0
@@ -189,6 +192,29 @@ class Ledger:
             )
             overflow = self._take_overflow() if self._overflow else None
         return held, wake, overflow
+
+    def span_forwarded(
+        self, trace_id: int, span_id: int, *, out_of_order: bool = False
+    ) -> tuple[bool, list[ReadableSpan]]:
+        """Record the end of a span that was forwarded as it came; return ``(wake, overflow)``.
+
+        Held spans waiting for its end are released; a trace with facts notes it ended (a child ending
+        later need not wait for it). ``out_of_order``: spans that ended before it may not be recorded
+        yet, so its trace's facts are started if need be, for those to find its end there.
+        ``wake`` and ``overflow`` are as in :meth:`span_ended`.
+        """
+        with self._lock:
+            if self._closed:
+                return False, []
+            wake = span_id in self._waiting_by_parent and self._release_children(span_id)
+            facts = self._traces.get(trace_id)
+            if facts is None and out_of_order:
+                facts = self._new_trace(trace_id)
+            elif facts is not None:
+                self._traces.move_to_end(trace_id)
+            if facts is not None and len(facts.ended) < self._max_facts:
+                facts.ended.add(span_id)
+            return wake, self._take_overflow() if self._overflow else []
 
     def _record(
         self,

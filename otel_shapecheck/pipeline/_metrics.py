@@ -60,6 +60,10 @@ class ProcessorCounts:
     """Spans evaluated as incomplete because the processor shut down while they waited."""
     forwarded_unevaluated: int = 0
     """Spans forwarded un-enriched without evaluation: the worker's queue was full, or it was gone."""
+    forwarded_unrecorded: int = 0
+    """Spans the checks may have cared about, forwarded as they came without being recorded: the
+    recording queue was full (``max_queue_size``) and no recording under way finished within 0.5 s, or
+    the recording thread did not finish at shutdown."""
     facts_dropped: int = 0
     """Tool executions, attempts or content records lost while a held span still needed them: not kept
     for a per-trace or byte bound, or forgotten with a trace whose spans were still held."""
@@ -135,6 +139,7 @@ class ProcessorCounters:
         self.released_by_cap = 0
         self.released_by_shutdown = 0
         self.forwarded_unevaluated = 0
+        self.forwarded_unrecorded = 0
         self.facts_dropped = 0
         self.fact_bytes_exceeded = 0
         self.duplicates = 0

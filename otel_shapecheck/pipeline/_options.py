@@ -52,7 +52,8 @@ class ProcessorOptions:
         max_pending_spans: spans waiting for facts at once; past it the oldest is evaluated as
             incomplete (:envvar:`OTEL_SHAPECHECK_MAX_PENDING_SPANS`, 10000).
         max_queue_size: spans waiting for the worker; past it new spans are forwarded un-evaluated
-            (:envvar:`OTEL_SHAPECHECK_MAX_QUEUE_SIZE`, 2048).
+            (:envvar:`OTEL_SHAPECHECK_MAX_QUEUE_SIZE`, 2048). Ended spans queued for the recording
+            thread are held to it too: past it the ending thread records the oldest one itself.
         max_evaluation_batch_size: spans per check call
             (:envvar:`OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE`, 64).
         schedule_delay_millis: longest wait before a partial batch is evaluated

@@ -13,9 +13,12 @@ evaluated on the worker thread and forwarded as an enriched copy. A run's agent 
 agent span of a trace) is held until the spans of its run are evaluated, and forwarded with their
 summary (``shapecheck.run.*``). Every span handed to ``on_end`` reaches ``downstream.on_end`` exactly once.
 
-The application's thread spends in ``on_end`` only a classification (a few key lookups) and the
-ledger's short lock; it never waits for checks, embeddings or the downstream's handling of held spans.
-Untouched spans are handed to the downstream on the caller's thread, as if it were registered itself.
+The application's thread spends in ``on_end`` a test of the span's attribute keys and, for a span
+the checks may care about, one append to a queue: a recording thread (:class:`LedgerIntake`) classifies
+it, walks its live ancestors and records it in the ledger, in end order, and forwards it when it is not
+held. The application's thread never waits for that thread, the checks, embeddings or the downstream's
+handling of held spans. Ordinary spans are handed to the downstream on the caller's thread, as if it were
+registered itself (except a span with analyst attempts under it, which is held for evaluation).
 """
 
 from __future__ import annotations
@@ -33,10 +36,13 @@ from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.trace import SpanContext
 
+from otel_shapecheck._attributes import ANALYST_ATTEMPT
 from otel_shapecheck.checks._base import Check
 from otel_shapecheck.pipeline._bounded_call import BoundedCall
 from otel_shapecheck.pipeline._facts import attribute_mapping
+from otel_shapecheck.pipeline._intake import LedgerIntake
 from otel_shapecheck.pipeline._ledger import UNKNOWN_ANCESTRY, Ancestry, Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters, ProcessorCounts
 from otel_shapecheck.pipeline._options import ProcessorOptions
@@ -45,7 +51,6 @@ from otel_shapecheck.pipeline._verdict_metrics import VerdictMetrics
 from otel_shapecheck.pipeline._worker import EvaluationWorker
 from otel_shapecheck.readers._classify import (
     CLASSIFYING_KEYS,
-    OTHER,
     ROLE_AGENT,
     ROLE_LLM_CALL,
     SpanClass,
@@ -65,6 +70,7 @@ logger = logging.getLogger(__name__)
 _MAX_ANCESTOR_DEPTH = 32
 """Ancestors looked at for a menu, nearest first."""
 
+_TRACE_ID: Final = 0
 _SPAN_ID: Final = 1
 _IS_REMOTE: Final = 2
 """Items of a ``SpanContext`` (a tuple): reading them skips the property calls on the hot path."""
@@ -93,12 +99,15 @@ class ShapecheckSpanProcessor(SpanProcessor):
         meter_provider: where the counters (observable counters) and the verdict metrics are recorded
             (default: the global one).
 
-    Time bounds: ``on_end`` holds only the ledger's lock (a few dictionary operations) for GenAI spans
-    and calls ``downstream.on_end`` itself only for untouched spans, as the downstream would be called
-    without the wrapper. ``force_flush`` returns within ``timeout_millis`` even when the downstream or
-    the event sink hangs (their flushes run on a helper thread). ``shutdown`` waits at most
-    ``shutdown_timeout_millis`` for the worker, then forwards what is left un-evaluated, then calls the
-    downstream's and the sink's own ``shutdown``.
+    Time bounds: while the recording thread keeps up, ``on_end`` takes no lock: it queues a GenAI span
+    for that thread and calls ``downstream.on_end`` itself only for ordinary spans, as the downstream
+    would be called without the wrapper. With ``max_queue_size`` spans queued it records the oldest one
+    itself (bookkeeping only, waiting at most 0.5 s for a recording under way), else forwards its span
+    as it came.
+    ``force_flush`` records what is queued and returns within ``timeout_millis`` even when the
+    downstream or the event sink hangs (their flushes run on a helper thread). ``shutdown`` waits at
+    most ``shutdown_timeout_millis`` for the recording thread and the worker, then forwards what is left
+    un-evaluated, then calls the downstream's and the sink's own ``shutdown``.
 
     Raises:
         ValueError: ``downstream`` is not a span processor, or a check lacks ``name``/``evaluate``.
@@ -156,10 +165,22 @@ class ShapecheckSpanProcessor(SpanProcessor):
             metrics=VerdictMetrics(meter_provider, tool_names=options.metrics_tool_names),
         )
         self._live: dict[int, ReadableSpan | Span] = {}
+        """Started spans whose end is not yet recorded, by span id: the ancestors an LLM call may take
+        its menu from and the run it belongs to. A span queued for the recording thread stays here until
+        that thread took it, so every span is recorded against its ancestors as they were at its end."""
         self._sees_starts = False
         """Whether spans are handed over at their start (live, and ``check``), not only at their end."""
-        """Started, not yet ended spans by span id: the ancestors an LLM call may take its menu from."""
         self._max_live = options.max_pending_spans
+        self._attempt_parents: dict[int, None] = {}
+        """Parents of queued analyst attempts (by span id) until their own end is recorded: ``on_end``
+        must hold such a span for evaluation although its attempts are not yet in the ledger."""
+        self._intake = LedgerIntake(
+            self._record_ended,
+            self._record_forwarded_end,
+            self._forward,
+            self._counters,
+            max_size=options.max_queue_size,
+        )
         self._flush_downstream = BoundedCall(
             "ShapecheckDownstreamFlush",
             downstream.force_flush,
@@ -180,6 +201,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
         self._is_shutdown = False
         self._counters.observe_with(meter_provider)
         self._worker.start()
+        self._intake.start()
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_weak_call(weakref.WeakMethod(self._at_fork_reinit)))
 
@@ -233,13 +255,14 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 self._counters.error("downstream", "The downstream span processor failed in on_start")
 
     def concerns(self, span_id: int) -> bool:
-        """Whether a span with no classifying key must still go through ``on_end``: held spans wait for
-        its end, or it has analyst-attempt children (lock-free; the gateway's pass-through asks)."""
-        return self._ledger.concerns(span_id)
+        """Whether a span with no classifying key must still go through ``on_end``: ended spans are still
+        being recorded, held spans wait for its end, or it has analyst-attempt children (lock-free; the
+        gateway's pass-through asks)."""
+        return self._intake.backlog() or span_id in self._attempt_parents or self._ledger.concerns(span_id)
 
     def concerns_any(self) -> bool:
         """Whether :meth:`concerns` could hold for any span id at all (lock-free)."""
-        return self._ledger.concerns_any()
+        return self._intake.backlog() or bool(self._attempt_parents) or self._ledger.concerns_any()
 
     def span_started(self, span: ReadableSpan | Span) -> None:
         """Keep ``span`` as a possible menu ancestor until it ends (one dictionary store; never raises).
@@ -271,7 +294,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
             self._counters.error("downstream", "The downstream span processor failed in _on_ending")
 
     def on_end(self, span: ReadableSpan) -> None:
-        """Forward the span at once, or hold it for evaluation when it is an LLM call or analyst span."""
+        """Forward an ordinary span at once; queue one the checks may care about for the recording thread."""
         held = False
         try:
             # Every span the application ends comes through here, so the span is read through its
@@ -279,22 +302,35 @@ class ShapecheckSpanProcessor(SpanProcessor):
             # ReadableSpan's properties return these fields, and tests/pipeline/test_sdk_fields.py pins
             # them. A SpanContext is a tuple; its span id is item 1.
             context = span._context
-            span_id = context[_SPAN_ID] if context is not None else None
-            if span_id is not None:
-                self._live.pop(span_id, None)
             stored = span._attributes
             attributes = stored._dict if type(stored) is BoundedAttributes else (span.attributes or {})
             name = span._name
+            intake = self._intake
             # This test is the whole cost an ordinary span pays: without any classifying key and a
             # tool-span name, classify_span() would answer OTHER. The name test is
             # name.startswith(EXECUTE_TOOL_SPAN_PREFIX) as two string comparisons (no method call).
             if not CLASSIFYING_KEYS.isdisjoint(attributes) or (
                 EXECUTE_TOOL_SPAN_PREFIX <= name < _AFTER_TOOL_SPAN_NAMES
             ):
-                held = self._record(span, classify_span(name, attributes), attributes)
-            elif span_id is not None and self._ledger.concerns(span_id):
-                held = self._record(span, OTHER, attributes)
+                held = self._queue(span, intake, ANALYST_ATTEMPT in attributes)
+            elif context is None:
+                self._counters.passed_at_once += 1
+            elif context[_SPAN_ID] in self._attempt_parents:
+                held = self._queue(span, intake, False)
             else:
+                span_id = context[_SPAN_ID]
+                items = intake.items
+                if items or not intake.idle or span_id in self._ledger.awaited_ends:
+                    # Spans queued before it must be recorded against its being live; a span held
+                    # for its end learns of it in order. Forwarded now, recorded from its context.
+                    if len(items) < intake.max_size or intake.make_room():
+                        items.append(context)
+                        if intake.idle:
+                            intake.wake()
+                    else:
+                        self._forward_all(self._record_shed_end(context))
+                else:
+                    self._live.pop(span_id, None)
                 self._counters.passed_at_once += 1
         except Exception:
             self._counters.error("on_end", "Recording an ended span failed; forwarding it as it is")
@@ -304,7 +340,70 @@ class ShapecheckSpanProcessor(SpanProcessor):
             except Exception:
                 self._counters.error("downstream", "The downstream span processor failed in on_end")
 
-    def _record(self, span: ReadableSpan, classified: SpanClass, attributes: Mapping[str, object]) -> bool:
+    def _queue(self, span: ReadableSpan, intake: LedgerIntake, attempt: bool) -> bool:
+        """Queue ``span`` for the recording thread; False when the queue is full (forward it as it is)."""
+        items = intake.items
+        if len(items) >= intake.max_size and not intake.make_room():
+            context = span._context
+            if context is not None:  # spans held for its end must still learn of it
+                self._forward_all(self._record_shed_end(context))
+            counters = self._counters
+            counters.passed_at_once += 1  # seen, and forwarded as it came
+            counters.forwarded_unrecorded += 1
+            return False
+        parent = span._parent
+        if attempt and parent is not None:
+            self._attempt_parents[parent[_SPAN_ID]] = None
+        items.append(span)
+        if intake.idle:
+            intake.wake()
+        return True
+
+    # The recording thread.
+
+    def _record_ended(self, span: ReadableSpan) -> Sequence[ReadableSpan]:
+        """Record a queued span in the ledger; the spans to forward (itself, unless the ledger holds it)."""
+        held = False
+        overflow: Sequence[ReadableSpan] = ()
+        try:
+            context = span._context
+            if context is not None:
+                span_id = context[_SPAN_ID]
+                self._live.pop(span_id, None)
+                self._attempt_parents.pop(span_id, None)
+            attributes = attribute_mapping(span)
+            held, overflow = self._record(span, classify_span(span._name, attributes), attributes)
+        except Exception:
+            self._counters.error("on_end", "Recording an ended span failed; forwarding it as it is")
+        return overflow if held else (span, *overflow)
+
+    def _record_forwarded_end(self, context: SpanContext) -> Sequence[ReadableSpan]:
+        """Record the end of a span ``on_end`` forwarded: it is no longer live, held spans may wait for it.
+
+        Returns the spans its end released into a full worker queue, to forward as they are.
+        """
+        span_id = context[_SPAN_ID]
+        self._live.pop(span_id, None)
+        if not self._ledger.concerns(span_id):
+            return ()
+        wake, overflow = self._ledger.span_forwarded(context[_TRACE_ID], span_id)
+        if wake:
+            self._worker.wake()
+        return overflow
+
+    def _record_shed_end(self, context: SpanContext) -> Sequence[ReadableSpan]:
+        """Record, on the application's thread, the end of a span forwarded because the queue stayed
+        full: out of order, so children of it still queued find its end among their trace's facts."""
+        span_id = context[_SPAN_ID]
+        self._live.pop(span_id, None)
+        wake, overflow = self._ledger.span_forwarded(context[_TRACE_ID], span_id, out_of_order=True)
+        if wake:
+            self._worker.wake()
+        return overflow
+
+    def _record(
+        self, span: ReadableSpan, classified: SpanClass, attributes: Mapping[str, object]
+    ) -> tuple[bool, Sequence[ReadableSpan]]:
         role = classified.role
         llm_call = role is ROLE_LLM_CALL
         context = span._context
@@ -329,15 +428,13 @@ class ShapecheckSpanProcessor(SpanProcessor):
             ancestry=ancestry,
         )
         counters = self._counters
-        counters.seen += 1
-        if not held:
-            counters.forwarded_untouched += 1
+        if held:
+            counters.seen += 1
+        else:  # the recording thread forwards it: an ordinary span's count
+            counters.passed_at_once += 1
         if wake:
             self._worker.wake()
-        if overflow:
-            for released in overflow:
-                self._forward(released)
-        return held
+        return held, overflow or ()
 
     def _parent_ended(self, span: ReadableSpan) -> bool:
         """Whether the span's local parent already ended: it started here and is no longer live.
@@ -392,7 +489,8 @@ class ShapecheckSpanProcessor(SpanProcessor):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Evaluate and forward every ready span, then flush the downstream and the event sink, in time."""
         deadline = time.monotonic() + max(timeout_millis, 0) / 1000
-        flushed = self._worker.flush(_remaining(deadline)) or self._drain_here()
+        flushed = self._intake.flush(_remaining(deadline))
+        flushed = (self._worker.flush(_remaining(deadline)) or self._drain_here()) and flushed
         if not flushed:
             self._counters.error(
                 "flush_timeout",
@@ -432,8 +530,20 @@ class ShapecheckSpanProcessor(SpanProcessor):
             self._is_shutdown = True
         timeout = self._options.shutdown_timeout_seconds
         deadline = time.monotonic() + timeout
+        unrecorded = self._intake.close(timeout)
+        if unrecorded:
+            self._counters.error(
+                "shutdown_timeout:record",
+                "Recording ended spans did not finish within %.1f s; forwarding %d of them as they are",
+                timeout,
+                len(unrecorded),
+                exc_info=False,
+            )
+            self._counters.passed_at_once += len(unrecorded)
+            self._counters.forwarded_unrecorded += len(unrecorded)
+            self._bounded_shutdown_step("unrecorded", lambda: self._forward_all(unrecorded), deadline)
         self._ledger.close()
-        if not self._worker.stop(timeout):
+        if not self._worker.stop(_remaining(deadline)):
             self._counters.error(
                 "shutdown_timeout",
                 "The evaluation worker did not finish within %.1f s; forwarding what is left un-evaluated",
@@ -479,6 +589,10 @@ class ShapecheckSpanProcessor(SpanProcessor):
                     self._counters.forwarded_unevaluated += 1
                     self._forward(held.span)
 
+    def _forward_all(self, spans: Sequence[ReadableSpan]) -> None:
+        for span in spans:
+            self._forward(span)
+
     def _forward(self, span: ReadableSpan) -> None:
         try:
             self._downstream.on_end(span)
@@ -488,6 +602,9 @@ class ShapecheckSpanProcessor(SpanProcessor):
     def _at_fork_reinit(self) -> None:
         self._shutdown_lock = threading.Lock()
         self._live = {}
+        self._attempt_parents = {}
+        if not self._is_shutdown:
+            self._intake.restart_after_fork()
         self._flush_downstream.reset_after_fork()
         if self._flush_events is not None:
             self._flush_events.reset_after_fork()

@@ -144,6 +144,7 @@ def test_full_worker_queue_forwards_new_spans_unevaluated(tracer_provider: Trace
         processor.force_flush(timeout_millis=1)
         assert check.entered.wait(5)
         assert _timed_chats(tracer_provider, 3) < APPLICATION_BOUND_SECONDS
+        assert not processor.force_flush(timeout_millis=200)  # records them; the worker is still stuck
         assert processor.counts().forwarded_unevaluated == 2
         assert len(downstream.spans) == 2
     finally:
@@ -261,6 +262,7 @@ def test_children_released_into_a_full_worker_queue_pass_through(tracer_provider
         with tracer.start_as_current_span("invoke_agent storage"):
             for _ in range(3):
                 chat(handler, names_output=False)
+        assert not processor.force_flush(timeout_millis=200)  # records them; the worker is still stuck
         assert processor.ledger.ready_count() <= 1
         counts = processor.counts()
         assert counts.forwarded_unevaluated == 3

@@ -106,7 +106,7 @@ def test_pre_classification_never_hides_a_genai_span(name: str, attributes: dict
     processor = ShapecheckSpanProcessor(CountingProcessor(), checks=[])
     with mock.patch("otel_shapecheck.pipeline._processor.classify_span", spy):
         processor.on_end(_span(name, attributes))
-    processor.shutdown()
+        processor.shutdown()  # the recording thread classifies what on_end queued
     if not calls:
         assert classify_span(name, attributes).role is SpanRole.OTHER
 

@@ -20,6 +20,8 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.trace import SpanKind
 
+from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
+
 QUESTION = "How much usable storage does the Lyon cluster have?"
 ANSWER = "The Lyon cluster has 1200 TB usable, out of 4200 TB raw."
 TOOLS = json.dumps(
@@ -30,6 +32,12 @@ TOOLS = json.dumps(
 )
 SPANS_PER_TURN = 4
 GENAI_SPANS_PER_TURN = 3
+
+
+def wait_recorded(processor: ShapecheckSpanProcessor) -> None:
+    """Wait until the recording thread recorded every span ended so far, so that counts and the ledger
+    are exact while the evaluation worker is held up (``force_flush`` would wait for the worker too)."""
+    assert processor._intake.flush(10)
 
 
 def messages(role: str, parts: Sequence[dict[str, Any]], finish: str | None = None) -> str:

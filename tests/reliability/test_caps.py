@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from otel_shapecheck import ShapecheckSpanProcessor, Subject, Verdict
 from otel_shapecheck.pipeline._options import ProcessorOptions
 
-from .telemetry import IdRecorder, agent_turn, chat_attributes, tool_attributes
+from .telemetry import IdRecorder, agent_turn, chat_attributes, tool_attributes, wait_recorded
 
 CAP = 16
 OVERLOAD = 10 * CAP
@@ -90,6 +90,7 @@ def test_new_ready_spans_past_max_queue_size_are_forwarded_unevaluated() -> None
         before = len(downstream)
         for number in range(OVERLOAD):
             agent_turn(tracer, number, names_output=True)
+        wait_recorded(processor)
         counts = processor.counts()
         assert processor.ledger.ready_count() <= CAP
         assert counts.forwarded_unevaluated >= 2 * OVERLOAD - CAP
@@ -105,6 +106,7 @@ def test_waiting_spans_are_held_to_max_pending_spans() -> None:
             agents.append(agent)
             context = trace.set_span_in_context(agent, Context())
             tracer.start_span("chat gpt-4o-mini", context=context, attributes=chat_attributes(None)).end()
+        wait_recorded(processor)
         counts = processor.counts()
         for agent in agents:
             agent.end()
@@ -125,6 +127,7 @@ def test_facts_are_held_to_max_facts_per_trace_and_max_traces() -> None:
                 context=first_context,
                 attributes=tool_attributes(f"c{number}", "{}"),
             ).end()
+        wait_recorded(processor)
         one_trace = processor.counts().facts_dropped
         for _ in range(OVERLOAD):
             root = tracer.start_span("invoke_agent storage", context=Context())
@@ -133,11 +136,13 @@ def test_facts_are_held_to_max_facts_per_trace_and_max_traces() -> None:
                 "execute_tool get_capacity", context=context, attributes=tool_attributes("c", "{}")
             ).end()
             root.end()
+        wait_recorded(processor)
         finished_traces = processor.counts().facts_dropped - one_trace
         tracer.start_span(
             "execute_tool get_capacity", context=first_context, attributes=tool_attributes("late", "{}")
         ).end()
         first.end()
+        wait_recorded(processor)
         returned = processor.counts().facts_dropped - one_trace - finished_traces
         forwarded = len(downstream) - before
     assert one_trace == OVERLOAD - CAP
@@ -159,6 +164,7 @@ def test_facts_are_held_to_max_fact_bytes() -> None:
                 "execute_tool get_capacity", context=context, attributes=tool_attributes(f"c{number}", result)
             ).end()
             root.end()
+        wait_recorded(processor)
         assert processor.ledger.fact_bytes <= budget
         assert processor.counts().fact_bytes_exceeded > 0
         assert processor.counts().facts_dropped == 0  # finished traces were forgotten: nobody needed them
@@ -168,7 +174,9 @@ def test_facts_are_held_to_max_fact_bytes() -> None:
         tracer.start_span(
             "execute_tool get_capacity", context=context, attributes=tool_attributes("huge", huge)
         ).end()
+        wait_recorded(processor)
         assert processor.counts().facts_dropped == 1
+        wait_recorded(processor)
         assert processor.ledger.fact_bytes <= budget
         root.end()
         forwarded = len(downstream) - before

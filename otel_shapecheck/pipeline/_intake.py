@@ -1,0 +1,198 @@
+"""The hand-off of ended spans from the application's threads to the thread that records them.
+
+Recording a GenAI span in the ledger (classifying it, walking its live ancestors, sizing its facts,
+the ledger's bookkeeping under its lock) costs some 10–20 µs of Python; ``on_end`` only appends the
+span to this queue, as ``BatchSpanProcessor`` does, and one daemon thread records what it takes out,
+in end order. The order matters: a span's live ancestors, its parent's end and its analyst attempts
+must be seen as they were when it ended, so every end the ledger could care about goes through the
+same queue (an ended span that is forwarded at once is queued as its context alone).
+
+The queue holds at most ``max_size`` spans. When it is full the application is ending spans faster
+than one thread records them, and the calling thread records the oldest queued span itself
+(:meth:`LedgerIntake.make_room`), as it did before the queue existed: the application slows down to
+the recording rate instead of losing facts. Recording is the ledger's own bookkeeping and never calls
+user code (spans are forwarded after the recording lock is released), so that wait is for the
+interpreter to schedule the thread recording now; it is bounded all the same, by
+``MAKE_ROOM_WAIT_SECONDS``, past which the caller forwards its span as it came, counted.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanContext
+
+from otel_shapecheck.pipeline._metrics import ProcessorCounters
+
+THREAD_NAME: Final = "ShapecheckRecorder"
+MAKE_ROOM_WAIT_SECONDS: Final = 0.5
+"""Longest a full queue's caller waits for another thread to finish recording one span (tens of
+microseconds of work, plus however long the interpreter takes to schedule that thread)."""
+
+Item = ReadableSpan | SpanContext | threading.Event
+"""A span to record (forwarded after if the ledger does not hold it), the context of a span already
+forwarded whose end the ledger may wait for, or a flush request (set once reached)."""
+
+
+class LedgerIntake:
+    """An ordered queue of ended spans and the one thread that records them.
+
+    Args:
+        record: records one ended span; returns the spans to forward (itself, when the ledger does not
+            keep it, and earlier spans it released into a full worker queue).
+        ended: records the end of a span the caller already forwarded (its context); returns spans to
+            forward as ``record`` does.
+        forward: hands one span to the downstream (never raises).
+        counters: where a failure of either is counted.
+        max_size: spans and contexts queued at most (flush requests do not count).
+    """
+
+    def __init__(
+        self,
+        record: Callable[[ReadableSpan], Sequence[ReadableSpan]],
+        ended: Callable[[SpanContext], Sequence[ReadableSpan]],
+        forward: Callable[[ReadableSpan], None],
+        counters: ProcessorCounters,
+        *,
+        max_size: int,
+    ) -> None:
+        self._record = record
+        self._ended = ended
+        self._forward = forward
+        self._counters = counters
+        self.max_size = max_size
+        """Read on the hot path as a plain attribute; zero once the intake is closed."""
+        self._init_thread_state()
+
+    def _init_thread_state(self) -> None:
+        self.items: deque[Item] = deque()
+        """The queue itself: ``on_end`` appends to it directly (``deque.append`` is atomic)."""
+        self.idle = True
+        """The thread is waiting with nothing taken: with ``items`` empty, nothing is being recorded."""
+        self._wake = threading.Event()
+        self._recording = threading.Lock()
+        """Held while one item is taken out and recorded, by whichever thread records it: in order."""
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
+
+    def start(self) -> None:
+        """Start the thread."""
+        self._thread.start()
+
+    def restart_after_fork(self) -> None:
+        """A forked child has no recording thread and none of the parent's spans: start afresh."""
+        self._init_thread_state()
+        if self.max_size:
+            self._thread.start()
+
+    def backlog(self) -> bool:
+        """Whether ended spans may still be waiting to be recorded (lock-free, may say so spuriously)."""
+        return bool(self.items) or not self.idle
+
+    def wake(self) -> None:
+        """Have the thread look at the queue (the hot path calls this only when the thread is idle)."""
+        self._wake.set()
+
+    def make_room(self) -> bool:
+        """Record the oldest queued items on the calling thread until one more fits; whether it does.
+
+        Called by ``on_end`` with the queue full. Refuses (False) once the queue is closed, on the
+        recording thread itself (a downstream that ends spans), and when no other thread finished its
+        recording within ``MAKE_ROOM_WAIT_SECONDS``.
+        """
+        if self._stopping or threading.current_thread() is self._thread:
+            return False
+        items = self.items
+        while len(items) >= self.max_size:
+            if not self._recording.acquire(timeout=MAKE_ROOM_WAIT_SECONDS):
+                return False
+            try:
+                try:
+                    item = items.popleft()
+                except IndexError:
+                    break
+                released = self._process(item)
+            finally:
+                self._recording.release()
+            self._forward_all(released)
+        return len(items) < self.max_size
+
+    def flush(self, timeout_seconds: float) -> bool:
+        """Wait until everything queued before this call is recorded; False on timeout or no thread."""
+        if not self._thread.is_alive():
+            return not self.items
+        reached = threading.Event()
+        self.items.append(reached)
+        self._wake.set()
+        return reached.wait(timeout_seconds)
+
+    def close(self, timeout_seconds: float) -> list[ReadableSpan]:
+        """Refuse new spans, record what is queued, end the thread; return spans left unrecorded.
+
+        Spans are left over only when the thread did not finish within the timeout (a recording call
+        into a downstream that hangs, say): the caller forwards them as they are.
+        """
+        self.max_size = 0
+        self._stopping = True
+        self._wake.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout_seconds)
+        if self._thread.is_alive():
+            return self._take_spans()
+        self.idle = True
+        return self._take_spans()
+
+    def _take_spans(self) -> list[ReadableSpan]:
+        spans: list[ReadableSpan] = []
+        while self.items:
+            try:
+                item = self.items.popleft()
+            except IndexError:  # the thread took the last one meanwhile
+                break
+            if isinstance(item, threading.Event):
+                item.set()
+            elif not isinstance(item, SpanContext):
+                spans.append(item)
+        return spans
+
+    def _run(self) -> None:
+        items = self.items
+        while True:
+            self.idle = True
+            if not items:
+                if self._stopping:
+                    return
+                self._wake.wait()
+                self._wake.clear()
+            # Not idle from here until the queue is empty again: the hot path reads `idle` after its
+            # own append, so a span it queued is either seen below or makes it wake the thread.
+            self.idle = False
+            while items:
+                with self._recording:
+                    try:
+                        item = items.popleft()
+                    except IndexError:  # a caller making room took the last one
+                        break
+                    released = self._process(item)
+                self._forward_all(released)
+
+    def _process(self, item: Item) -> Sequence[ReadableSpan]:
+        """Record one item (the recording lock held); the spans to forward once it is released."""
+        try:
+            if isinstance(item, SpanContext):
+                return self._ended(item)
+            if isinstance(item, threading.Event):
+                item.set()
+                return ()
+            return self._record(item)
+        except Exception:  # a bug here must not end the thread that forwards queued spans
+            self._counters.error("record", "Recording an ended span failed")
+            return (item,) if isinstance(item, ReadableSpan) else ()
+
+    def _forward_all(self, spans: Sequence[ReadableSpan]) -> None:
+        for span in spans:
+            self._forward(span)

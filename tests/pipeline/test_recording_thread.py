@@ -1,0 +1,215 @@
+"""The recording thread: spans queued by ``on_end`` are recorded in end order, against what was live then.
+
+Each test stalls the recording thread on purpose (a downstream that blocks while that thread forwards a
+tool-execution span) so that spans pile up in its queue while the application goes on ending others.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.trace import SpanContext, Tracer
+
+from otel_shapecheck._attributes import (
+    ANALYST_ATTEMPT,
+    ANALYST_ID,
+    ROWS_ACCEPTED,
+    ROWS_EMITTED,
+    TOOL_CHOICE_MENU_SOURCE,
+)
+from otel_shapecheck.checks._base import Check
+from otel_shapecheck.checks._builtin import build_checks
+from otel_shapecheck.pipeline._intake import THREAD_NAME, LedgerIntake
+from otel_shapecheck.pipeline._metrics import ProcessorCounters
+from otel_shapecheck.pipeline._offline import CollectingSpanProcessor
+from otel_shapecheck.pipeline._options import ProcessorOptions
+from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
+
+from .agent import RecordingCheck
+
+MENU = json.dumps(
+    [
+        {"name": "get_capacity", "description": "Get the usable storage capacity of a cluster"},
+        {"name": "get_weather", "description": "Get the current weather for a city"},
+    ]
+)
+QUESTION = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "How much storage in Lyon?"}]}])
+CALL = json.dumps(
+    [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_capacity"}]}]
+)
+
+
+class _StallingDownstream(CollectingSpanProcessor):
+    """Collects spans; while ``gate`` is closed, blocks the recording thread when it forwards a span."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.stalled = threading.Event()
+        self.threads: dict[str, str] = {}
+
+    def on_end(self, span: ReadableSpan) -> None:
+        thread = threading.current_thread().name
+        self.threads[span.name] = thread
+        if thread == THREAD_NAME and not self.gate.is_set():
+            self.stalled.set()
+            self.gate.wait(30)
+        super().on_end(span)
+
+    def names(self) -> list[str]:
+        return [span.name for span in self.spans]
+
+    def attributes(self, name: str) -> dict[str, object]:
+        (span,) = [span for span in self.spans if span.name == name]
+        return dict(span.attributes or {})
+
+
+@contextmanager
+def _stalled(
+    checks: Sequence[Check], **options: int
+) -> Iterator[tuple[Tracer, ShapecheckSpanProcessor, _StallingDownstream]]:
+    """A processor whose recording thread is stuck forwarding a tool span until ``gate`` opens."""
+    downstream = _StallingDownstream()
+    processor = ShapecheckSpanProcessor(downstream, checks=list(checks), options=ProcessorOptions(**options))
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("tests.recording")
+    try:
+        with tracer.start_as_current_span("execute_tool warm_up") as tool:
+            tool.set_attribute("gen_ai.operation.name", "execute_tool")
+        assert downstream.stalled.wait(5)
+        yield tracer, processor, downstream
+    finally:
+        downstream.gate.set()
+        provider.shutdown()
+
+
+def _chat(tracer: Tracer, name: str, *, output: str | None) -> None:
+    with tracer.start_as_current_span(name) as chat:
+        chat.set_attribute("gen_ai.operation.name", "chat")
+        chat.set_attribute("gen_ai.input.messages", QUESTION)
+        if output is not None:
+            chat.set_attribute("gen_ai.output.messages", output)
+
+
+def test_spans_queued_before_their_parent_ended_are_recorded_against_it_live() -> None:
+    """A parent that ends while its children still wait to be recorded is forwarded at once, yet the
+    children take its menu and the one waiting for its end is released by it, complete."""
+    recording = RecordingCheck()
+    with _stalled([*build_checks("hashing"), recording]) as (tracer, processor, downstream):
+        with tracer.start_as_current_span("loop") as loop:
+            loop.set_attribute("gen_ai.tool.definitions", MENU)
+            _chat(tracer, "chat names its call", output=CALL)
+            _chat(tracer, "chat shows no call", output=None)
+        assert downstream.names() == ["loop"]  # forwarded from on_end, not queued behind the stall
+        assert downstream.threads["loop"] != THREAD_NAME
+        downstream.gate.set()
+        assert processor.force_flush(10_000)
+        assert downstream.attributes("chat names its call")[TOOL_CHOICE_MENU_SOURCE] == "ancestor"
+        assert downstream.attributes("chat shows no call")["test.recording.incomplete"] is False
+        counts = processor.counts()
+    assert counts.released_by_deadline == counts.released_by_cap == 0
+    assert counts.held == counts.evaluated == 2
+
+
+def test_an_analyst_span_ending_before_its_attempts_are_recorded_is_held() -> None:
+    """Its attempts are still queued when it ends: it is held for evaluation all the same."""
+    recording = RecordingCheck()
+    with _stalled([recording]) as (tracer, processor, downstream):
+        with tracer.start_as_current_span("analyze triage") as run:
+            for attempt, accepted in ((1, 0), (2, 2)):
+                with tracer.start_as_current_span("attempt") as span:
+                    span.set_attributes({ANALYST_ID: "triage", ANALYST_ATTEMPT: attempt})
+                    span.set_attributes({ROWS_EMITTED: 2, ROWS_ACCEPTED: accepted})
+        assert "analyze triage" not in downstream.names()
+        downstream.gate.set()
+        assert processor.force_flush(10_000)
+    analyst_run = recording.subject(run.get_span_context().span_id).analyst_run
+    assert analyst_run is not None
+    assert [(attempt.attempt, attempt.accepted) for attempt in analyst_run.attempts] == [(1, 0), (2, 2)]
+
+
+def test_a_full_recording_queue_is_recorded_by_the_ending_thread() -> None:
+    """Past ``max_queue_size`` queued spans, ``on_end`` records the oldest itself: nothing goes
+    unrecorded although the recording thread is stuck forwarding a span."""
+    stalled = _stalled([RecordingCheck()], max_queue_size=2)
+    with stalled as (tracer, processor, downstream):
+        for index in range(6):
+            _chat(tracer, f"chat {index}", output=CALL)
+        counts = processor.counts()
+        assert counts.seen == 5  # the tool span, and chats 0-3 recorded by the application's thread
+        assert counts.forwarded_unrecorded == 0
+        downstream.gate.set()
+        assert processor.force_flush(10_000)
+        names = downstream.names()
+        counts = processor.counts()
+    assert sorted(names) == [*(f"chat {index}" for index in range(6)), "execute_tool warm_up"]
+    assert counts.seen == 7 and counts.held + counts.forwarded_untouched == counts.seen
+
+
+def test_shutdown_forwards_what_a_stuck_recording_thread_did_not_reach() -> None:
+    """Shutdown waits for the recording thread at most its timeout, then forwards the queue as it came."""
+    downstream = _StallingDownstream()
+    processor = ShapecheckSpanProcessor(
+        downstream, checks=[RecordingCheck()], options=ProcessorOptions(shutdown_timeout_millis=300)
+    )
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("tests.recording")
+    try:
+        with tracer.start_as_current_span("execute_tool warm_up") as tool:
+            tool.set_attribute("gen_ai.operation.name", "execute_tool")
+        assert downstream.stalled.wait(5)
+        for index in range(3):
+            _chat(tracer, f"chat {index}", output=CALL)
+        started = time.monotonic()
+        processor.shutdown()
+        assert time.monotonic() - started < 5
+        deadline = time.monotonic() + 5
+        while len(downstream.names()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sorted(downstream.names()) == ["chat 0", "chat 1", "chat 2"]
+        assert processor.counts().forwarded_unrecorded == 3
+    finally:
+        downstream.gate.set()
+    deadline = time.monotonic() + 5
+    while len(downstream.names()) < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sorted(downstream.names()) == ["chat 0", "chat 1", "chat 2", "execute_tool warm_up"]
+
+
+def test_a_full_queue_is_made_room_in_by_the_ending_thread_in_order() -> None:
+    """With the queue full and the recording thread not stuck, the caller records the oldest items."""
+    recorded: list[str] = []
+    forwarded: list[str] = []
+
+    def record(span: ReadableSpan) -> list[ReadableSpan]:
+        recorded.append(span.name)
+        return [span]
+
+    def ended(context: SpanContext) -> list[ReadableSpan]:
+        recorded.append(f"end {context.span_id}")
+        return []
+
+    intake = LedgerIntake(
+        record, ended, lambda span: forwarded.append(span.name), ProcessorCounters(), max_size=2
+    )  # not started: only callers record
+    provider = TracerProvider(shutdown_on_exit=False)
+    spans = []
+    for name in ("first", "second", "third"):
+        span = provider.get_tracer("tests").start_span(name)
+        span.end()
+        spans.append(span)
+    intake.items.extend([spans[0], spans[1].get_span_context()])
+    assert intake.make_room()
+    assert recorded == ["first"]
+    intake.items.append(spans[2])
+    assert intake.make_room()
+    assert recorded == ["first", f"end {spans[1].get_span_context().span_id}"]
+    assert list(intake.items) == [spans[2]]
+    assert forwarded == ["first"]
