@@ -35,7 +35,7 @@ less the levels above an element, so every counted number is one the fold would 
 CHUNK_ELEMENTS: Final = 512
 """Fewest elements decoded by one call once an array is past the rows folded into columns."""
 
-CHUNK_ATTEMPTS: Final = 3
+CHUNK_ATTEMPTS: Final = 4
 """Candidate chunk ends tried before the rest of an array is decoded whole: a candidate that is not an
 element boundary (a ``}, {`` inside a nested list or a string) fails to decode and costs one chunk."""
 
@@ -83,7 +83,8 @@ def read_bounded_json(text: str, numbers: int, nodes: int, min_elements: int) ->
         return None
     if reader.cut:
         return BoundedJSON(value, "", True)
-    return BoundedJSON(value, "" if end == len(text) else text[end:], False)
+    whole = _skip_whitespace(text, end) == len(text)  # json.loads would have read it all
+    return BoundedJSON(value, "" if whole else text[end:], False)
 
 
 class _Reader:
@@ -120,6 +121,10 @@ class _Reader:
         boundary = _ELEMENT_BOUNDARIES.get(text[index])
         if boundary is None:  # scalars: each is one node, never worth a call of its own
             return _decode_rest(text, [first], end)
+        boundaries = [boundary]
+        opening = _opening(text, index) if text[index] == "{" else None
+        if opening is not None:  # the first key of a row opens every row: a far more telling boundary
+            boundaries.insert(0, re.compile(boundary.pattern[:-2] + re.escape(opening)))
         items = [first]
         start = index
         index = end
@@ -139,7 +144,7 @@ class _Reader:
                     return items, index
             wanted = max(self.min_elements + 1 - len(items), CHUNK_ELEMENTS)
             span = max((index - start) // len(items), 1)  # characters per element so far
-            chunk = self.chunk(boundary, following.end(), following.end() + wanted * span)
+            chunk = self.chunk(boundaries, following.end(), following.end() + wanted * span)
             if chunk is None:
                 return _decode_rest(text, items, index)
             elements, index, closed = chunk
@@ -148,7 +153,7 @@ class _Reader:
                 return items, index
 
     def chunk(
-        self, boundary: re.Pattern[str], start: int, search_from: int
+        self, boundaries: list[re.Pattern[str]], start: int, search_from: int
     ) -> tuple[list[JSONValue], int, bool] | None:
         """The elements from ``start`` to the first element boundary at or after ``search_from``, the
         index after them, and whether the array closed among them; ``None`` when no candidate boundary
@@ -159,7 +164,11 @@ class _Reader:
         """
         text = self.text
         for _ in range(CHUNK_ATTEMPTS):
-            candidate = boundary.search(text, search_from)
+            candidate = None
+            for boundary in boundaries:
+                candidate = boundary.search(text, search_from)
+                if candidate is not None:
+                    break
             if candidate is None:
                 return None
             end = candidate.start() + 1
@@ -229,6 +238,15 @@ class _Reader:
                     values += 1
         self.numbers_left -= numbers
         self.nodes_left -= values
+
+
+def _opening(text: str, index: int) -> str | None:
+    """The text from an object's ``{`` at ``index`` to the end of its first key, or ``None``."""
+    key_start = _skip_whitespace(text, index + 1)
+    if text[key_start : key_start + 1] != '"':
+        return None
+    _, key_end = _decode(text, key_start)
+    return text[index:key_end]
 
 
 def _decode(text: str, index: int) -> tuple[JSONValue, int]:
