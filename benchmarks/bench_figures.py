@@ -1,6 +1,6 @@
 """Figures check cost per answer: an answer of 30 figures against tool results of 50, 5 000 and 50 000 rows
-(past the carried bound the rest of a result is not walked, so 50 000 rows cost the parse and the 5 000
-rows folded), and
+(past the carried bound the rest of a result is neither parsed nor walked, so 50 000 rows cost the
+first 5 000-odd rows read and folded), and
 the extended derivations against the closed set at N = 50, 500 and 5 000 carried numbers.
 
 Each row times ``check_figures`` end to end (parse the JSON tool result, fold it into the basis, ask

@@ -10,10 +10,14 @@ message's content.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Final
 
 from otel_shapecheck._model import JSONValue, ToolCall, ToolResult
 from otel_shapecheck.readers._lenient_json import parse_json_or_text, to_json_value
+
+_DECODER: Final = json.JSONDecoder()
 
 
 @dataclass(frozen=True)
@@ -46,14 +50,30 @@ def recorded_content_blocks(value: object) -> ContentBlocks:
     """Blocks of a content attribute that holds a string, a JSON-dumped block list, or structured blocks.
 
     A string is read as a block list only when it is a JSON array of blocks; any other string,
-    JSON-looking or not, is the message's text.
+    JSON-looking or not, is the message's text. Only an array whose first element is a block is parsed
+    whole, so a large JSON tool result (``{"rows": [...]}``, a list of rows) is not parsed here only to
+    be kept as text: the figures check reads it, as far as it needs.
     """
     if not isinstance(value, str):
         return content_blocks(to_json_value(value))
-    parsed = parse_json_or_text(value)
-    if isinstance(parsed, list) and parsed and all(_is_block(block) for block in parsed):
-        return content_blocks(parsed)
+    if _may_be_block_list(value):
+        parsed = parse_json_or_text(value)
+        if isinstance(parsed, list) and parsed and all(_is_block(block) for block in parsed):
+            return content_blocks(parsed)
     return content_blocks(value)
+
+
+def _may_be_block_list(text: str) -> bool:
+    """Whether ``text`` may be a JSON array of blocks: it opens an array, and its first element is a
+    block or cannot be read on its own (the whole parse then decides)."""
+    stripped = text.lstrip()
+    if stripped[:1] != "[":
+        return False
+    try:
+        first, _ = _DECODER.raw_decode(stripped, len(stripped) - len(stripped[1:].lstrip()))
+    except (ValueError, RecursionError):
+        return True
+    return _is_block(first)
 
 
 _CONVERSE_BLOCK_KEYS = frozenset({"text", "toolUse", "toolResult", "json", "image", "document"})

@@ -16,6 +16,7 @@ from operator import itemgetter
 from typing import Final, cast
 
 from otel_shapecheck._model import JSONValue
+from otel_shapecheck.checks.figures._bounded_json import STRUCTURED_DEPTH, TALLY_DEPTH, read_bounded_json
 from otel_shapecheck.checks.figures._columns import DerivedValues, RowTable
 from otel_shapecheck.checks.figures._text import (
     may_state_a_number,
@@ -44,6 +45,14 @@ MAX_NODES: Final = 500_000
 
 MAX_LABEL_CHARS: Final = 60
 """Characters kept of a row's label (its first text), which names the row in an inferred derivation."""
+
+BOUNDED_READ_CHARS: Final = 1 << 16
+"""Length from which a JSON text is read only as far as the fold can walk it (shorter ones are parsed
+whole: they are cheap, and cannot hold more than the basis keeps)."""
+
+BOUNDED_READ_LEVELS: Final = STRUCTURED_DEPTH + TALLY_DEPTH + 4
+"""Levels below a JSON text within which the bounded reader counts numbers (its outer levels, an
+element's nesting, and the levels the fold adds), kept under :data:`MAX_DEPTH`."""
 
 MARK_TEXT: Final = 1
 """A carried number read out of a longer text, not a value of its own (structure mode only)."""
@@ -343,7 +352,7 @@ class BasisBuilder:
             return
         stripped = text.lstrip()
         if stripped[:1] in _JSON_OPENERS and depth < MAX_DEPTH:
-            parsed, rest = _json_prefix(stripped)
+            parsed, rest = self._read_json(stripped, depth)
             if parsed is not None:
                 self._stack.append((rest, at, None, depth))
                 self._stack.append((parsed, at, key, depth + 1))
@@ -368,6 +377,22 @@ class BasisBuilder:
             self._mark_cell(text)
         else:
             self.marks.update(dict.fromkeys(range(first, len(self.values)), MARK_TEXT))
+
+    def _read_json(self, text: str, depth: int) -> tuple[JSONValue, str]:
+        """The JSON value ``text`` starts with and the text after it, as :func:`_json_prefix` gives them.
+
+        A text of :data:`BOUNDED_READ_CHARS` or more is read only as far as the fold can walk it: once an
+        array of it is past the rows folded into columns and what was read fills the basis (or the node
+        budget), the rest of the text is not parsed, and ``truncated`` says so. Only near the top, so
+        that every number the reader counts lies above the depth bound and is one the fold carries.
+        """
+        if len(text) >= BOUNDED_READ_CHARS and depth + BOUNDED_READ_LEVELS < MAX_DEPTH:
+            room = MAX_BASIS_NUMBERS - len(self.values)
+            read = read_bounded_json(text, room, MAX_NODES - self._nodes, MAX_ROWS)
+            if read is not None:
+                self.truncated |= read.cut
+                return read.value, read.rest
+        return _json_prefix(text)
 
     def _mark_cell(self, text: str) -> None:
         """Note how the string the last carried number came from wrote it: with ``%``, in parentheses."""
