@@ -2,10 +2,10 @@
 
 A menu of thousands of tools (an agent on a large MCP registry) is not ranked whole. Its tool vectors are
 kept once per distinct menu as float32 matrices with one *column* per tool (the seed texts, and for the
-calibrated scoring the parameter texts), with each tool's inverse norm. A call scans each matrix once
-with one BLAS product, reading only the rows of the dimensions its context vector uses (a sparse
-context, as the hashing embedder's, reads a fraction of the matrix), which gives every tool's cosine to
-within a proven bound (:func:`cosine_error`). The margin needs the best tool outside the chosen ones:
+calibrated scoring the parameter texts), with each tool's inverse norm. A call scans each matrix once,
+a dense context vector with one BLAS product, a sparse one (as the hashing embedder's) over the rows of
+the dimensions it uses only, which gives every tool's cosine to within a proven bound
+(:func:`cosine_error`). The margin needs the best tool outside the chosen ones:
 the few tools whose approximate score lies within twice that bound of the best approximate score are
 re-scored exactly as ranking the whole menu scores them, and the best of those is the answer, ties going
 to the earlier tool. Tests check the result against brute force over the same vectors.
@@ -95,7 +95,12 @@ class ToolMatrix:
         if len(nonzero) == 0:
             return np.zeros(self.columns.shape[1])
         if len(nonzero) < _SPARSE_SHARE * len(unit):
-            dots = unit[nonzero] @ self.columns[nonzero]
+            # Row by row in place: gathering the rows for one product would copy them first.
+            dots = np.zeros(self.columns.shape[1], dtype=np.float32)
+            term = np.empty_like(dots)
+            for dim in nonzero:
+                np.multiply(self.columns[dim], unit[dim], out=term)
+                dots += term
         else:
             dots = unit @ self.columns
         return dots.astype(np.float64) * self.inverse_norms
