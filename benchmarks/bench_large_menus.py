@@ -1,8 +1,9 @@
-"""Large menus and large catalogs: FAISS where it earns its place, measured against numpy brute force.
+"""Large menus and large catalogs: indexes where they earn their place, measured against numpy brute force.
 
 - **Per-call scoring** on menus of 1 000, 10 000 and 100 000 tools (hashing embedder, calibrated, tools
-  already embedded): ``ToolChoiceCheck.evaluate`` per call through the menu's FAISS index, against the
-  same check ranking the whole menu in numpy (the path menus of up to 2 048 tools take).
+  already embedded): ``ToolChoiceCheck.evaluate`` per call through the menu's index (one bounded scan
+  per tool matrix, then exact re-scoring of the few close tools), against the same check ranking the
+  whole menu in numpy (the path menus of up to 2 048 tools take).
 - **Lint crossover**: neighbour search over a catalog's vectors, exact blocked numpy against the FAISS
   inverted-file index, at 2 000–40 000 tools, with the index's recall of the exact pairs.
 - **Lint of a 100 000-tool catalog** with the hashing embedder, end to end (wall time).

@@ -291,7 +291,7 @@ class ToolChoiceCheck:
                 return self._unscored(call, None, (), SKIP_NO_MENU)
             return None
         incomplete = subject.incomplete and call.tool_calls is None
-        skipped = skip_reason(call, incomplete)
+        skipped = skip_reason(call, incomplete, plan.name_set if plan is not None else None)
         if skipped is None and (plan is None or plan.text_chars > self._max_menu_bytes):
             skipped = SKIP_MENU_TOO_LARGE
         return self._unscored(call, plan, offered, skipped)
@@ -453,6 +453,8 @@ _INVENTED_NAMES = frozenset({TOOL_CHOICE_CHOSEN})
 
 def _names_a_tool_not_offered(call: ToolChoiceCall) -> bool:
     """Whether ``chosen`` holds a name the model wrote that is not on the menu (content, not a tool)."""
+    if call._menu is not None:
+        return any(name not in call._menu.name_set for name in call.chosen)
     offered = {tool.name for tool in call.offered}
     return any(name not in offered for name in call.chosen)
 

@@ -6,6 +6,7 @@ verdict can be exported wherever the span goes.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Final
 
 from otel_shapecheck._attributes import (
@@ -55,14 +56,18 @@ _SKIP_EXPLANATIONS: Final = {
 }
 
 
-def skip_reason(call: LLMCall, incomplete: bool) -> str | None:
-    """Why a call with a menu cannot be scored, or ``None`` when it can."""
-    offered = {tool.name for tool in call.offered_tools or ()}
+def skip_reason(call: LLMCall, incomplete: bool, offered_names: Collection[str] | None = None) -> str | None:
+    """Why a call with a menu cannot be scored, or ``None`` when it can.
+
+    ``offered_names`` are the menu's names when the caller already holds them as a set (a large menu's
+    names are then not walked on every call).
+    """
     if call.tool_calls is None:
         stopped = incomplete or stopped_for_tools(call.finish_reasons)
         return SKIP_INCOMPLETE if stopped else SKIP_NOTHING_CHOSEN
     if not call.chosen:
         return SKIP_NOTHING_CHOSEN
+    offered = {tool.name for tool in call.offered_tools or ()} if offered_names is None else offered_names
     if any(name not in offered for name in call.chosen):
         return SKIP_CHOSEN_NOT_OFFERED
     if not (call.user_text or "").strip():

@@ -1,16 +1,14 @@
-"""Large menus scored through a FAISS index: the best chosen and best other tool found by search.
+"""Large menus scored by one bounded scan: the best chosen and best other tool, exact, without a ranking.
 
-A menu of thousands of tools (an agent on a large MCP registry) is not ranked whole: its tool vectors sit
-in FAISS flat inner-product indexes built once per distinct menu, and each call searches them for what
-the margin needs, the best chosen tool (exact, over the few chosen ones) and the best tool not chosen.
-The search is exact: candidates from the index are re-scored exactly, and the number of neighbours asked
-for grows until no tool outside them can reach the best score found, lexical score included. Tests
-check the result against brute force over the same vectors.
-
-For the calibrated scoring the index holds ``(seed + parameter) / 2`` per tool, whose inner product with
-the context is the calibrated cosine; a second index over the seed vectors gives the seed rule's
-``cosine_margin``. The parameter vector is ``2 × fused − seed``, so nothing else is stored; when no tool
-has parameters (each parameter text is the seed text) one index serves both.
+A menu of thousands of tools (an agent on a large MCP registry) is not ranked whole. Its tool vectors are
+kept once per distinct menu as float32 matrices with one *column* per tool (the seed texts, and for the
+calibrated scoring the parameter texts), with each tool's inverse norm. A call scans each matrix once,
+a dense context vector with one BLAS product, a sparse one (as the hashing embedder's) over the rows of
+the dimensions it uses only, which gives every tool's cosine to within a proven bound
+(:func:`cosine_error`). The margin needs the best tool outside the chosen ones:
+the few tools whose approximate score lies within twice that bound of the best approximate score are
+re-scored exactly as ranking the whole menu scores them, and the best of those is the answer, ties going
+to the earlier tool. Tests check the result against brute force over the same vectors.
 """
 
 from __future__ import annotations
@@ -19,26 +17,34 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
-import faiss
 import numpy as np
 import numpy.typing as npt
 
-from otel_shapecheck._native import native_section
 from otel_shapecheck.checks.tool_choice._lexical import MenuLexicon
 from otel_shapecheck.checks.tool_choice._margin import cosine_scores
 from otel_shapecheck.checks.tool_choice._vectors import FloatMatrix
 
 INDEX_MENU_TOOLS: Final = 2048
 """Menus with more tools than this are scored through a :class:`MenuIndex` (smaller ones rank whole)."""
-_START_K = 16
-_MAX_EXTRA = 4096  # tools outside the neighbours re-scored for their lexical score before k grows
-_EPSILON = 1e-5  # FAISS scores in float32; exact scores are float64
-_MAX_SEARCHES = 4
-"""Searches before the rest is scored in one exact pass: when scores tie with the k-th neighbour's (a
-context with no vector, all cosines 0), no k short of the whole menu settles it, and doubling k to the
-menu's size would cost many times one exact pass."""
+_SPARSE_SHARE: Final = 0.5
+"""A context vector with fewer non-zero dimensions than this share of all is scanned over those only."""
+
+FloatArray = npt.NDArray[np.float64]
+Positions = npt.NDArray[np.intp]
+
+
+def cosine_error(dims: int) -> float:
+    """A bound on ``|approximate − exact|`` cosine for vectors of ``dims`` dimensions.
+
+    The scan's dot product of the unit context (rounded to float32) with a tool's float32 column, summed
+    in float32 in any order, is within ``(dims · u / (1 − dims · u) + u) · ‖v‖`` of the real one (``u``
+    = 2⁻²⁴, Cauchy–Schwarz over ``|q|·|v|``), and it is scaled by ``1 / ‖v‖``; the exact scores are
+    float64, whose own error is some 10⁻¹³. Twice the float32 term, plus 10⁻⁹, leaves room for both.
+    """
+    unit = 2.0**-24
+    return 2.0 * (dims * unit / (1.0 - dims * unit) + unit) + 1e-9
 
 
 @dataclass(frozen=True)
@@ -49,144 +55,127 @@ class Best:
     score: float
 
 
-def _better(a: Best | None, b: Best | None) -> Best | None:
+def better(a: Best | None, b: Best | None) -> Best | None:
     """The higher score; on a tie the earlier menu position (the ranking's stable order)."""
     if a is None or (b is not None and (b.score, -b.position) > (a.score, -a.position)):
         return b
     return a
 
 
-class _Flat:
-    """One FAISS ``IndexFlatIP`` over a menu's rows."""
+def top(positions: Positions, scores: FloatArray) -> Best:
+    """The best of ``scores`` (one per position), the earliest position on a tie."""
+    best = float(scores.max())
+    return Best(int(positions[scores == best].min()), best)
 
-    def __init__(self, vectors: FloatMatrix) -> None:
-        with native_section():
-            self.index: Any = faiss.IndexFlatIP(vectors.shape[1])
-            self.index.add(np.ascontiguousarray(vectors, dtype=np.float32))
-        self.size = len(vectors)
 
-    def rows(self, positions: npt.NDArray[np.intp]) -> FloatMatrix:
-        with native_section():
-            return np.asarray(self.index.reconstruct_batch(positions.astype(np.int64)), dtype=np.float32)
+class ToolMatrix:
+    """One kind of tool vector of a menu: a ``(dims, tools)`` float32 matrix and each tool's inverse norm.
 
-    def search(self, query: FloatMatrix, k: int) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
-        with native_section():
-            sims, found = self.index.search(query.reshape(1, -1), k)
-        return sims[0], found[0]
+    Columns, not rows, so that a sparse context reads only the rows of its own dimensions, each one
+    contiguous; a dense context reads the whole matrix once.
+    """
+
+    def __init__(self, columns: FloatMatrix, inverse_norms: FloatArray) -> None:
+        self.columns = columns
+        self.inverse_norms = inverse_norms
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the vectors and norms hold."""
+        return int(self.columns.nbytes + self.inverse_norms.nbytes)
+
+    def exact(self, context: FloatMatrix, positions: Positions) -> FloatArray:
+        """Cosines at ``positions`` exactly as :func:`cosine_scores` gives them over the whole menu."""
+        if not np.any(context):  # a context with no vector scores 0 against every tool
+            return np.zeros(len(positions))
+        return cosine_scores(context, self.columns[:, positions].T)
+
+    def approximate(self, unit: npt.NDArray[np.float32], nonzero: Positions) -> FloatArray:
+        """Every tool's cosine with the unit context, within :func:`cosine_error` of the exact one."""
+        if len(nonzero) == 0:
+            return np.zeros(self.columns.shape[1])
+        if len(nonzero) < _SPARSE_SHARE * len(unit):
+            # Row by row in place: gathering the rows for one product would copy them first.
+            dots = np.zeros(self.columns.shape[1], dtype=np.float32)
+            term = np.empty_like(dots)
+            for dim in nonzero:
+                np.multiply(self.columns[dim], unit[dim], out=term)
+                dots += term
+        else:
+            dots = unit @ self.columns
+        return dots.astype(np.float64) * self.inverse_norms
+
+
+@dataclass(frozen=True)
+class Query:
+    """One view of a call's context, ready to scan: the vector, its unit float32 form and its support."""
+
+    vector: FloatMatrix
+    unit: npt.NDArray[np.float32]
+    nonzero: Positions
+
+    @classmethod
+    def of(cls, vector: FloatMatrix) -> Query:
+        """The query of a context vector (a zero vector scans as all zero cosines)."""
+        query = np.asarray(vector, dtype=np.float64).reshape(-1)
+        norm = float(np.sqrt(query @ query))
+        unit = (query / norm if norm > 0 else query).astype(np.float32)
+        return cls(vector, unit, np.flatnonzero(unit))
 
 
 class MenuIndex:
-    """One large menu: its seed vectors and (calibrated) fused vectors in FAISS, and its BM25 lexicon."""
+    """One large menu: its seed and (calibrated) parameter vectors by column, its names and BM25 lexicon.
+
+    ``parameter`` is the seed matrix itself when every tool's parameter text is its seed text.
+    """
 
     def __init__(
         self,
         names: tuple[str, ...],
-        seed: FloatMatrix,
-        parameter: FloatMatrix | None,
+        seed: ToolMatrix,
+        parameter: ToolMatrix | None,
         lexicon: MenuLexicon | None,
     ) -> None:
         self.names = names
-        self._seed = _Flat(seed)
-        self._fused: _Flat | None = None
-        if parameter is seed:  # no tool has parameters: the fused vectors are the seed vectors
-            self._fused = self._seed
-        elif parameter is not None:
-            fused = np.add(seed, parameter, dtype=np.float32)
-            fused *= 0.5
-            self._fused = _Flat(fused)
-            del fused
+        self.position = {name: i for i, name in enumerate(names)}
+        """Each tool's menu position by name, built once so a call reads only its chosen names."""
+        self.seed = seed
+        self.parameter = parameter
         self.lexicon = lexicon
-        self.nbytes = seed.nbytes * (2 if self._fused is not None and self._fused is not self._seed else 1)
-
-    def __len__(self) -> int:
-        return self._seed.size
-
-    def seed_scores(self, context: FloatMatrix, positions: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
-        """Exact seed cosines at ``positions`` (as :func:`cosine_scores` gives them)."""
-        return cosine_scores(context, self._seed.rows(positions))
-
-    def calibrated_scores(
-        self,
-        context: FloatMatrix,
-        positions: npt.NDArray[np.intp],
-        lexical: npt.NDArray[np.float64],
-        weight: float,
-    ) -> npt.NDArray[np.float64]:
-        """Exact calibrated scores at ``positions``: ``(1 − w) · mean cosine + w · lexical``."""
-        assert self._fused is not None
-        seed = self._seed.rows(positions)
-        parameter = 2.0 * self._fused.rows(positions) - seed
-        cosines = (cosine_scores(context, seed) + cosine_scores(context, parameter)) / 2.0
-        return np.asarray((1.0 - weight) * cosines + weight * lexical[positions], dtype=np.float64)
-
-    def best_seed(self, context: FloatMatrix, excluded: npt.NDArray[np.bool_]) -> Best | None:
-        """The best position not ``excluded`` by seed cosine."""
-        return _best(self._seed, context, excluded, None, 0.0, lambda p: self.seed_scores(context, p))
-
-    def best_calibrated(
-        self,
-        context: FloatMatrix,
-        excluded: npt.NDArray[np.bool_],
-        lexical: npt.NDArray[np.float64],
-        weight: float,
-    ) -> Best | None:
-        """The best position not ``excluded`` by calibrated score."""
-        assert self._fused is not None
-        return _best(
-            self._fused,
-            context,
-            excluded,
-            lexical,
-            weight,
-            lambda p: self.calibrated_scores(context, p, lexical, weight),
+        self.error = cosine_error(seed.columns.shape[0])
+        """:func:`cosine_error` of this menu's vectors."""
+        self.nbytes = seed.nbytes + (
+            parameter.nbytes if parameter is not None and parameter is not seed else 0
         )
 
+    def __len__(self) -> int:
+        return len(self.names)
 
-def _best(
-    flat: _Flat,
-    context: FloatMatrix,
+    def chosen_mask(self, chosen: Sequence[str]) -> npt.NDArray[np.bool_]:
+        """``True`` at the menu position of each chosen name (names not on the menu are ignored)."""
+        mask = np.zeros(len(self.names), dtype=bool)
+        mask[[self.position[name] for name in chosen if name in self.position]] = True
+        return mask
+
+
+def best_excluding(
+    approximate: FloatArray,
     excluded: npt.NDArray[np.bool_],
-    lexical: npt.NDArray[np.float64] | None,
-    weight: float,
-    exact: Callable[[npt.NDArray[np.intp]], npt.NDArray[np.float64]],
+    error: float,
+    exact: Callable[[Positions], FloatArray],
 ) -> Best | None:
-    """Search with growing ``k`` until no position outside the neighbours can beat the best found.
+    """The best position not ``excluded`` by exact score, from scores each within ``error`` of it.
 
-    A position outside the ``k`` nearest has a cosine part at most the ``k``-th one's, so its score is at
-    most ``(1 − w) · kth + w · lexical``; those whose bound reaches the best found are re-scored exactly.
+    The best exact score is at least the best approximate one minus ``error``, and any position reaching
+    it has an approximate score of at least that minus ``error`` again; those positions, and only those,
+    are scored exactly. ``None`` when every position is excluded.
     """
-    size = flat.size
     if bool(excluded.all()):
         return None
-    query = np.ascontiguousarray(context, dtype=np.float32)
-    k = min(size, int(excluded.sum()) + _START_K)
-    for _ in range(_MAX_SEARCHES):
-        sims, found = flat.search(query, k)
-        near = found[found >= 0].astype(np.intp)
-        candidates = near[~excluded[near]]
-        best = _top(candidates, exact(candidates)) if candidates.size else None
-        if k >= size:
-            return best
-        outside = (1.0 - weight) * (float(sims[-1]) + _EPSILON)
-        floor = best.score if best is not None else -np.inf
-        if lexical is None or weight == 0.0:
-            if outside < floor:
-                return best
-        else:
-            reach = outside + weight * lexical >= floor
-            reach[near] = False
-            reach &= ~excluded
-            extra = np.flatnonzero(reach)
-            if extra.size <= _MAX_EXTRA:
-                return _better(best, _top(extra, exact(extra))) if extra.size else best
-        k = min(size, k * 2)
-    remaining = np.flatnonzero(~excluded)
-    return _top(remaining, exact(remaining))
-
-
-def _top(positions: npt.NDArray[np.intp], scores: npt.NDArray[np.float64]) -> Best:
-    best = float(scores.max())
-    return Best(int(positions[scores == best].min()), best)
+    open_scores = np.where(excluded, -np.inf, approximate)
+    floor = float(open_scores.max()) - 2.0 * error
+    candidates = np.flatnonzero(open_scores >= floor)
+    return top(candidates, exact(candidates))
 
 
 class MenuIndexes:

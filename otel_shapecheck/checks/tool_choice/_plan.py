@@ -23,8 +23,8 @@ from otel_shapecheck.checks.tool_choice._index import tool_texts
 MAX_PLANS: Final = 256
 MAX_PLAN_BYTES: Final = 64 * 1024 * 1024
 """Estimated bytes of the menus the plan cache keeps alive, at most (a bigger menu is planned per call)."""
-_TOOL_OVERHEAD_BYTES: Final = 160
-"""Estimated bytes of one parsed tool beyond its strings (its record, tuple slots, dict entries)."""
+_TOOL_OVERHEAD_BYTES: Final = 200
+"""Estimated bytes of one parsed tool beyond its strings (its record, tuple slots, dict and set entries)."""
 
 
 @dataclass
@@ -44,6 +44,8 @@ class MenuPlan:
     """Estimated bytes the parsed menu holds."""
     key: bytes = b""
     """A digest of the menu's texts (for the large-menu index)."""
+    name_set: frozenset[str] = frozenset()
+    """The names, for membership tests that would otherwise walk the menu on every call."""
     rows: dict[int, tuple[int, npt.NDArray[np.intp], npt.NDArray[np.intp]]] = field(default_factory=dict)
     """Per tool index (by id), its reset count and the seed and parameter rows, once looked up."""
 
@@ -78,6 +80,7 @@ def build_plan(offered: tuple[OfferedTool, ...]) -> MenuPlan:
         text_chars=sum(map(len, distinct)),
         nbytes=nbytes,
         key=digest.digest(),
+        name_set=frozenset(unique),
     )
 
 

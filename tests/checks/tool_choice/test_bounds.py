@@ -13,8 +13,14 @@ from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall, ToolParameter
 from otel_shapecheck.checks._builtin import build_checks, builtin_checks
 from otel_shapecheck.checks.tool_choice import _check
 from otel_shapecheck.checks.tool_choice._buckets import length_buckets, padded_tokens
-from otel_shapecheck.checks.tool_choice._margin import MarginResult
-from otel_shapecheck.checks.tool_choice._menu_index import INDEX_MENU_TOOLS
+from otel_shapecheck.checks.tool_choice._margin import MarginResult, choice_context, cosine_scores
+from otel_shapecheck.checks.tool_choice._menu_index import (
+    INDEX_MENU_TOOLS,
+    Query,
+    ToolMatrix,
+    best_excluding,
+    cosine_error,
+)
 from otel_shapecheck.checks.tool_choice._neighbours import approximate_pairs, exact_pairs
 from otel_shapecheck.checks.tool_choice._vectors import l2_normalised
 
@@ -103,6 +109,94 @@ class TestLargeMenus:
                 continue
             _same(a.result, b.result)
 
+    @pytest.mark.parametrize("scoring", ["calibrated", "seed"])
+    def test_chosen_tools_at_the_top_and_the_bottom_of_the_ranking_match_brute_force(
+        self, scoring: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The top-ranked tool alone, the last-ranked alone, the top two, and the top with the last (each
+        of several chosen tools scored per clause) are scored by the index as ranking the whole menu."""
+        menu = _menu(INDEX_MENU_TOOLS + 400, 11)
+        user = f"{menu[40].description} and then {menu[900].description}"
+        embedder = HashingEmbedder()
+        probe = ToolChoiceCheck(embedder, scoring=scoring)
+        monkeypatch.setattr(_check, "INDEX_MENU_TOOLS", 10**9)
+        probe.evaluate([_subject(0, menu, (menu[0].name,), user)])
+        (ranked,) = probe.calls()
+        assert ranked.result is not None and ranked.result.ranked_all
+        order = [ranked.result.names[int(i)] for i in ranked.result.order]
+        picks = [
+            (order[0],),
+            (order[-1],),
+            (order[0], order[1]),
+            (order[0], order[-1]),
+            (order[-2], order[-1]),
+        ]
+        subjects = [_subject(span, menu, chosen, user) for span, chosen in enumerate(picks)]
+        whole = ToolChoiceCheck(embedder, scoring=scoring)
+        whole.evaluate(subjects)
+        monkeypatch.setattr(_check, "INDEX_MENU_TOOLS", INDEX_MENU_TOOLS)
+        indexed = ToolChoiceCheck(embedder, scoring=scoring)
+        indexed.evaluate(subjects)
+        assert len(indexed.menu_indexes) == 1
+        for a, b in zip(indexed.calls(), whole.calls(), strict=True):
+            assert a.result is not None and b.result is not None
+            _same(a.result, b.result)
+        first, last = indexed.calls()[0].result, indexed.calls()[1].result
+        assert first is not None and last is not None
+        assert first.top == order[0] and not first.proxy_disagreement
+        assert last.top == order[0] and last.proxy_disagreement
+
+    @pytest.mark.parametrize("scoring", ["calibrated", "seed"])
+    def test_a_dense_context_is_scanned_whole_and_matches_brute_force(
+        self, scoring: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A context using most dimensions (scanned with one product over the whole matrix, not row by
+        row) gives what ranking the whole menu gives."""
+        menu = _menu(INDEX_MENU_TOOLS + 200, 12)
+        rng = random.Random(12)
+        noise = ("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(7)) for _ in range(300))
+        user = f"{menu[3].description} and {menu[9].description} " + " ".join(noise)
+        embedder = HashingEmbedder()
+        (vector,) = embedder.embed([choice_context(user)])
+        assert len(Query.of(vector).nonzero) > len(vector) // 2
+        subjects = [
+            _subject(0, menu, (menu[3].name,), user),
+            _subject(1, menu, (menu[5].name, menu[9].name), user),
+        ]
+        indexed = ToolChoiceCheck(embedder, scoring=scoring)
+        indexed.evaluate(subjects)
+        monkeypatch.setattr(_check, "INDEX_MENU_TOOLS", 10**9)
+        whole = ToolChoiceCheck(embedder, scoring=scoring)
+        whole.evaluate(subjects)
+        for a, b in zip(indexed.calls(), whole.calls(), strict=True):
+            assert a.result is not None and b.result is not None
+            _same(a.result, b.result)
+
+    def test_twins_at_the_top_go_to_the_earlier_one_when_neither_is_chosen(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Two unchosen tools with one text top the ranking together: the earlier is top and sets the
+        margin, as in the whole ranking."""
+        menu = _menu(INDEX_MENU_TOOLS + 50, 13)
+        text = "twin only tool text"
+        menu = (
+            *menu[:300],
+            OfferedTool("twin_b", text),
+            *menu[301:1900],
+            OfferedTool("twin-b", text),
+            *menu[1901:],
+        )
+        subject = _subject(0, menu, (menu[7].name,), text)
+        indexed = ToolChoiceCheck(HashingEmbedder())
+        indexed.evaluate([subject])
+        monkeypatch.setattr(_check, "INDEX_MENU_TOOLS", 10**9)
+        whole = ToolChoiceCheck(HashingEmbedder())
+        whole.evaluate([subject])
+        (a,), (b,) = indexed.calls(), whole.calls()
+        assert a.result is not None and b.result is not None
+        _same(a.result, b.result)
+        assert a.result.top == "twin_b" and a.result.proxy_disagreement
+
     def test_ties_go_to_the_earlier_tool(self) -> None:
         """Two tools with one text tie; the earlier on the menu is top, as in a stable ranking."""
         menu = _menu(INDEX_MENU_TOOLS + 10, 7)
@@ -137,6 +231,74 @@ class TestLargeMenus:
         assert first.result is not None and second.result is not None
         assert first.result.top == menu[7].name and second.result.top == other[7].name
         assert check.menu_indexes.builds == 2
+
+
+class TestMenuScan:
+    """The scan's primitives against numpy brute force over random vectors, ties and odd norms included."""
+
+    @pytest.mark.parametrize("seed", range(6))
+    def test_the_best_unexcluded_tool_is_the_brute_force_one(self, seed: int) -> None:
+        """Random float32 columns (some repeated, some zero, some not unit), random exclusions and
+        sparse, dense and zero contexts: every approximate cosine is within the bound, and the best position
+        and score are brute force's, the earliest on a tie."""
+        rng = np.random.default_rng(seed)
+        dims, tools = 64, 3000
+        rows = rng.standard_normal((tools, dims)).astype(np.float32)
+        rows[rng.random((tools, dims)) < 0.6] = 0.0  # sparse tools, like hashed texts
+        rows[rng.integers(0, tools, 5)] = 0.0  # tools with no vector
+        rows *= rng.uniform(0.5, 2.0, (tools, 1)).astype(np.float32)  # norms other than 1
+        sources, twins = rng.choice(tools, (2, 40), replace=False)
+        rows[twins] = rows[sources]  # exact twins
+        norms = np.sqrt(np.einsum("ij,ij->i", rows.astype(np.float64), rows.astype(np.float64)))
+        matrix = ToolMatrix(
+            np.ascontiguousarray(rows.T), np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+        )
+        error = cosine_error(dims)
+        for trial in range(30):
+            kind = trial % 3
+            if kind == 0:  # a twin's own vector: two tools tie at the top; sparse
+                context = rows[sources[trial % len(sources)]].copy()
+            elif kind == 1:
+                context = rng.standard_normal(dims).astype(np.float32)  # dense
+            else:
+                context = np.zeros(dims, dtype=np.float32)  # no vector: every cosine 0
+            excluded = rng.random(tools) < rng.choice([0.0, 0.01, 0.5, 0.99])
+            query = Query.of(context)
+            approximate = matrix.approximate(query.unit, query.nonzero)
+            brute = cosine_scores(context, rows)
+            assert np.abs(approximate - brute).max() <= error
+            best = best_excluding(approximate, excluded, error, lambda p, c=context: matrix.exact(c, p))
+            if excluded.all():
+                assert best is None
+                continue
+            open_scores = np.where(excluded, -np.inf, brute)
+            assert best is not None
+            # Exact scores of a few rows may differ from the whole matrix's in the last bit (BLAS blocks
+            # rows differently); twins, equal in either, go to the earliest.
+            assert best.score == pytest.approx(open_scores.max(), abs=1e-12)
+            assert best.position == int(np.flatnonzero(open_scores >= open_scores.max() - 1e-12)[0])
+
+    @pytest.mark.parametrize("seed", range(4))
+    def test_an_approximate_order_wrong_within_the_bound_still_gives_the_exact_best(self, seed: int) -> None:
+        """Approximate scores off by up to the bound, in either direction, reorder the close tools; the
+        answer is still the exact best (re-scored candidates), not the approximate one."""
+        rng = np.random.default_rng(seed)
+        exact = np.round(rng.uniform(0.0, 0.03, 5000), 4)  # crowded near the top, many exact ties
+        error = 0.01
+        for _ in range(20):
+            approximate = exact + rng.uniform(-error, error, exact.shape)
+            excluded = rng.random(exact.shape) < 0.3
+            best = best_excluding(approximate, excluded, error, lambda p: exact[p])
+            open_scores = np.where(excluded, -np.inf, exact)
+            assert best is not None and best.score == open_scores.max()
+            assert best.position == int(np.flatnonzero(open_scores == open_scores.max())[0])
+
+    def test_everything_excluded_has_no_best(self) -> None:
+        """A menu whose every tool is chosen has no best other tool."""
+        matrix = ToolMatrix(np.eye(4, dtype=np.float32), np.ones(4))
+        query = Query.of(np.ones(4, dtype=np.float32))
+        approximate = matrix.approximate(query.unit, query.nonzero)
+        assert best_excluding(approximate, np.ones(4, dtype=bool), 1e-6, lambda p: approximate[p]) is None
 
 
 class TestTextBounds:
