@@ -181,6 +181,10 @@ class ShapecheckSpanProcessor(SpanProcessor):
             self._counters,
             max_size=options.max_queue_size,
         )
+        self._queued = self._intake.items
+        """The recording thread's queue itself (the same deque for the processor's life)."""
+        self._awaited_ends = self._ledger.awaited_ends
+        self._downstream_on_end = downstream.on_end
         self._flush_downstream = BoundedCall(
             "ShapecheckDownstreamFlush",
             downstream.force_flush,
@@ -295,54 +299,55 @@ class ShapecheckSpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         """Forward an ordinary span at once; queue one the checks may care about for the recording thread."""
-        held = False
         try:
             # Every span the application ends comes through here, so the span is read through its
             # fields, not its properties (each a Python call; `attributes` builds a view per call):
             # ReadableSpan's properties return these fields, and tests/pipeline/test_sdk_fields.py pins
             # them. A SpanContext is a tuple; its span id is item 1.
-            context = span._context
             stored = span._attributes
             attributes = stored._dict if type(stored) is BoundedAttributes else (span.attributes or {})
-            name = span._name
-            intake = self._intake
             # This test is the whole cost an ordinary span pays: without any classifying key and a
             # tool-span name, classify_span() would answer OTHER. The name test is
             # name.startswith(EXECUTE_TOOL_SPAN_PREFIX) as two string comparisons (no method call).
-            if not CLASSIFYING_KEYS.isdisjoint(attributes) or (
-                EXECUTE_TOOL_SPAN_PREFIX <= name < _AFTER_TOOL_SPAN_NAMES
+            if CLASSIFYING_KEYS.isdisjoint(attributes) and not (
+                EXECUTE_TOOL_SPAN_PREFIX <= span._name < _AFTER_TOOL_SPAN_NAMES
             ):
-                held = self._queue(span, intake, ANALYST_ATTEMPT in attributes)
-            elif context is None:
-                self._counters.passed_at_once += 1
-            elif context[_SPAN_ID] in self._attempt_parents:
-                held = self._queue(span, intake, False)
-            else:
-                span_id = context[_SPAN_ID]
-                items = intake.items
-                if items or not intake.idle or span_id in self._ledger.awaited_ends:
-                    # Spans queued before it must be recorded against its being live; a span held
-                    # for its end learns of it in order. Forwarded now, recorded from its context.
-                    if len(items) < intake.max_size or intake.make_room():
-                        items.append(context)
-                        if intake.idle:
-                            intake.wake()
+                context = span._context
+                if context is not None:
+                    span_id = context[_SPAN_ID]
+                    if span_id in self._attempt_parents:  # held: its attempts are still queued
+                        if self._queue(span, False):
+                            return
+                    elif self._queued or not self._intake.idle or span_id in self._awaited_ends:
+                        # Spans queued before it must be recorded against its being live; a span
+                        # held for its end learns of it in order. Forwarded now, queued as its context.
+                        self._queue_end(context)
                     else:
-                        self._forward_all(self._record_shed_end(context))
-                else:
-                    self._live.pop(span_id, None)
+                        self._live.pop(span_id, None)
                 self._counters.passed_at_once += 1
+            elif self._queue(span, ANALYST_ATTEMPT in attributes):
+                return  # the recording thread forwards it, enriched or as it came
         except Exception:
             self._counters.error("on_end", "Recording an ended span failed; forwarding it as it is")
-        if not held:
-            try:
-                self._downstream.on_end(span)
-            except Exception:
-                self._counters.error("downstream", "The downstream span processor failed in on_end")
+        try:
+            self._downstream_on_end(span)
+        except Exception:
+            self._counters.error("downstream", "The downstream span processor failed in on_end")
 
-    def _queue(self, span: ReadableSpan, intake: LedgerIntake, attempt: bool) -> bool:
+    def _queue_end(self, context: SpanContext) -> None:
+        """Queue the end of a span forwarded at once (recorded out of order if the queue stays full)."""
+        intake = self._intake
+        if len(self._queued) < intake.max_size or intake.make_room():
+            self._queued.append(context)
+            if intake.idle:
+                intake.wake()
+        else:
+            self._forward_all(self._record_shed_end(context))
+
+    def _queue(self, span: ReadableSpan, attempt: bool) -> bool:
         """Queue ``span`` for the recording thread; False when the queue is full (forward it as it is)."""
-        items = intake.items
+        intake = self._intake
+        items = self._queued
         if len(items) >= intake.max_size and not intake.make_room():
             context = span._context
             if context is not None:  # spans held for its end must still learn of it
@@ -612,6 +617,8 @@ class ShapecheckSpanProcessor(SpanProcessor):
             self._flush_metrics.reset_after_fork()
         self._counters.reset()
         self._ledger.reset_after_fork()
+        self._queued = self._intake.items  # both were made afresh for the child
+        self._awaited_ends = self._ledger.awaited_ends
         if not self._is_shutdown:
             self._worker.restart_after_fork()
 
