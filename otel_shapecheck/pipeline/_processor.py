@@ -28,7 +28,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final
 
 from opentelemetry.attributes import BoundedAttributes
@@ -41,39 +41,21 @@ from opentelemetry.trace import SpanContext
 from otel_shapecheck._attributes import ANALYST_ATTEMPT
 from otel_shapecheck.checks._base import Check
 from otel_shapecheck.pipeline._bounded_call import BoundedCall
-from otel_shapecheck.pipeline._facts import attribute_mapping
 from otel_shapecheck.pipeline._intake import LedgerIntake
-from otel_shapecheck.pipeline._ledger import UNKNOWN_ANCESTRY, Ancestry, Ledger
+from otel_shapecheck.pipeline._ledger import Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters, ProcessorCounts
 from otel_shapecheck.pipeline._options import ProcessorOptions
+from otel_shapecheck.pipeline._recorder import SPAN_ID, SpanRecorder
 from otel_shapecheck.pipeline._sinks import VerdictSink
 from otel_shapecheck.pipeline._verdict_metrics import VerdictMetrics
 from otel_shapecheck.pipeline._worker import EvaluationWorker
-from otel_shapecheck.readers._classify import (
-    CLASSIFYING_KEYS,
-    ROLE_AGENT,
-    ROLE_LLM_CALL,
-    SpanClass,
-    classify_span,
-    is_agent_span,
-    names_own_tool_calls,
-)
+from otel_shapecheck.readers._classify import CLASSIFYING_KEYS
 from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
-from otel_shapecheck.readers._genai_events import events_name_tool_calls
-from otel_shapecheck.readers._menus import has_own_menu, menu_attributes
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
 
 logger = logging.getLogger(__name__)
-
-_MAX_ANCESTOR_DEPTH = 32
-"""Ancestors looked at for a menu, nearest first."""
-
-_TRACE_ID: Final = 0
-_SPAN_ID: Final = 1
-_IS_REMOTE: Final = 2
-"""Items of a ``SpanContext`` (a tuple): reading them skips the property calls on the hot path."""
 
 _AFTER_TOOL_SPAN_NAMES: Final = EXECUTE_TOOL_SPAN_PREFIX[:-1] + chr(ord(EXECUTE_TOOL_SPAN_PREFIX[-1]) + 1)
 """The first string after every name that starts with the tool-span prefix (in code-point order)."""
@@ -164,19 +146,17 @@ class ShapecheckSpanProcessor(SpanProcessor):
             answer_tools=options.answer_tools,
             metrics=VerdictMetrics(meter_provider, tool_names=options.metrics_tool_names),
         )
-        self._live: dict[int, ReadableSpan | Span] = {}
-        """Started spans whose end is not yet recorded, by span id: the ancestors an LLM call may take
-        its menu from and the run it belongs to. A span queued for the recording thread stays here until
-        that thread took it, so every span is recorded against its ancestors as they were at its end."""
-        self._sees_starts = False
-        """Whether spans are handed over at their start (live, and ``check``), not only at their end."""
+        self._recorder = SpanRecorder(
+            self._ledger, self._counters, self._worker.wake, max_live=options.max_pending_spans
+        )
+        self._live = self._recorder.live
+        """The recorder's started spans, stored into by ``on_start`` itself (the same dict for the
+        processor's life)."""
+        self._attempt_parents = self._recorder.attempt_parents
         self._max_live = options.max_pending_spans
-        self._attempt_parents: dict[int, None] = {}
-        """Parents of queued analyst attempts (by span id) until their own end is recorded: ``on_end``
-        must hold such a span for evaluation although its attempts are not yet in the ledger."""
         self._intake = LedgerIntake(
-            self._record_ended,
-            self._record_forwarded_end,
+            self._recorder.record_ended,
+            self._recorder.record_forwarded_end,
             self._forward,
             self._counters,
             max_size=options.max_queue_size,
@@ -243,11 +223,11 @@ class ShapecheckSpanProcessor(SpanProcessor):
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         """Keep a reference to the starting span (a possible menu ancestor), then hand it downstream."""
-        try:  # span_started() inlined: this runs for every span the application starts
-            self._sees_starts = True
+        try:  # SpanRecorder.span_started() inlined: this runs for every span the application starts
+            self._recorder.sees_starts = True
             live = self._live
             if len(live) < self._max_live:
-                live[span._context[_SPAN_ID]] = span  # type: ignore[index]  # a started span has a context
+                live[span._context[SPAN_ID]] = span  # type: ignore[index]  # a started span has a context
             else:
                 self._counters.started_untracked += 1
         except Exception:
@@ -271,22 +251,11 @@ class ShapecheckSpanProcessor(SpanProcessor):
     def span_started(self, span: ReadableSpan | Span) -> None:
         """Keep ``span`` as a possible menu ancestor until it ends (one dictionary store; never raises).
 
-        A live span's attributes are read only when a descendant LLM call ends without a menu, so
-        attributes a framework sets after the start (strands-agents sets them right after) are seen.
+        A live span's attributes are read only when a descendant LLM call is recorded without a menu,
+        so attributes a framework sets after the start (strands-agents sets them right after) are seen.
         The offline ``check`` calls this with exported spans, in start order.
         """
-        try:
-            context = span.context
-            if context is None:
-                return
-            self._sees_starts = True
-            live = self._live
-            if len(live) >= self._max_live:
-                self._counters.started_untracked += 1
-                return
-            live[context.span_id] = span
-        except Exception:
-            self._counters.error("on_start", "Keeping a started span failed")
+        self._recorder.span_started(span)
 
     def _on_ending(self, span: Span) -> None:
         """Pass the SDK's ending hook on, so a downstream implementing it works behind the wrapper."""
@@ -314,7 +283,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
             ):
                 context = span._context
                 if context is not None:
-                    span_id = context[_SPAN_ID]
+                    span_id = context[SPAN_ID]
                     if span_id in self._attempt_parents:  # held: its attempts are still queued
                         if self._queue(span, False):
                             return
@@ -342,7 +311,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
             if intake.idle:
                 intake.wake()
         else:
-            self._forward_all(self._record_shed_end(context))
+            self._forward_all(self._recorder.record_shed_end(context))
 
     def _queue(self, span: ReadableSpan, attempt: bool) -> bool:
         """Queue ``span`` for the recording thread; False when the queue is full (forward it as it is)."""
@@ -351,145 +320,20 @@ class ShapecheckSpanProcessor(SpanProcessor):
         if len(items) >= intake.max_size and not intake.make_room():
             context = span._context
             if context is not None:  # spans held for its end must still learn of it
-                self._forward_all(self._record_shed_end(context))
+                self._forward_all(self._recorder.record_shed_end(context))
             counters = self._counters
             counters.passed_at_once += 1  # seen, and forwarded as it came
             counters.forwarded_unrecorded += 1
             return False
         parent = span._parent
         if attempt and parent is not None:
-            self._attempt_parents[parent[_SPAN_ID]] = None
+            self._attempt_parents[parent[SPAN_ID]] = None
         items.append(span)
         if intake.idle:
             intake.wake()
         return True
 
     # The recording thread.
-
-    def _record_ended(self, span: ReadableSpan) -> Sequence[ReadableSpan]:
-        """Record a queued span in the ledger; the spans to forward (itself, unless the ledger holds it)."""
-        held = False
-        overflow: Sequence[ReadableSpan] = ()
-        try:
-            context = span._context
-            if context is not None:
-                span_id = context[_SPAN_ID]
-                self._live.pop(span_id, None)
-                self._attempt_parents.pop(span_id, None)
-            attributes = attribute_mapping(span)
-            held, overflow = self._record(span, classify_span(span._name, attributes), attributes)
-        except Exception:
-            self._counters.error("on_end", "Recording an ended span failed; forwarding it as it is")
-        return overflow if held else (span, *overflow)
-
-    def _record_forwarded_end(self, context: SpanContext) -> Sequence[ReadableSpan]:
-        """Record the end of a span ``on_end`` forwarded: it is no longer live, held spans may wait for it.
-
-        Returns the spans its end released into a full worker queue, to forward as they are.
-        """
-        span_id = context[_SPAN_ID]
-        self._live.pop(span_id, None)
-        if not self._ledger.concerns(span_id):
-            return ()
-        wake, overflow = self._ledger.span_forwarded(context[_TRACE_ID], span_id)
-        if wake:
-            self._worker.wake()
-        return overflow
-
-    def _record_shed_end(self, context: SpanContext) -> Sequence[ReadableSpan]:
-        """Record, on the application's thread, the end of a span forwarded because the queue stayed
-        full: out of order, so children of it still queued find its end among their trace's facts."""
-        span_id = context[_SPAN_ID]
-        self._live.pop(span_id, None)
-        wake, overflow = self._ledger.span_forwarded(context[_TRACE_ID], span_id, out_of_order=True)
-        if wake:
-            self._worker.wake()
-        return overflow
-
-    def _record(
-        self, span: ReadableSpan, classified: SpanClass, attributes: Mapping[str, object]
-    ) -> tuple[bool, Sequence[ReadableSpan]]:
-        role = classified.role
-        llm_call = role is ROLE_LLM_CALL
-        context = span._context
-        menu: dict[str, object] | None = None
-        ancestry = UNKNOWN_ANCESTRY
-        if (
-            llm_call
-            or role is ROLE_AGENT
-            or (context is not None and self._ledger.has_attempts(context[_SPAN_ID]))
-        ):
-            menu, ancestry = self._ancestors(span, llm_call and not has_own_menu(attributes))
-        held, wake, overflow = self._ledger.span_ended(
-            span,
-            classified,
-            names_own_tool_calls=llm_call
-            and (
-                names_own_tool_calls(attributes)
-                or (bool(span._events) and events_name_tool_calls(span.events))
-            ),
-            parent_ended=llm_call and self._parent_ended(span),
-            ancestor_menu=menu,
-            ancestry=ancestry,
-        )
-        counters = self._counters
-        if held:
-            counters.seen += 1
-        else:  # the recording thread forwards it: an ordinary span's count
-            counters.passed_at_once += 1
-        if wake:
-            self._worker.wake()
-        return held, overflow or ()
-
-    def _parent_ended(self, span: ReadableSpan) -> bool:
-        """Whether the span's local parent already ended: it started here and is no longer live.
-
-        Only a processor that sees spans start can tell: the gateway receives ended spans only. Once a
-        start went untracked (``max_pending_spans`` live spans were already kept) a parent missing from
-        the live spans may still be open, so from then on the child waits as before.
-        """
-        parent = span._parent
-        if not self._sees_starts or parent is None or parent[_IS_REMOTE] or parent[_SPAN_ID] in self._live:
-            return False
-        return self._counters.started_untracked == 0
-
-    def _ancestors(self, span: ReadableSpan, want_menu: bool) -> tuple[dict[str, object] | None, Ancestry]:
-        """One walk up the span's live local ancestors: the nearest one's menu, and the run above it.
-
-        ``want_menu``: copy the menu attributes of the nearest ancestor with a menu (for an LLM call with
-        none of its own). The run is the outermost agent span found; the ancestry is *known* when every
-        ancestor up to the local root (or a remote parent) is live, or the span has no local parent. A
-        processor that sees no starts (the gateway), an ancestor that already ended or went untracked,
-        or a chain deeper than the walk leaves it unknown, and the ledger falls back to time windows.
-        """
-        parent = span.parent
-        live = self._live
-        menu: dict[str, object] | None = None
-        outermost: int | None = None
-        outermost_span: ReadableSpan | None = None
-        nearest: ReadableSpan | None = None
-        known = True
-        for _ in range(_MAX_ANCESTOR_DEPTH):
-            if parent is None or parent.is_remote:
-                break
-            ancestor = live.get(parent.span_id)
-            if ancestor is None:
-                known = False
-                break
-            ancestor_attributes = attribute_mapping(ancestor)
-            if want_menu and menu is None:
-                menu = menu_attributes(ancestor_attributes)
-            if is_agent_span(ancestor_attributes):
-                outermost, outermost_span = parent.span_id, ancestor
-                nearest = nearest or ancestor
-            parent = ancestor.parent
-        else:
-            known = False
-        if menu is not None:
-            self._counters.ancestor_menus += 1
-        if outermost is None:  # an agent span with no agent above it runs its own run
-            return menu, Ancestry(None, known)
-        return menu, Ancestry(outermost, known, (nearest, outermost_span))
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Evaluate and forward every ready span, then flush the downstream and the event sink, in time."""
@@ -606,8 +450,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
 
     def _at_fork_reinit(self) -> None:
         self._shutdown_lock = threading.Lock()
-        self._live = {}
-        self._attempt_parents = {}
+        self._recorder.reset_after_fork()
         if not self._is_shutdown:
             self._intake.restart_after_fork()
         self._flush_downstream.reset_after_fork()

@@ -104,7 +104,7 @@ def test_pre_classification_never_hides_a_genai_span(name: str, attributes: dict
         return classify_span(span_name, span_attributes)
 
     processor = ShapecheckSpanProcessor(CountingProcessor(), checks=[])
-    with mock.patch("otel_shapecheck.pipeline._processor.classify_span", spy):
+    with mock.patch("otel_shapecheck.pipeline._recorder.classify_span", spy):
         processor.on_end(_span(name, attributes))
         processor.shutdown()  # the recording thread classifies what on_end queued
     if not calls:
@@ -112,7 +112,7 @@ def test_pre_classification_never_hides_a_genai_span(name: str, attributes: dict
 
 
 def test_pre_classification_lets_every_classified_kind_through() -> None:
-    """Spans of each kind the readers know reach classify_span from on_end; a plain HTTP span does not."""
+    """Spans of each kind the readers know reach classify_span through on_end; a plain HTTP span does not."""
     calls: list[str] = []
 
     def spy(span_name: str, span_attributes: Mapping[str, object]) -> SpanClass:
@@ -120,9 +120,9 @@ def test_pre_classification_lets_every_classified_kind_through() -> None:
         return classify_span(span_name, span_attributes)
 
     processor = ShapecheckSpanProcessor(CountingProcessor(), checks=[])
-    with mock.patch("otel_shapecheck.pipeline._processor.classify_span", spy):
+    with mock.patch("otel_shapecheck.pipeline._recorder.classify_span", spy):
         processor.on_end(_span("analyst a attempt", {ANALYST_ID: "a", ANALYST_ATTEMPT: 1}))
         processor.on_end(_span("execute_tool t", {}))
         processor.on_end(_span("GET /x", {"http.route": "/x"}))
-    processor.shutdown()
+        processor.shutdown()  # the recording thread classifies what on_end queued
     assert calls == ["analyst a attempt", "execute_tool t"]
