@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -38,15 +38,15 @@ from opentelemetry.sdk.trace import ReadableSpan
 from otel_shapecheck.pipeline._facts import (
     ExecutionFact,
     HeldSpan,
-    Member,
     Release,
-    RunState,
     TraceFacts,
     approximate_bytes,
     attribute_mapping,
 )
 from otel_shapecheck.pipeline._metrics import ProcessorCounters
+from otel_shapecheck.pipeline._run_book import RunBook
 from otel_shapecheck.pipeline._runs import RunTally
+from otel_shapecheck.pipeline._trace_store import TraceStore
 from otel_shapecheck.readers._classify import (
     ROLE_AGENT,
     ROLE_ANALYST_ATTEMPT,
@@ -54,8 +54,6 @@ from otel_shapecheck.readers._classify import (
     ROLE_TOOL_EXECUTION,
     SpanClass,
 )
-
-_FORGOTTEN_PER_KEPT_TRACE = 16
 
 
 class Ancestry(NamedTuple):
@@ -103,11 +101,13 @@ class Ledger:
 
     def _init_state(self) -> None:
         self._lock = threading.Lock()
-        self._traces: OrderedDict[int, TraceFacts] = OrderedDict()
-        self._fact_bytes = 0
-        """The estimated bytes every trace's facts keep alive, held to ``max_fact_bytes``."""
-        self._forgotten: OrderedDict[int, int] = OrderedDict()
-        """Facts of recently forgotten traces, counted as dropped if the trace shows up again."""
+        self._store = TraceStore(
+            self._counters,
+            max_traces=self._max_traces,
+            max_facts_per_trace=self._max_facts,
+            max_fact_bytes=self._max_fact_bytes,
+            on_forget=self._forget_attempts,
+        )
         self._waiting: dict[HeldSpan, None] = {}
         """Waiting spans in deadline order, keyed by identity: ids are not trusted to be unique."""
         self._waiting_by_parent: dict[int, list[HeldSpan]] = {}
@@ -119,10 +119,7 @@ class Ledger:
         self._ready_spans = 0
         self._overflow: list[ReadableSpan] = []
         self._closed = False
-        self._runs: OrderedDict[tuple[int, int], RunState] = OrderedDict()
-        """Runs whose agent span has not ended yet, by (trace id, agent span id), oldest first."""
-        self._lost_runs: OrderedDict[tuple[int, int], None] = OrderedDict()
-        """Runs forgotten for the ``max_pending_spans`` bound before their agent span ended."""
+        self._runs = RunBook(self._max_pending)
 
     def reset_after_fork(self) -> None:
         """Forget everything: spans held by the parent process are the parent's to forward."""
@@ -207,11 +204,9 @@ class Ledger:
             if self._closed:
                 return False, []
             wake = span_id in self._waiting_by_parent and self._release_children(span_id)
-            facts = self._traces.get(trace_id)
+            facts = self._store.active(trace_id)
             if facts is None and out_of_order:
-                facts = self._new_trace(trace_id)
-            elif facts is not None:
-                self._traces.move_to_end(trace_id)
+                facts = self._store.new(trace_id)
             if facts is not None and len(facts.ended) < self._max_facts:
                 facts.ended.add(span_id)
             return wake, self._take_overflow() if self._overflow else []
@@ -235,16 +230,15 @@ class Ledger:
         parent_id = parent[1] if parent is not None else None
         counts = self._counters
         wake = span_id in self._waiting_by_parent and self._release_children(span_id)
-        facts = self._traces.get(trace_id)
-        if facts is not None:
-            self._traces.move_to_end(trace_id)
-        elif llm_call or tool_execution or analyst_attempt:
-            facts = self._new_trace(trace_id)
+        store = self._store
+        facts = store.active(trace_id)
+        if facts is None and (llm_call or tool_execution or analyst_attempt):
+            facts = store.new(trace_id)
         if facts is not None:
             if len(facts.ended) < self._max_facts:
                 facts.ended.add(span_id)
             if tool_execution or (analyst_attempt and parent_id is not None):
-                admitted = self._admit_fact(trace_id, facts, nbytes)
+                admitted = store.admit(trace_id, facts, nbytes)
                 if admitted < 0:
                     counts.facts_dropped += 1
                 elif tool_execution:
@@ -253,16 +247,8 @@ class Ledger:
                     facts.attempts.setdefault(parent_id, []).append(span)
                     facts.attempt_bytes[parent_id] = facts.attempt_bytes.get(parent_id, 0) + admitted
                     self._analyst_parents[parent_id] = trace_id
-            if llm_call:
-                if (  # _admit_fact()'s common case, inline: room in the trace and in the byte budget
-                    facts.size < facts.limit and self._fact_bytes + nbytes <= self._max_fact_bytes
-                ):
-                    facts.size += 1
-                    facts.bytes += nbytes
-                    self._fact_bytes += nbytes
-                    facts.calls.append((parent_id, span, classified))
-                elif self._admit_fact(trace_id, facts, nbytes) >= 0:
-                    facts.calls.append((parent_id, span, classified))
+            if llm_call and store.admit(trace_id, facts, nbytes) >= 0:
+                facts.calls.append((parent_id, span, classified))
         analyst = self._analyst_parents.pop(span_id, None) is not None
         if role is ROLE_AGENT and ancestry.run_id is None:
             return self._hold_run(span, span_id, trace_id, classified, facts), wake
@@ -271,10 +257,10 @@ class Ledger:
         held = HeldSpan(span, span_id, trace_id, parent_id, classified, analyst, 0.0)
         held.ancestor_menu = ancestor_menu
         if ancestry.run_id is not None:
-            self._join_run(held, trace_id, ancestry.run_id)
+            self._runs.join(held, trace_id, ancestry.run_id)
             held.agents = ancestry.agents
         elif not ancestry.known and facts is not None:
-            held.unclaimed = self._unclaimed(span, facts)
+            held.unclaimed = self._runs.unclaimed(span, facts)
         awaits_parent = (
             llm_call
             and parent is not None
@@ -302,35 +288,6 @@ class Ledger:
             facts.held += 1
         return True, wake
 
-    def _join_run(self, held: HeldSpan, trace_id: int, run_id: int) -> None:
-        """Count ``held`` for the run of the agent span ``run_id`` (found above it), which waits for it."""
-        key = (trace_id, run_id)
-        run = self._runs.get(key)
-        if run is None:
-            run = self._new_run(key)
-        run.pending += 1
-        held.run_of = run
-
-    def _unclaimed(self, span: ReadableSpan, facts: TraceFacts) -> Member | None:
-        """Leave a span of unknown ancestry for an agent span of its trace to claim by time window."""
-        if len(facts.unclaimed) >= facts.limit:
-            facts.lost_members = True
-            return None
-        member = Member(span.start_time or 0, span.end_time or 0)
-        facts.unclaimed.append(member)
-        return member
-
-    def _new_run(self, key: tuple[int, int]) -> RunState:
-        run = RunState(key[0], key[1])
-        self._runs[key] = run
-        while len(self._runs) > self._max_pending:  # agent spans that never end must not pile up
-            forgotten_key, forgotten = self._runs.popitem(last=False)
-            forgotten.lost = True
-            self._lost_runs[forgotten_key] = None
-            if len(self._lost_runs) > self._max_pending:
-                self._lost_runs.popitem(last=False)
-        return run
-
     def _hold_run(
         self,
         span: ReadableSpan,
@@ -340,13 +297,10 @@ class Ledger:
         facts: TraceFacts | None,
     ) -> bool:
         """Hold a run's agent span: ready now if its run has no span left to evaluate, else waiting."""
-        key = (trace_id, span_id)
-        run = self._runs.pop(key, None)
-        if run is None:
-            run = RunState(trace_id, span_id)
-            run.lost = self._lost_runs.pop(key, None) is not None or trace_id in self._forgotten
+        forgotten = self._store.was_forgotten(trace_id)
+        run = self._runs.agent_ended(trace_id, span_id, trace_forgotten=forgotten)
         if facts is not None:
-            self._claim(run, facts, span.start_time or 0, span.end_time or 0)
+            self._runs.claim(run, facts, span.start_time or 0, span.end_time or 0)
         held = HeldSpan(span, span_id, trace_id, None, classified, False, time.monotonic() + self._max_wait)
         held.run = run
         self._counters.runs += 1
@@ -358,26 +312,6 @@ class Ledger:
             run.agent = held
             self._waiting[held] = None
         return True
-
-    def _claim(self, run: RunState, facts: TraceFacts, start: int, end: int) -> None:
-        """Count for ``run`` the trace's members of unknown ancestry that ran inside its time window."""
-        if facts.lost_members:
-            run.lost = True
-        if not facts.unclaimed:
-            return
-        kept: list[Member] = []
-        for member in facts.unclaimed:
-            if not (start <= member.start_time and member.end_time <= end):
-                kept.append(member)
-            elif member.done:
-                if member.tally is None:
-                    run.lost = True
-                else:
-                    run.tally.add(member.tally)
-            else:
-                member.run = run
-                run.pending += 1
-        facts.unclaimed = kept
 
     def members_done(self, results: Sequence[tuple[HeldSpan, RunTally | None]]) -> list[ReadableSpan]:
         """Count evaluated spans for their runs (``None``: forwarded without evaluation).
@@ -391,19 +325,10 @@ class Ledger:
             return self._take_overflow() if self._overflow else []
 
     def finish_run(self, held: HeldSpan) -> tuple[RunTally, bool]:
-        """Close the run of an agent span about to be forwarded: its counts, and whether it is short.
-
-        A run is short (*incomplete*) when spans of it were still being awaited, were forwarded without
-        evaluation or were evaluated as incomplete, or when its facts were forgotten for a bound.
-        """
-        run = held.run
-        if run is None:
-            return RunTally(), True
+        """Close the run of an agent span about to be forwarded: its counts, and whether it is short
+        (see :meth:`RunBook.finish`)."""
         with self._lock:
-            run.finished = True
-            run.agent = None
-            incomplete = run.pending > 0 or run.lost or run.tally.incomplete > 0
-            return run.tally.copy(), incomplete
+            return self._runs.finish(held)
 
     def content_recorded(
         self, trace_id: int, span_id: int, record: LogRecord, *, names_own_tool_calls: bool
@@ -414,12 +339,8 @@ class Ledger:
         with self._lock:
             if self._closed:
                 return
-            facts = self._traces.get(trace_id)
-            if facts is None:
-                facts = self._new_trace(trace_id)
-            else:
-                self._traces.move_to_end(trace_id)
-            nbytes = self._admit_fact(trace_id, facts, size)
+            facts = self._store.active(trace_id) or self._store.new(trace_id)
+            nbytes = self._store.admit(trace_id, facts, size)
             if nbytes < 0:
                 self._counters.facts_dropped += 1
                 return
@@ -465,7 +386,7 @@ class Ledger:
     @property
     def fact_bytes(self) -> int:
         """The estimated bytes the kept facts hold now (at most ``max_fact_bytes``)."""
-        return self._fact_bytes
+        return self._store.fact_bytes
 
     def ready_count(self) -> int:
         """Spans ready for the worker."""
@@ -485,60 +406,15 @@ class Ledger:
 
     # Internals (lock held).
 
-    def _new_trace(self, trace_id: int) -> TraceFacts:
-        lost = self._forgotten.pop(trace_id, 0)
-        if lost:  # the trace was forgotten while it still had spans to come that needed its facts
-            self._counters.facts_dropped += lost
-        facts = TraceFacts(self._max_facts)
-        self._traces[trace_id] = facts
-        while len(self._traces) > self._max_traces:
-            self._evict_oldest()
-        return facts
-
-    def _evict_oldest(self) -> None:
-        """Forget the least recently active trace; its facts count as dropped only if still needed.
-
-        They are needed when spans of the trace are still held, or when the trace shows up again later
-        (a finished trace never does, so a healthy run drops nothing).
-        """
-        trace_id, evicted = self._traces.popitem(last=False)
-        self._fact_bytes -= evicted.bytes
-        for parent_id in evicted.attempts:
+    def _forget_attempts(self, facts: TraceFacts) -> None:
+        """A trace's facts were forgotten: its analyst spans no longer have attempts to be held for."""
+        for parent_id in facts.attempts:
             self._analyst_parents.pop(parent_id, None)
-        if not evicted.size:
-            return
-        if evicted.held:
-            self._counters.facts_dropped += evicted.size
-        else:
-            self._forgotten[trace_id] = evicted.size
-            # Two integers a trace: remembering 16 times as many forgotten traces as kept ones is cheap.
-            if len(self._forgotten) > _FORGOTTEN_PER_KEPT_TRACE * self._max_traces:
-                self._forgotten.popitem(last=False)
-
-    def _admit_fact(self, trace_id: int, facts: TraceFacts, nbytes: int) -> int:
-        """Make room for one more fact of ``trace_id`` of ``nbytes`` estimated bytes (see
-        :func:`approximate_bytes`); ``nbytes``, or -1 when it cannot be kept.
-
-        Past ``max_facts_per_trace`` it is not kept; past ``max_fact_bytes`` the least recently active
-        other traces are forgotten first, and a fact that still does not fit is not kept.
-        """
-        if facts.size >= facts.limit:
-            return -1
-        if self._fact_bytes + nbytes > self._max_fact_bytes:
-            self._counters.fact_bytes_exceeded += 1
-            while self._fact_bytes + nbytes > self._max_fact_bytes and next(iter(self._traces)) != trace_id:
-                self._evict_oldest()
-            if self._fact_bytes + nbytes > self._max_fact_bytes:
-                return -1
-        facts.size += 1
-        facts.bytes += nbytes
-        self._fact_bytes += nbytes
-        return nbytes
 
     def _unhold(self, group: tuple[HeldSpan, ...]) -> None:
         if group[0].run is not None:  # a run's agent span keeps no facts of its trace alive
             return
-        facts = self._traces.get(group[0].trace_id)
+        facts = self._store.traces.get(group[0].trace_id)
         if facts is not None:
             facts.held = max(0, facts.held - len(group))
 
@@ -571,31 +447,12 @@ class Ledger:
         return overflow
 
     def _member_done(self, held: HeldSpan, tally: RunTally | None) -> None:
-        """``held`` was evaluated (``tally``) or forwarded without evaluation (``None``): count it once."""
-        run = held.run_of
-        member = held.unclaimed
-        if member is not None:
-            if member.done:
-                return
-            member.done = True
-            member.tally = tally
-            run = member.run  # claimed by an agent span since it ended, or not (yet)
-        elif run is None:
-            return
-        held.run_of = None
-        if run is None or run.finished:
-            return
-        if tally is None:
-            run.lost = True
-        else:
-            run.tally.add(tally)
-        run.pending -= 1
-        agent = run.agent
-        if run.pending <= 0 and agent is not None:
-            run.agent = None
-            if agent in self._waiting:
-                del self._waiting[agent]
-                self._push_ready((agent,))
+        """``held`` was evaluated (``tally``) or forwarded without evaluation (``None``): count it once;
+        its run's agent span becomes ready when it waited for this one last."""
+        agent = self._runs.member_done(held, tally)
+        if agent is not None and agent in self._waiting:
+            del self._waiting[agent]
+            self._push_ready((agent,))
 
     def _release_children(self, span_id: int) -> bool:
         children = self._waiting_by_parent.pop(span_id, None)
@@ -626,7 +483,7 @@ class Ledger:
 
     def _release(self, group: tuple[HeldSpan, ...]) -> Release:
         self._unhold(group)
-        facts = self._traces.get(group[0].trace_id)
+        facts = self._store.traces.get(group[0].trace_id)
         if facts is None or group[0].run is not None:
             return Release(group)
         owners = {held.span_id for held in group}
@@ -638,14 +495,14 @@ class Ledger:
             if records:
                 content[held.span_id] = tuple(records)
                 facts.size -= len(records)
-                self._forget_bytes(facts, facts.content_bytes.pop(held.span_id, 0))
+                self._store.release_bytes(facts, facts.content_bytes.pop(held.span_id, 0))
             facts.content_names_calls.discard(held.span_id)
             if held.analyst:
                 attempt_spans = facts.attempts.pop(held.span_id, None)
                 if attempt_spans:
                     attempts[held.span_id] = tuple(attempt_spans)
                     facts.size -= len(attempt_spans)
-                    self._forget_bytes(facts, facts.attempt_bytes.pop(held.span_id, 0))
+                    self._store.release_bytes(facts, facts.attempt_bytes.pop(held.span_id, 0))
         trace_executions = tuple(facts.executions)
         executions = tuple(fact for fact in trace_executions if fact.parent_id in owners)
         awaited = {held.parent_id for held in group if held.awaits_parent}
@@ -668,7 +525,3 @@ class Ledger:
             content=content,
             attempts=attempts,
         )
-
-    def _forget_bytes(self, facts: TraceFacts, nbytes: int) -> None:
-        facts.bytes -= nbytes
-        self._fact_bytes -= nbytes

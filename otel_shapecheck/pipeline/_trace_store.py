@@ -1,0 +1,116 @@
+"""The ledger's facts by trace, held to their bounds: traces kept, facts per trace, and bytes in all.
+
+Facts are references to ended tool executions, analyst attempts, content log records and LLM calls
+(:class:`~otel_shapecheck.pipeline._facts.TraceFacts`), kept for the held spans of their trace. At most
+``max_traces`` traces are kept, least recently active forgotten first; at most ``max_facts_per_trace``
+facts each; and at most ``max_fact_bytes`` estimated bytes in all, forgetting the least recently active
+other traces to make room. A forgotten trace counts its facts as dropped only if they were still needed:
+spans of it were held, or it shows up again. The store has no lock of its own: the ledger calls it
+under its lock.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+
+from otel_shapecheck.pipeline._facts import TraceFacts
+from otel_shapecheck.pipeline._metrics import ProcessorCounters
+
+_FORGOTTEN_PER_KEPT_TRACE = 16
+
+
+class TraceStore:
+    """Trace facts by trace id, least recently active first.
+
+    Args:
+        counters: where dropped facts and byte-budget pressure are counted.
+        on_forget: called with the facts of each trace forgotten (the ledger drops what points into them).
+    """
+
+    def __init__(
+        self,
+        counters: ProcessorCounters,
+        *,
+        max_traces: int,
+        max_facts_per_trace: int,
+        max_fact_bytes: int,
+        on_forget: Callable[[TraceFacts], None],
+    ) -> None:
+        self._counters = counters
+        self._max_traces = max_traces
+        self._max_facts = max_facts_per_trace
+        self._max_fact_bytes = max_fact_bytes
+        self._on_forget = on_forget
+        self.traces: OrderedDict[int, TraceFacts] = OrderedDict()
+        self.fact_bytes = 0
+        """The estimated bytes every trace's facts keep alive, held to ``max_fact_bytes``."""
+        self._forgotten: OrderedDict[int, int] = OrderedDict()
+        """Facts of recently forgotten traces, counted as dropped if the trace shows up again."""
+
+    def was_forgotten(self, trace_id: int) -> bool:
+        """Whether facts of the trace were forgotten while it may still have had spans to come."""
+        return trace_id in self._forgotten
+
+    def active(self, trace_id: int) -> TraceFacts | None:
+        """The trace's facts, now its most recently active, or None."""
+        facts = self.traces.get(trace_id)
+        if facts is not None:
+            self.traces.move_to_end(trace_id)
+        return facts
+
+    def new(self, trace_id: int) -> TraceFacts:
+        """Start the facts of a trace (forgetting the least recently active past ``max_traces``)."""
+        lost = self._forgotten.pop(trace_id, 0)
+        if lost:  # the trace was forgotten while it still had spans to come that needed its facts
+            self._counters.facts_dropped += lost
+        facts = TraceFacts(self._max_facts)
+        self.traces[trace_id] = facts
+        while len(self.traces) > self._max_traces:
+            self._forget_oldest()
+        return facts
+
+    def admit(self, trace_id: int, facts: TraceFacts, nbytes: int) -> int:
+        """Make room for one more fact of ``trace_id`` of ``nbytes`` estimated bytes (see
+        :func:`~otel_shapecheck.pipeline._facts.approximate_bytes`); ``nbytes``, or -1 when it cannot
+        be kept.
+
+        Past ``max_facts_per_trace`` it is not kept; past ``max_fact_bytes`` the least recently active
+        other traces are forgotten first, and a fact that still does not fit is not kept.
+        """
+        if facts.size >= facts.limit:
+            return -1
+        if self.fact_bytes + nbytes > self._max_fact_bytes:
+            self._counters.fact_bytes_exceeded += 1
+            while self.fact_bytes + nbytes > self._max_fact_bytes and next(iter(self.traces)) != trace_id:
+                self._forget_oldest()
+            if self.fact_bytes + nbytes > self._max_fact_bytes:
+                return -1
+        facts.size += 1
+        facts.bytes += nbytes
+        self.fact_bytes += nbytes
+        return nbytes
+
+    def release_bytes(self, facts: TraceFacts, nbytes: int) -> None:
+        """Facts of ``nbytes`` were handed to the worker: they no longer count against the budget."""
+        facts.bytes -= nbytes
+        self.fact_bytes -= nbytes
+
+    def _forget_oldest(self) -> None:
+        """Forget the least recently active trace; its facts count as dropped only if still needed.
+
+        They are needed when spans of the trace are still held, or when the trace shows up again later
+        (a finished trace never does, so a healthy run drops nothing).
+        """
+        trace_id, forgotten = self.traces.popitem(last=False)
+        self.fact_bytes -= forgotten.bytes
+        self._on_forget(forgotten)
+        if not forgotten.size:
+            return
+        if forgotten.held:
+            self._counters.facts_dropped += forgotten.size
+        else:
+            self._forgotten[trace_id] = forgotten.size
+            # Two integers a trace: remembering 16 times as many forgotten traces as kept ones is cheap.
+            if len(self._forgotten) > _FORGOTTEN_PER_KEPT_TRACE * self._max_traces:
+                self._forgotten.popitem(last=False)
