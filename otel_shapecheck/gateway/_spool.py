@@ -15,8 +15,11 @@ guarded by an exclusive lock file so that two gateways never replay the same ent
 killer); ``fsync=True`` makes every commit survive a power loss too, at the cost of one fsync per
 request. Only two writes are committed at once: the store of a request, before its answer, and its
 ``sent`` mark, before its items go out. What follows (``done`` progress, the delete of a finished entry)
-waits in memory and is written by a flusher thread every ``flush_seconds`` (0.25 s), all of one
-interval in one transaction. A crash loses at most those deferred writes: the entries they concern are
+waits in memory and is written in one transaction with the others deferred, as soon as eight are
+waiting (by the forwarding thread that deferred the last) or by a flusher thread within
+``flush_seconds`` (0.25 s). Small batches keep the pages of deleted entries in reuse by the next ones
+stored; freed pages are not zeroed (``secure_delete=FAST``), which would write each request's size a
+second time. A crash loses at most those deferred writes: the entries they concern are
 found again with their ``sent`` bits, so they are forwarded once more and counted as possibly sent twice,
 never lost.
 :class:`MemorySpool` has the same interface and keeps entries in memory only (``--no-spool``).
@@ -57,6 +60,11 @@ CREATE TABLE IF NOT EXISTS entries (
 """
 DATABASE_NAME = "spool.sqlite3"
 DEFAULT_FLUSH_SECONDS = 0.25
+_DEFERRED_WRITES_PER_FLUSH = 8
+"""Deferred writes that are flushed at once, before the interval ends: in small batches the pages of
+deleted entries are reused by the next ones stored (large batches grow the file and the WAL)."""
+_DELETES_PER_STATEMENT = 500
+"""Ids in one ``DELETE … WHERE id IN (…)``: well under sqlite's limit on a statement's parameters."""
 LOCK_NAME = "spool.lock"
 
 
@@ -265,6 +273,9 @@ class SqliteSpool:
                 self.directory / DATABASE_NAME, isolation_level=None, check_same_thread=False
             )
             self._db.execute("PRAGMA journal_mode=WAL")
+            # Freed pages are not zeroed (as a build with SQLITE_SECURE_DELETE does): that would write
+            # every deleted request's size again; what was forwarded stays only until its pages are reused.
+            self._db.execute("PRAGMA secure_delete=FAST")
             self._db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
             self._db.execute(_SCHEMA)
             used = int(self._db.execute("SELECT COALESCE(SUM(size), 0) FROM entries").fetchone()[0])
@@ -366,7 +377,11 @@ class SqliteSpool:
             for entry_id, write in writes.items():
                 if self._deferred.get(entry_id, 0) is not None:  # a delete is final
                     self._deferred[entry_id] = write
-        self._deferred_waiting.set()
+            full = len(self._deferred) >= _DEFERRED_WRITES_PER_FLUSH
+        if full:  # in this (forwarding) thread: a small batch keeps the freed pages in reuse
+            self.flush()
+        else:
+            self._deferred_waiting.set()
 
     def _write_deferred(self) -> None:
         """One transaction of every deferred write (the caller holds ``_lock``); put back if it fails."""
@@ -374,7 +389,7 @@ class SqliteSpool:
             deferred, self._deferred = self._deferred, {}
         if not deferred:
             return
-        deleted = [(entry_id,) for entry_id, write in deferred.items() if write is None]
+        deleted = [entry_id for entry_id, write in deferred.items() if write is None]
         marked = [
             (bytes(write.sent), bytes(write.done), entry_id)
             for entry_id, write in deferred.items()
@@ -382,7 +397,10 @@ class SqliteSpool:
         ]
         try:
             self._db.execute("BEGIN")
-            self._db.executemany("DELETE FROM entries WHERE id = ?", deleted)
+            for start in range(0, len(deleted), _DELETES_PER_STATEMENT):
+                # One statement for many rows: each statement run releases the GIL and waits to take it back.
+                chunk = deleted[start : start + _DELETES_PER_STATEMENT]
+                self._db.execute(f"DELETE FROM entries WHERE id IN ({','.join('?' * len(chunk))})", chunk)
             self._db.executemany("UPDATE entries SET sent = ?, done = ? WHERE id = ?", marked)
             self._db.execute("COMMIT")
         except BaseException:
