@@ -232,40 +232,40 @@ def attributes(value: Any, where: str, depth: int) -> dict[str, SdkAnyValue]:
     read: dict[str, SdkAnyValue] = {}
     for item in repeated(value, where):
         # The shape every exporter writes, read at once: {"key": text, "value": {"<kind>Value": v}},
-        # v an ASCII string, a digit string, a bool, a finite float or a list of ASCII strings.
+        # v an ASCII string, a digit string, a bool, a finite float or a list of ASCII strings. The
+        # member is looked up by name, commonest first, rather than unpacked and compared.
         if type(item) is dict and len(item) == 2 and depth < _FAST_DEPTH:
             key = item.get("key")
             any_value = item.get("value")
-            if type(key) is str and type(any_value) is dict and len(any_value) == 1 and key.isascii():
-                ((kind, plain),) = any_value.items()
-                if kind == "stringValue":
-                    if type(plain) is str and plain.isascii():
+            if type(any_value) is dict and len(any_value) == 1 and type(key) is str and key.isascii():
+                plain = any_value.get("stringValue")
+                if type(plain) is str:
+                    if plain.isascii():
                         read[key] = plain
                         continue
-                elif kind == "intValue":
-                    if (
-                        type(plain) is str
-                        and len(plain) <= _MAX_INTEGER_DIGITS
-                        and plain.isascii()
-                        and plain.isdigit()
-                    ):
-                        number = int(plain)
-                        if number <= _INT64_MAX:
-                            read[key] = number
-                            continue
-                elif kind == "boolValue":
-                    if type(plain) is bool:
-                        read[key] = plain
-                        continue
-                elif kind == "doubleValue":
-                    if type(plain) is float and _isfinite(plain):
-                        read[key] = plain
-                        continue
-                elif kind == "arrayValue":
-                    strings_read = _ascii_strings(plain)
-                    if strings_read is not None:
-                        read[key] = strings_read
-                        continue
+                elif plain is None:
+                    plain = any_value.get("intValue")
+                    if type(plain) is str:
+                        if len(plain) <= _MAX_INTEGER_DIGITS and plain.isascii() and plain.isdigit():
+                            number = int(plain)
+                            if number <= _INT64_MAX:
+                                read[key] = number
+                                continue
+                    elif plain is None:
+                        ((kind, plain),) = any_value.items()
+                        if kind == "boolValue":
+                            if type(plain) is bool:
+                                read[key] = plain
+                                continue
+                        elif kind == "doubleValue":
+                            if type(plain) is float and _isfinite(plain):
+                                read[key] = plain
+                                continue
+                        elif kind == "arrayValue":
+                            strings_read = _ascii_strings(plain)
+                            if strings_read is not None:
+                                read[key] = strings_read
+                                continue
         key, plain = key_value(item, where, depth)
         read[key] = plain
     return read
