@@ -281,8 +281,8 @@ OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS: Final = "OTEL_SHAPECHECK_GATEWAY_SP
 .. envvar:: OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS
 
 Longest the durable spool keeps the deletes (and ``done`` marks) of forwarded requests in memory before
-writing them, all of one interval in one transaction. A crash loses at most these writes, so their
-requests are forwarded again (counted as possibly sent twice), never lost. Default 0.25.
+writing them (eight to a transaction, sooner when eight are waiting). A crash loses at most these
+writes, so their requests are forwarded again (counted as possibly sent twice), never lost. Default 0.25.
 """
 
 OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS: Final = "OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS"
