@@ -276,6 +276,15 @@ Bytes the spool may hold; past it requests are refused with backpressure, never 
 1073741824 (1 GiB), or 134217728 (128 MiB) with ``--no-spool``.
 """
 
+OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS: Final = "OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS"
+"""
+.. envvar:: OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS
+
+Longest the durable spool keeps the deletes (and ``done`` marks) of forwarded requests in memory before
+writing them (eight to a transaction, sooner when eight are waiting). A crash loses at most these
+writes, so their requests are forwarded again (counted as possibly sent twice), never lost. Default 0.25.
+"""
+
 OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS: Final = "OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS"
 """
 .. envvar:: OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS

@@ -24,6 +24,7 @@ from otel_shapecheck.gateway._settings import (
     shutdown_timeout,
     spool_max_bytes,
 )
+from otel_shapecheck.gateway._spool import spool_flush_seconds
 from otel_shapecheck.pipeline._events import EvaluationEventEmitter
 from otel_shapecheck.pipeline._options import ProcessorOptions
 
@@ -192,6 +193,7 @@ CASES = [
         env.OTEL_SHAPECHECK_GATEWAY_MAX_RECEIVING_BYTES, receiving_bytes, 64 * 1024 * 1024, "8192", 8192, "-5"
     ),
     Case(env.OTEL_SHAPECHECK_GATEWAY_SPOOL_MAX_BYTES, spool_max_bytes, 1024**3, "65536", 65536, "1GB"),
+    Case(env.OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS, spool_flush_seconds, 0.25, "2", 2.0, "-1"),
     Case(env.OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS, shutdown_timeout, 25.0, "3", 3.0, "soon"),
 ]
 

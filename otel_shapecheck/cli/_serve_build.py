@@ -61,7 +61,16 @@ def build_service(args: argparse.Namespace) -> GatewayService:
         raise ValueError(
             f"--spool-max-bytes {limit} is smaller than one request (--max-request-bytes {largest})"
         )
-    spool = SqliteSpool(spool_directory(args.spool_dir), limit, fsync=args.spool_fsync) if durable else None
+    spool = (
+        SqliteSpool(
+            spool_directory(args.spool_dir),
+            limit,
+            fsync=args.spool_fsync,
+            flush_seconds=args.spool_flush_seconds,
+        )
+        if durable
+        else None
+    )
     try:
         gateway = Gateway(
             spans,

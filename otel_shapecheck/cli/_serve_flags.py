@@ -113,6 +113,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         "--spool-fsync", action="store_true", help="fsync each accepted request (power-loss safe)"
     )
     bounds.add_argument(
+        "--spool-flush-seconds",
+        type=seconds(),
+        metavar="X",
+        help="longest the spool defers deletes of forwarded requests; a crash re-sends at most these (0.25)",
+    )
+    bounds.add_argument(
         "--max-request-bytes", type=whole(1), metavar="N", help="largest request, decompressed (4 MiB)"
     )
     bounds.add_argument(

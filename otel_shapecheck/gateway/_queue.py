@@ -273,7 +273,7 @@ class SpoolQueue:
                 return
             touched = set_bits(loaded.entry.sent, indices, loaded.entry.items)
         if touched:
-            self._write(lambda: self.spool.mark([loaded.entry]))
+            self._write(lambda: self.spool.mark_sent([loaded.entry]))
 
     def raw_after(self, ref: RawRef, delivered: bool) -> None:
         """Confirm a passed-through request's spans (or drop them, when given up), as :meth:`_after`."""
@@ -320,7 +320,7 @@ class SpoolQueue:
             for loaded, index in refs:
                 if set_bit(loaded.entry.sent, index):
                     touched[id(loaded.entry)] = loaded.entry
-        self._write(lambda: self.spool.mark(touched.values()))
+        self._write(lambda: self.spool.mark_sent(touched.values()))
 
     def _after(self, refs: list[tuple[_Loaded, int]], delivered: bool) -> None:
         if delivered:

@@ -13,7 +13,16 @@ possible duplicates.
 guarded by an exclusive lock file so that two gateways never replay the same entries. With
 ``synchronous=NORMAL`` (the default) a commit survives the process being killed (``kill -9``, the OOM
 killer); ``fsync=True`` makes every commit survive a power loss too, at the cost of one fsync per
-request. :class:`MemorySpool` has the same interface and keeps entries in memory only (``--no-spool``).
+request. Only two writes are committed at once: the store of a request, before its answer, and its
+``sent`` mark, before its items go out. What follows (``done`` progress, the delete of a finished entry)
+waits in memory and is written in one transaction with the others deferred, as soon as eight are
+waiting (by the forwarding thread that deferred the last) or by a flusher thread within
+``flush_seconds`` (0.25 s). Small batches keep the pages of deleted entries in reuse by the next ones
+stored; freed pages are not zeroed (``secure_delete=FAST``), which would write each request's size a
+second time. A crash loses at most those deferred writes: the entries they concern are
+found again with their ``sent`` bits, so they are forwarded once more and counted as possibly sent twice,
+never lost.
+:class:`MemorySpool` has the same interface and keeps entries in memory only (``--no-spool``).
 Both are bounded in bytes: space is reserved before a request's body is read, and a request that does
 not fit is refused with backpressure, never dropped after it was acknowledged.
 """
@@ -21,6 +30,7 @@ not fit is refused with backpressure, never dropped after it was acknowledged.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import sqlite3
 import threading
@@ -28,6 +38,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+from otel_shapecheck._settings import non_negative_float
+from otel_shapecheck.environment_variables import OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS
+
+logger = logging.getLogger(__name__)
 
 Kind = Literal["traces", "logs"]
 _KINDS: dict[str, int] = {"traces": 0, "logs": 1}
@@ -44,7 +59,20 @@ CREATE TABLE IF NOT EXISTS entries (
 )
 """
 DATABASE_NAME = "spool.sqlite3"
+DEFAULT_FLUSH_SECONDS = 0.25
+_DEFERRED_WRITES_PER_FLUSH = 8
+"""Deferred writes that are flushed at once, before the interval ends: in small batches the pages of
+deleted entries are reused by the next ones stored (large batches grow the file and the WAL)."""
+_DELETES_PER_STATEMENT = 500
+"""Ids in one ``DELETE … WHERE id IN (…)``: well under sqlite's limit on a statement's parameters."""
 LOCK_NAME = "spool.lock"
+
+
+def spool_flush_seconds(explicit: float | None = None) -> float:
+    """Longest the durable spool defers its deletes and ``done`` marks (argument, variable, 0.25 s)."""
+    return non_negative_float(
+        "flush_seconds", explicit, OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS, DEFAULT_FLUSH_SECONDS
+    )
 
 
 class SpoolError(ValueError):
@@ -175,8 +203,14 @@ class MemorySpool:
         with self._lock:
             return self._bodies[entry.id][1]
 
+    def mark_sent(self, entries: Iterable[SpoolEntry]) -> None:
+        """Entries' items are about to be sent (kept in the entry objects themselves here)."""
+
     def mark(self, entries: Iterable[SpoolEntry]) -> None:
-        """Entries' bitmaps changed (kept in the entry objects themselves here)."""
+        """Entries' items were confirmed (kept in the entry objects themselves here)."""
+
+    def flush(self) -> None:
+        """Nothing is deferred in memory."""
 
     def delete(self, entries: Sequence[SpoolEntry]) -> None:
         """Forget entries whose items were all forwarded."""
@@ -199,6 +233,10 @@ class MemorySpool:
 class SqliteSpool:
     """Entries in an sqlite3 database (WAL) in ``directory``, surviving a crash of the process.
 
+    ``flush_seconds`` (argument, ``OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS``, 0.25 s) is the longest
+    the deletes and ``done`` marks of forwarded requests wait in memory: what a crash can make the next
+    start forward again, at most.
+
     Raises:
         SpoolError: the directory cannot be created or written, the database is unreadable, or another
             gateway holds the directory's lock.
@@ -206,7 +244,15 @@ class SqliteSpool:
 
     durable = True
 
-    def __init__(self, directory: str | os.PathLike[str], max_bytes: int, *, fsync: bool = False) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        max_bytes: int,
+        *,
+        fsync: bool = False,
+        flush_seconds: float | None = None,
+    ) -> None:
+        self.flush_seconds = spool_flush_seconds(flush_seconds)
         self.directory = Path(directory).expanduser()
         self.description = str(self.directory)
         try:
@@ -227,6 +273,9 @@ class SqliteSpool:
                 self.directory / DATABASE_NAME, isolation_level=None, check_same_thread=False
             )
             self._db.execute("PRAGMA journal_mode=WAL")
+            # Freed pages are not zeroed (as a build with SQLITE_SECURE_DELETE does): that would write
+            # every deleted request's size again; what was forwarded stays only until its pages are reused.
+            self._db.execute("PRAGMA secure_delete=FAST")
             self._db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
             self._db.execute(_SCHEMA)
             used = int(self._db.execute("SELECT COALESCE(SUM(size), 0) FROM entries").fetchone()[0])
@@ -235,9 +284,20 @@ class SqliteSpool:
             raise SpoolError(f"--spool-dir {self.description!r}: unreadable spool ({error})") from None
         self.space = _Space(max_bytes, used)
         self._closed = False
+        self._deferred_lock = threading.Lock()
+        self._deferred: dict[int, SpoolEntry | None] = {}
+        """Writes waiting for the next commit: an entry's bitmaps to write, or ``None`` to delete it."""
+        self._deferred_waiting = threading.Event()
+        self._closing = threading.Event()
+        self._flusher = threading.Thread(
+            target=self._flush_deferred, name="shapecheck-spool-flush", daemon=True
+        )
+        self._flusher.start()
 
     def recover(self) -> list[SpoolEntry]:
-        """Every entry a previous run left, oldest first (without bodies)."""
+        """Every entry a previous run left (or this one, deferred writes applied), oldest first (without
+        bodies)."""
+        self.flush()
         with self._lock:
             rows = self._db.execute("SELECT id, kind, items, size, sent, done FROM entries ORDER BY id")
             return [
@@ -275,32 +335,96 @@ class SqliteSpool:
             raise KeyError(entry.id)
         return bytes(row[0])
 
-    def mark(self, entries: Iterable[SpoolEntry]) -> None:
-        """Write the entries' bitmaps, in one transaction."""
+    def mark_sent(self, entries: Iterable[SpoolEntry]) -> None:
+        """Write the entries' bitmaps now (committed when this returns): their items are about to be sent,
+        and after a crash they must be counted as possibly sent twice."""
         rows = [(bytes(entry.sent), bytes(entry.done), entry.id) for entry in entries]
         if not rows:
             return
         with self._lock:
             if self._closed:
                 return
+            if len(rows) == 1:  # one statement commits on its own: the common case, one request
+                self._db.execute("UPDATE entries SET sent = ?, done = ? WHERE id = ?", rows[0])
+                return
             self._db.execute("BEGIN")
             self._db.executemany("UPDATE entries SET sent = ?, done = ? WHERE id = ?", rows)
             self._db.execute("COMMIT")
 
+    def mark(self, entries: Iterable[SpoolEntry]) -> None:
+        """Write the entries' bitmaps within ``flush_seconds`` (``done`` progress: lost to
+        a crash, its items are forwarded again)."""
+        self._defer({entry.id: entry for entry in entries})
+
     def delete(self, entries: Sequence[SpoolEntry]) -> None:
-        """Delete entries whose items were all forwarded, in one transaction."""
+        """Delete entries whose items were all forwarded within ``flush_seconds`` (lost to a
+        crash, they are forwarded again); their space is free at once."""
         if not entries:
             return
-        with self._lock:
-            if self._closed:
-                return
-            self._db.execute("BEGIN")
-            self._db.executemany("DELETE FROM entries WHERE id = ?", [(entry.id,) for entry in entries])
-            self._db.execute("COMMIT")
+        self._defer(dict.fromkeys((entry.id for entry in entries), None))
         self.space.free(sum(entry.size for entry in entries))
 
+    def flush(self) -> None:
+        """Commit the deferred marks and deletes now, in one transaction."""
+        with self._lock:
+            if not self._closed:
+                self._write_deferred()
+
+    def _defer(self, writes: dict[int, SpoolEntry | None]) -> None:
+        if not writes or self._closed:
+            return
+        with self._deferred_lock:
+            for entry_id, write in writes.items():
+                if self._deferred.get(entry_id, 0) is not None:  # a delete is final
+                    self._deferred[entry_id] = write
+            full = len(self._deferred) >= _DEFERRED_WRITES_PER_FLUSH
+        if full:  # in this (forwarding) thread: a small batch keeps the freed pages in reuse
+            self.flush()
+        else:
+            self._deferred_waiting.set()
+
+    def _write_deferred(self) -> None:
+        """One transaction of every deferred write (the caller holds ``_lock``); put back if it fails."""
+        with self._deferred_lock:
+            deferred, self._deferred = self._deferred, {}
+        if not deferred:
+            return
+        deleted = [entry_id for entry_id, write in deferred.items() if write is None]
+        marked = [
+            (bytes(write.sent), bytes(write.done), entry_id)
+            for entry_id, write in deferred.items()
+            if write is not None
+        ]
+        try:
+            self._db.execute("BEGIN")
+            for start in range(0, len(deleted), _DELETES_PER_STATEMENT):
+                # One statement for many rows: each statement run releases the GIL and waits to take it back.
+                chunk = deleted[start : start + _DELETES_PER_STATEMENT]
+                self._db.execute(f"DELETE FROM entries WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+            self._db.executemany("UPDATE entries SET sent = ?, done = ? WHERE id = ?", marked)
+            self._db.execute("COMMIT")
+        except BaseException:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            with self._deferred_lock:  # what was deferred since is newer
+                self._deferred = {**deferred, **self._deferred}
+            raise
+
+    def _flush_deferred(self) -> None:
+        """The flusher thread: a deferred write waits at most ``flush_seconds``, and the
+        writes of that interval share one commit."""
+        while not self._closed:
+            self._deferred_waiting.wait()
+            self._closing.wait(self.flush_seconds)
+            self._deferred_waiting.clear()
+            try:
+                self.flush()
+            except Exception:  # kept for the next flush: at worst forwarded again after a restart
+                logger.exception("Writing deferred spool marks failed")
+
     def remaining_items(self) -> int:
-        """Items stored and not yet confirmed."""
+        """Items stored and not yet confirmed (deferred writes committed first)."""
+        self.flush()
         with self._lock:
             rows = self._db.execute("SELECT items, done FROM entries").fetchall()
         return sum(
@@ -308,11 +432,18 @@ class SqliteSpool:
         )
 
     def close(self) -> None:
-        """Close the database (checkpointing the WAL) and release the directory's lock."""
+        """Commit the deferred writes, close the database (checkpointing the WAL) and release the
+        directory's lock."""
         with self._lock:
             if self._closed:
                 return
+            try:
+                self._write_deferred()
+            except sqlite3.Error:  # kept in the database as they were: at worst forwarded again
+                logger.exception("Writing deferred spool marks at close failed")
             self._closed = True
+            self._closing.set()
+            self._deferred_waiting.set()
             try:
                 self._db.close()
             finally:

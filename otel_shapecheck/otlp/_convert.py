@@ -60,11 +60,11 @@ _UNSET_STATUS = SdkStatus(StatusCode.UNSET)
 
 
 class _LoadedSpan(ReadableSpan):
-    """A span read from an export, keeping the dropped counts the export recorded."""
+    """A span read from an export, keeping the dropped counts the export recorded (set by the builder
+    once the span is made: an ``__init__`` of its own would pass every argument on a second time)."""
 
-    def __init__(self, dropped: tuple[int, int, int], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._dropped_counts = dropped
+    _dropped_counts: tuple[int, int, int] = (0, 0, 0)
+    """Attributes, events and links dropped before export (none unless the builder sets them)."""
 
     @property
     def dropped_attributes(self) -> int:
@@ -264,8 +264,7 @@ def build_span(
             trace_flags=trace_flags,
             trace_state=state,
         )
-    return _LoadedSpan(
-        dropped=dropped,
+    loaded = _LoadedSpan(
         name=name,
         context=SpanContext(trace, span, is_remote=False, trace_flags=trace_flags, trace_state=state),
         parent=parent,
@@ -282,6 +281,12 @@ def build_span(
         end_time=end_time_unix_nano or None,
         instrumentation_scope=scope,
     )
+    if dropped != _NONE_DROPPED:
+        loaded._dropped_counts = dropped
+    return loaded
+
+
+_NONE_DROPPED = (0, 0, 0)
 
 
 def _link(

@@ -231,29 +231,69 @@ def attributes(value: Any, where: str, depth: int) -> dict[str, SdkAnyValue]:
     """A ``repeated KeyValue`` field (attributes) as a dict; the later of two equal keys wins."""
     read: dict[str, SdkAnyValue] = {}
     for item in repeated(value, where):
-        # The shape every exporter writes, read at once: {"key": text, "value": {"<kind>Value": v}}.
-        if type(item) is dict and len(item) == 2 and depth < MAX_DEPTH:
+        # The shape every exporter writes, read at once: {"key": text, "value": {"<kind>Value": v}},
+        # v an ASCII string, a digit string, a bool, a finite float or a list of ASCII strings. The
+        # member is looked up by name, commonest first, rather than unpacked and compared.
+        if type(item) is dict and len(item) == 2 and depth < _FAST_DEPTH:
             key = item.get("key")
             any_value = item.get("value")
-            if type(key) is str and key.isascii() and type(any_value) is dict and len(any_value) == 1:
-                ((kind, plain),) = any_value.items()
-                if kind == "stringValue" and type(plain) is str and plain.isascii():
-                    read[key] = plain
-                    continue
-                if (
-                    kind == "intValue"
-                    and type(plain) is str
-                    and len(plain) <= _MAX_INTEGER_DIGITS
-                    and plain.isascii()
-                    and plain.isdigit()
-                ):
-                    number = int(plain)
-                    if number <= INT64[1]:
-                        read[key] = number
+            if type(any_value) is dict and len(any_value) == 1 and type(key) is str and key.isascii():
+                plain = any_value.get("stringValue")
+                if type(plain) is str:
+                    if plain.isascii():
+                        read[key] = plain
                         continue
+                elif plain is None:
+                    plain = any_value.get("intValue")
+                    if type(plain) is str:
+                        if len(plain) <= _MAX_INTEGER_DIGITS and plain.isascii() and plain.isdigit():
+                            number = int(plain)
+                            if number <= _INT64_MAX:
+                                read[key] = number
+                                continue
+                    elif plain is None:
+                        ((kind, plain),) = any_value.items()
+                        if kind == "boolValue":
+                            if type(plain) is bool:
+                                read[key] = plain
+                                continue
+                        elif kind == "doubleValue":
+                            if type(plain) is float and _isfinite(plain):
+                                read[key] = plain
+                                continue
+                        elif kind == "arrayValue":
+                            strings_read = _ascii_strings(plain)
+                            if strings_read is not None:
+                                read[key] = strings_read
+                                continue
         key, plain = key_value(item, where, depth)
         read[key] = plain
     return read
+
+
+_FAST_DEPTH = MAX_DEPTH - 2
+"""Attributes this shallow are read by the fast path: an array value's strings nest two messages deeper."""
+_INT64_MAX = INT64[1]
+_isfinite = math.isfinite
+
+
+def _ascii_strings(array: Any) -> tuple[str, ...] | None:
+    """An ``ArrayValue`` of ASCII strings only, ``{"values": [{"stringValue": text}, …]}``, as a tuple;
+    ``None`` for any other shape (read the long way)."""
+    if type(array) is not dict or len(array) != 1:
+        return None
+    values = array.get("values")
+    if type(values) is not list:
+        return None
+    read = []
+    for element in values:
+        if type(element) is not dict or len(element) != 1:
+            return None
+        text = element.get("stringValue")
+        if type(text) is not str or not text.isascii():
+            return None
+        read.append(text)
+    return tuple(read)
 
 
 def key_value(value: Any, where: str, depth: int) -> tuple[str, SdkAnyValue]:

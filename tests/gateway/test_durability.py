@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections import Counter
 from pathlib import Path
@@ -10,9 +11,10 @@ import pytest
 from otlp_receiver import OTLPReceiver, unused_endpoint
 
 from gateway.otlp_requests import plain_spans, post, trace_request
+from gateway.running import eventually
 from gateway.serve_process import ServeProcess, parse_summary
 from otel_shapecheck.cli._exit import EXIT_LEFT_IN_SPOOL, EXIT_LOST, EXIT_OK
-from otel_shapecheck.gateway._spool import SpoolError, SqliteSpool
+from otel_shapecheck.gateway._spool import DATABASE_NAME, SpoolError, SqliteSpool, count_bits
 
 SPANS_PER_REQUEST = 100
 
@@ -30,6 +32,17 @@ def _send(port: int, requests: int, first: int = 1) -> set[str]:
         if answer.status == 200:
             acknowledged.update(span.span_id.hex() for span in spans)
     return acknowledged
+
+
+def _stored(spool: Path) -> list[tuple[int, int, int]]:
+    """What the spool database in ``spool`` holds now, read by a connection of its own (as after a
+    crash): each entry's items, items marked sent and items marked done."""
+    database = sqlite3.connect(spool / DATABASE_NAME)
+    try:
+        rows = database.execute("SELECT items, sent, done FROM entries ORDER BY id").fetchall()
+    finally:
+        database.close()
+    return [(items, count_bits(sent or b""), count_bits(done or b"")) for items, sent, done in rows]
 
 
 class TestStopWithTheDestinationDown:
@@ -117,6 +130,96 @@ class TestKilled:
         assert twice <= summary.in_doubt
         assert summary.forwarded == summary.carried_over
         assert not summary.unaccounted
+
+    def test_kill_9_after_forwarding_before_the_deferred_deletes_forwards_again_at_restart(
+        self, tmp_path: Path, receiver: OTLPReceiver
+    ) -> None:
+        """Killed once every span reached the destination but before the spool wrote its deletes: the
+        entries are still there, marked sent, and the restart forwards them again, every one counted as
+        possibly sent twice; nothing is lost."""
+        spool = tmp_path / "spool"
+        with ServeProcess(f"http://{receiver.grpc_endpoint}", spool, "--spool-flush-seconds", "3600") as gw:
+            acknowledged = _send(gw.ports["http"], 5)  # fewer deletes than are written at once
+            assert len(acknowledged) == 500
+            assert receiver.wait_for(lambda r: len(r.spans) == 500, timeout=60)
+            assert eventually(lambda: _stored(spool) == [(100, 100, 0)] * 5, timeout=30), _stored(spool)
+            gw.kill()
+        with ServeProcess(f"http://{receiver.grpc_endpoint}", spool) as again:
+            assert receiver.wait_for(lambda r: len(r.spans) == 1000, timeout=60)
+            assert eventually(lambda: _stored(spool) == [], timeout=30), _stored(spool)
+            code = again.stop()
+        summary = parse_summary(again.stderr)
+        assert code == EXIT_OK, again.stderr
+        assert (summary.carried_over, summary.in_doubt, summary.forwarded) == (500, 500, 500)
+        assert Counter(span.span_id for span in receiver.spans) == dict.fromkeys(acknowledged, 2)
+
+
+class TestDeferredWrites:
+    def test_forwarded_requests_leave_the_spool_on_their_own_while_the_gateway_runs(
+        self, tmp_path: Path, receiver: OTLPReceiver
+    ) -> None:
+        """With the default flush interval the deletes reach the database without a stop or another
+        request to carry them."""
+        spool = tmp_path / "spool"
+        with ServeProcess(f"http://{receiver.grpc_endpoint}", spool) as gateway:
+            assert len(_send(gateway.ports["http"], 5)) == 500
+            assert receiver.wait_for(lambda r: len(r.spans) == 500, timeout=60)
+            assert eventually(lambda: _stored(spool) == [], timeout=30), _stored(spool)
+            assert gateway.stop() == EXIT_OK, gateway.stderr
+
+    def test_sent_marks_are_committed_at_once_deletes_at_the_flush(self, tmp_path: Path) -> None:
+        """``mark_sent`` is in the database when it returns; ``mark`` and ``delete`` only after
+        ``flush``, all at once, and a delete wins over a later mark of the same entry."""
+        spool = SqliteSpool(tmp_path, 1 << 20, flush_seconds=3600)
+        first = spool.put("traces", b"one", 4, 3)
+        second = spool.put("traces", b"two", 4, 3)
+        assert _stored(tmp_path) == [(4, 0, 0), (4, 0, 0)]
+        first.sent[0] = second.sent[0] = 0b1111
+        spool.mark_sent([first, second])
+        assert _stored(tmp_path) == [(4, 4, 0), (4, 4, 0)]
+        first.done[0] = 0b1111
+        second.done[0] = 0b0011
+        spool.delete([first])
+        spool.mark([second, first])
+        assert _stored(tmp_path) == [(4, 4, 0), (4, 4, 0)]
+        assert spool.space.used == 3  # the space of a deleted entry is free at once
+        spool.flush()
+        assert _stored(tmp_path) == [(4, 4, 2)]
+        spool.close()
+
+    def test_close_writes_what_was_deferred(self, tmp_path: Path) -> None:
+        """A stop loses no deferred write: after ``close`` the database holds the deletes and marks."""
+        spool = SqliteSpool(tmp_path, 1 << 20, flush_seconds=3600)
+        first = spool.put("traces", b"one", 2, 3)
+        second = spool.put("logs", b"two", 2, 3)
+        second.done[0] = 0b01
+        spool.delete([first])
+        spool.mark([second])
+        spool.close()
+        assert _stored(tmp_path) == [(2, 0, 1)]
+        reopened = SqliteSpool(tmp_path, 1 << 20)
+        assert [(entry.id, entry.remaining) for entry in reopened.recover()] == [(second.id, 1)]
+        reopened.close()
+
+    def test_a_few_deferred_deletes_are_written_at_once_without_waiting_for_the_interval(
+        self, tmp_path: Path
+    ) -> None:
+        """Deletes are written in small batches (eight entries) by the thread that deferred the last
+        one, so a steady stream does not pile up an interval's worth."""
+        spool = SqliteSpool(tmp_path, 1 << 20, flush_seconds=3600)
+        entries = [spool.put("traces", b"body", 1, 4) for _ in range(9)]
+        spool.delete(entries[:7])
+        assert len(_stored(tmp_path)) == 9
+        spool.delete(entries[7:8])
+        assert _stored(tmp_path) == [(1, 0, 0)]
+        spool.close()
+
+    def test_the_flusher_writes_deferred_deletes_without_being_asked(self, tmp_path: Path) -> None:
+        """With a short interval the flusher thread commits a delete with no other write to carry it."""
+        spool = SqliteSpool(tmp_path, 1 << 20, flush_seconds=0.05)
+        spool.delete([spool.put("traces", b"one", 1, 3)])
+        assert eventually(lambda: _stored(tmp_path) == [], timeout=30), _stored(tmp_path)
+        spool.close()
 
 
 class TestSpoolStore:
