@@ -69,20 +69,29 @@ class _StallingDownstream(CollectingSpanProcessor):
         return dict(span.attributes or {})
 
 
-@contextmanager
-def _stalled(
+def _stalled_processor(
     checks: Sequence[Check], **options: int
-) -> Iterator[tuple[Tracer, ShapecheckSpanProcessor, _StallingDownstream]]:
-    """A processor whose recording thread is stuck forwarding a tool span until ``gate`` opens."""
+) -> tuple[TracerProvider, Tracer, ShapecheckSpanProcessor, _StallingDownstream]:
+    """A processor whose recording thread is stuck forwarding a tool span until its downstream's gate
+    opens."""
     downstream = _StallingDownstream()
     processor = ShapecheckSpanProcessor(downstream, checks=list(checks), options=ProcessorOptions(**options))
     provider = TracerProvider(shutdown_on_exit=False)
     provider.add_span_processor(processor)
     tracer = provider.get_tracer("tests.recording")
+    with tracer.start_as_current_span("execute_tool warm_up") as tool:
+        tool.set_attribute("gen_ai.operation.name", "execute_tool")
+    assert downstream.stalled.wait(5)
+    return provider, tracer, processor, downstream
+
+
+@contextmanager
+def _stalled(
+    checks: Sequence[Check], **options: int
+) -> Iterator[tuple[Tracer, ShapecheckSpanProcessor, _StallingDownstream]]:
+    """:func:`_stalled_processor`, its gate opened and its provider shut down afterwards."""
+    provider, tracer, processor, downstream = _stalled_processor(checks, **options)
     try:
-        with tracer.start_as_current_span("execute_tool warm_up") as tool:
-            tool.set_attribute("gen_ai.operation.name", "execute_tool")
-        assert downstream.stalled.wait(5)
         yield tracer, processor, downstream
     finally:
         downstream.gate.set()
@@ -154,17 +163,8 @@ def test_a_full_recording_queue_is_recorded_by_the_ending_thread() -> None:
 
 def test_shutdown_forwards_what_a_stuck_recording_thread_did_not_reach() -> None:
     """Shutdown waits for the recording thread at most its timeout, then forwards the queue as it came."""
-    downstream = _StallingDownstream()
-    processor = ShapecheckSpanProcessor(
-        downstream, checks=[RecordingCheck()], options=ProcessorOptions(shutdown_timeout_millis=300)
-    )
-    provider = TracerProvider(shutdown_on_exit=False)
-    provider.add_span_processor(processor)
-    tracer = provider.get_tracer("tests.recording")
+    _, tracer, processor, downstream = _stalled_processor([RecordingCheck()], shutdown_timeout_millis=300)
     try:
-        with tracer.start_as_current_span("execute_tool warm_up") as tool:
-            tool.set_attribute("gen_ai.operation.name", "execute_tool")
-        assert downstream.stalled.wait(5)
         for index in range(3):
             _chat(tracer, f"chat {index}", output=CALL)
         started = time.monotonic()
