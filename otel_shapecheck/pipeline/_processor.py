@@ -282,18 +282,20 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 EXECUTE_TOOL_SPAN_PREFIX <= span._name < _AFTER_TOOL_SPAN_NAMES
             ):
                 context = span._context
-                if context is not None:
+                if context is None:
+                    self._counters.passed_at_once += 1
+                elif context[SPAN_ID] in self._attempt_parents:  # held: its attempts are still queued
+                    if self._queue(span, False):
+                        return
+                else:
                     span_id = context[SPAN_ID]
-                    if span_id in self._attempt_parents:  # held: its attempts are still queued
-                        if self._queue(span, False):
-                            return
-                    elif self._queued or not self._intake.idle or span_id in self._awaited_ends:
-                        # Spans queued before it must be recorded against its being live; a span
-                        # held for its end learns of it in order. Forwarded now, queued as its context.
+                    if self._queued or not self._intake.idle or span_id in self._awaited_ends:
+                        # Spans queued before it must be recorded against its being live; a span held
+                        # for its end learns of it in order. Forwarded now, queued as its context.
                         self._queue_end(context)
                     else:
                         self._live.pop(span_id, None)
-                self._counters.passed_at_once += 1
+                    self._counters.passed_at_once += 1
             elif self._queue(span, ANALYST_ATTEMPT in attributes):
                 return  # the recording thread forwards it, enriched or as it came
         except Exception:
@@ -332,8 +334,6 @@ class ShapecheckSpanProcessor(SpanProcessor):
         if intake.idle:
             intake.wake()
         return True
-
-    # The recording thread.
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Evaluate and forward every ready span, then flush the downstream and the event sink, in time."""

@@ -213,3 +213,24 @@ def test_a_full_queue_is_made_room_in_by_the_ending_thread_in_order() -> None:
     assert recorded == ["first", f"end {spans[1].get_span_context().span_id}"]
     assert list(intake.items) == [spans[2]]
     assert forwarded == ["first"]
+
+
+def test_spans_ended_after_shutdown_are_forwarded_and_counted_once() -> None:
+    """After shutdown nothing is queued: an analyst span whose attempt was recorded before, a GenAI span
+    and an ordinary span are each forwarded once and seen once."""
+    downstream = _StallingDownstream()
+    downstream.gate.set()
+    processor = ShapecheckSpanProcessor(downstream, checks=[RecordingCheck()])
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("tests.recording")
+    with tracer.start_as_current_span("analyze triage"):
+        with tracer.start_as_current_span("attempt") as span:
+            span.set_attributes({ANALYST_ID: "triage", ANALYST_ATTEMPT: 1})
+        processor.shutdown()
+    _chat(tracer, "chat", output=CALL)
+    with tracer.start_as_current_span("GET /health"):
+        pass
+    counts = processor.counts()
+    assert sorted(downstream.names()) == ["GET /health", "analyze triage", "attempt", "chat"]
+    assert counts.seen == 4 and counts.forwarded_unrecorded == 2

@@ -339,6 +339,7 @@ def test_processor_forwards_every_fuzzed_span_once_without_a_failed_check() -> N
     counts = processor.counts()
     assert counts.errors == ()
     assert counts.seen == len(fed)
-    assert counts.held > 0 and counts.evaluated == counts.held
+    # Fuzzed spans may record one call twice (equal response ids in one trace): evaluated once.
+    assert counts.held > 0 and counts.evaluated + counts.duplicates == counts.held
     assert forwarded.duplicates() == {}
     assert forwarded.ids() == set(fed)

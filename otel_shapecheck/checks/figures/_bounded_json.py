@@ -142,6 +142,7 @@ class _Reader:
                 if self.enough:
                     self.cut = True
                     return items, index
+            _expect_element(text, following.end())
             wanted = max(self.min_elements + 1 - len(items), CHUNK_ELEMENTS)
             span = max((index - start) // len(items), 1)  # characters per element so far
             chunk = self.chunk(boundaries, following.end(), following.end() + wanted * span)
@@ -273,8 +274,16 @@ def _decode_rest(text: str, items: list[JSONValue], index: int) -> tuple[list[JS
 def _decode_from(opener: str, text: str, index: int) -> tuple[JSONValue, int]:
     """The rest of a container whose next element (or member) starts at ``index``, decoded whole as if
     ``opener`` stood just before it, and the index in ``text`` after its closer."""
+    _expect_element(text, index)
     rest, used = _decode(opener + text[index:], 0)
     return rest, index + used - 1
+
+
+def _expect_element(text: str, index: int) -> None:
+    """Raise :class:`_NotJSON` unless an element (or member) follows the separator ending at ``index``:
+    a trailing comma (``[0,]``) is not JSON, although the rest decoded alone (``[]``) would be."""
+    if text[index : index + 1] in ("]", "}"):
+        raise _NotJSON
 
 
 def _skip_whitespace(text: str, index: int) -> int:

@@ -119,6 +119,15 @@ class TestReaderUnderTheBound:
             assert not read.cut and (read.value, read.rest) == before
 
 
+@pytest.mark.parametrize(
+    "text", ["[0,]", "[0, ]", "[[1], [2],]", '[{"a": 1}, ]', '{"a": [1, 2,]}', '{"a": 1,}']
+)
+def test_a_trailing_comma_is_not_json(text: str) -> None:
+    """``[0,]`` is malformed although what follows its comma, decoded alone, would be an empty array."""
+    assert read_bounded_json(text, MAX_BASIS_NUMBERS, MAX_NODES, 0) is None
+    assert _json_prefix(text) == (None, text)
+
+
 class TestReaderOverTheBound:
     @settings(max_examples=300, deadline=None)
     @given(
