@@ -18,7 +18,7 @@ shows they are one.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from opentelemetry.sdk.trace import ReadableSpan
 
@@ -46,6 +46,21 @@ def duplicate_of(
 def could_record_one_call(other: ReadableSpan, span: ReadableSpan) -> bool:
     """The span-level half of the rule (``other`` ended first, they overlap, other scopes): no reading."""
     return _ended_before(other, span) and _overlap(other, span) and _other_scope(other, span)
+
+
+def one_instrumentation(spans: Iterable[ReadableSpan]) -> bool:
+    """Whether every span has the same known instrumentation scope, so none can record another's call.
+
+    :func:`could_record_one_call` needs other scopes; a trace written by one instrumentation (the usual
+    case) is thereby settled once per release instead of once per pair of its calls.
+    """
+    scopes = {_scope_key(span) for span in spans}
+    return len(scopes) == 1 and None not in scopes
+
+
+def _scope_key(span: ReadableSpan) -> tuple[str, str | None] | None:
+    scope = span.instrumentation_scope
+    return (scope.name, scope.version) if scope is not None else None
 
 
 def same_call(first: LLMCall, second: LLMCall) -> bool:

@@ -68,21 +68,45 @@ def enriched_copy(span: ReadableSpan, verdicts: Sequence[Verdict]) -> EnrichedSp
 
     The events are stamped with the span's end time, so they fall inside the span in every viewer.
     """
-    # Only the verdicts' attributes go through the SDK's validation: the span's own were validated when
-    # it was built, and re-cleaning them cost a third of the worker's time per span.
-    added = BoundedAttributes(attributes=enrichment_attributes(verdicts), immutable=True, max_value_len=None)
+    # Only the verdicts' attributes are validated: the span's own were validated when it was built, and
+    # re-cleaning them cost a third of the worker's time per span. The verdicts' are plain values, which
+    # the SDK's cleaning would keep as they are (see ``_bounded``).
+    added = _bounded(enrichment_attributes(verdicts))
     attributes: dict[str, AttributeValue] = {**_own_attributes(span), **added}
     timestamp = span.end_time
     events = list(span.events)
     events.extend(
-        Event(
-            EVALUATION_EVENT,
-            BoundedAttributes(attributes=verdict.event_attributes(), immutable=True),
-            timestamp,
-        )
-        for verdict in verdicts
+        Event(EVALUATION_EVENT, _bounded(verdict.event_attributes()), timestamp) for verdict in verdicts
     )
     return EnrichedSpan(span, attributes, events)
+
+
+_PLAIN_TYPES = frozenset({str, bool, int, float, bytes, type(None)})
+
+
+def _is_plain(value: AttributeValue) -> bool:
+    """Whether the SDK's cleaning keeps ``value`` as it is: a plain scalar, or a tuple of plain scalars."""
+    kind = type(value)
+    if kind in _PLAIN_TYPES:
+        return True
+    return kind is tuple and all(type(item) in _PLAIN_TYPES for item in value)  # type: ignore[union-attr]
+
+
+def _bounded(attributes: Mapping[str, AttributeValue]) -> BoundedAttributes:
+    """Immutable, unlimited ``BoundedAttributes`` of ``attributes``, as the SDK's constructor builds them.
+
+    The constructor cleans every value through generic ``Sequence``/``Mapping`` checks, most of the
+    copy's cost for a dozen verdict attributes; when every key is a non-empty string and every value is
+    plain (:func:`_is_plain`) that cleaning would return the same values, so they are stored directly.
+    Anything else goes through the constructor.
+    """
+    bounded = BoundedAttributes(immutable=True, max_value_len=None)
+    stored = getattr(bounded, "_dict", None)
+    plain = all(type(key) is str and key and _is_plain(value) for key, value in attributes.items())
+    if not plain or type(stored) is not dict or stored:
+        return BoundedAttributes(attributes=attributes, immutable=True, max_value_len=None)
+    stored.update(attributes)
+    return bounded
 
 
 def _own_attributes(span: ReadableSpan) -> Mapping[str, AttributeValue]:

@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck._model import AnalystAttempt, AnalystRun, LLMCall, ToolExecution, ToolResult
 from otel_shapecheck.checks._base import Subject
-from otel_shapecheck.pipeline._duplicates import could_record_one_call, duplicate_of
+from otel_shapecheck.pipeline._duplicates import could_record_one_call, duplicate_of, one_instrumentation
 from otel_shapecheck.pipeline._facts import ExecutionFact, HeldSpan, Release
 from otel_shapecheck.readers._answer_tools import is_answer_tool, with_answer_tools
 from otel_shapecheck.readers._classify import SpanClass
@@ -49,7 +49,7 @@ def build_subjects(release: Release, answer_tools: Sequence[str] = ()) -> list[S
 def _mark_duplicates(subjects: list[Subject], release: Release, answer_tools: Sequence[str]) -> list[Subject]:
     """The subjects, those recording a call an earlier-ended span of the trace records marked as such."""
     others = [span for span, _ in release.trace_calls]
-    if len(others) < 2:
+    if len(others) < 2 or one_instrumentation([*others, *(held.span for held in release.spans)]):
         return subjects
     readings: dict[int, LLMCall | None] = {}
 

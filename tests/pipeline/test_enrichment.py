@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, SpanProcessor, TracerProvider
@@ -28,6 +29,7 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_CHOSEN,
     TOOL_CHOICE_MARGIN,
 )
+from otel_shapecheck.pipeline._enrich import _bounded
 
 from .agent import RecordingCheck, tool_turn
 
@@ -175,3 +177,30 @@ def test_otlp_encoder_writes_the_copies(
         assert event_attributes[EVALUATION_NAME].string_value == "test.recording"
         assert event_attributes["gen_ai.evaluation.score.value"].double_value == 1.0
         assert span.end_time_unix_nano >= event.time_unix_nano >= span.start_time_unix_nano
+
+
+_ATTRIBUTE_SETS = [
+    pytest.param(
+        {"a": "x", "b": True, "c": 3, "d": 0.5, "e": b"raw", "f": None, "g": ("x", "y")}, id="plain"
+    ),
+    pytest.param({"a": "x", "list": ["x", "y"]}, id="list-value"),
+    pytest.param({"a": "x", "nested": (("x",), "y")}, id="nested-tuple"),
+    pytest.param({"a": "x", "mapping": {"k": 1}}, id="mapping-value"),
+    pytest.param({"a": "x", "": "empty key"}, id="empty-key"),
+    pytest.param({"a": "x", "object": object()}, id="not-an-attribute-value"),
+    pytest.param({}, id="empty"),
+]
+
+
+@pytest.mark.parametrize("attributes", _ATTRIBUTE_SETS)
+def test_verdict_attributes_are_stored_as_the_sdk_stores_them(attributes: dict[str, object]) -> None:
+    expected = BoundedAttributes(attributes=attributes, immutable=True, max_value_len=None)  # type: ignore[arg-type]
+    stored = _bounded(attributes)  # type: ignore[arg-type]
+    assert type(stored) is BoundedAttributes
+    assert list(stored.items()) == list(expected.items())
+    assert {key: type(value) for key, value in stored.items()} == {
+        key: type(value) for key, value in expected.items()
+    }
+    assert (stored.dropped, stored.maxlen, stored.max_value_len) == (expected.dropped, None, None)
+    with pytest.raises(TypeError, match="immutable"):
+        stored["new"] = "value"

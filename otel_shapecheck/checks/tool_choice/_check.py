@@ -49,6 +49,7 @@ from otel_shapecheck.checks.tool_choice._labels import (
     skip_reason,
 )
 from otel_shapecheck.checks.tool_choice._large import build_menu_index, score_large
+from otel_shapecheck.checks.tool_choice._lexical import menu_lexicon
 from otel_shapecheck.checks.tool_choice._margin import (
     DEFAULT_MAX_SLOT_CHARS,
     MarginResult,
@@ -65,6 +66,12 @@ from otel_shapecheck.checks.tool_choice._scoring import (
     default_threshold,
     needs_segments,
     segment_texts,
+)
+from otel_shapecheck.checks.tool_choice._small_menu import (
+    MAX_LEAN_TOOLS,
+    MenuMatrices,
+    menu_matrices,
+    small_margin,
 )
 from otel_shapecheck.environment_variables import (
     OTEL_SHAPECHECK_MARGIN_THRESHOLD,
@@ -370,31 +377,53 @@ class ToolChoiceCheck:
         calibrated: bool,
     ) -> MarginResult:
         index_key = id(self._index)
+        matrices = self._plans.matrices(plan, index_key, self._index.resets)
+        if matrices is None:
+            matrices = self._menu_matrices(plan, fresh, calibrated)
+            self._plans.keep_matrices(plan, matrices)
+        context = vectors[call.context_text]
+        per_tool = calibrated and needs_segments(len(plan.names), len(set(call.chosen)))
+        if len(plan.names) <= MAX_LEAN_TOOLS and not per_tool:
+            return small_margin(
+                call.context_text,
+                context,
+                plan.names,
+                matrices,
+                call.chosen,
+                threshold=self._threshold,
+                lexical_weight=CALIBRATED_LEXICAL_WEIGHT,
+            )
+        if not calibrated:
+            return score_margin(context, plan.names, matrices.seed, call.chosen, threshold=self._threshold)
+        return calibrated_margin(
+            call.context_text,
+            context,
+            plan.names,
+            matrices.seed,
+            matrices.parameter,
+            plan.parameter_texts,
+            call.chosen,
+            threshold=self._threshold,
+            segments=[(text, vectors[text]) for text in call.segments],
+        )
+
+    def _menu_matrices(self, plan: MenuPlan, fresh: dict[str, FloatMatrix], calibrated: bool) -> MenuMatrices:
+        """The menu's scoring matrices, read from the tool index (its rows remembered on the plan)."""
+        index_key = id(self._index)
         known = plan.rows.get(index_key)
         seed_known = (known[0], known[1]) if known is not None else None
         seed_rows, seed_vectors = self._index.lookup(plan.seed_texts, fresh, seed_known)
         if not calibrated:
             plan.rows[index_key] = (seed_rows[0], seed_rows[1], seed_rows[1])
-            return score_margin(
-                vectors[call.context_text], plan.names, seed_vectors, call.chosen, threshold=self._threshold
-            )
+            return menu_matrices(index_key, seed_rows[0], seed_vectors, None, None)
         parameter_known = (known[0], known[2]) if known is not None else None
         parameter_rows, parameter_vectors = self._index.lookup(plan.parameter_texts, fresh, parameter_known)
         if seed_rows[0] == parameter_rows[0]:
             plan.rows[index_key] = (seed_rows[0], seed_rows[1], parameter_rows[1])
         else:  # the index started over in between: the seed rows are stale, read them again
             seed_rows, seed_vectors = self._index.lookup(plan.seed_texts, fresh)
-        return calibrated_margin(
-            call.context_text,
-            vectors[call.context_text],
-            plan.names,
-            seed_vectors,
-            parameter_vectors,
-            plan.parameter_texts,
-            call.chosen,
-            threshold=self._threshold,
-            segments=[(text, vectors[text]) for text in call.segments],
-        )
+        lexicon = menu_lexicon(plan.parameter_texts)
+        return menu_matrices(index_key, seed_rows[0], seed_vectors, parameter_vectors, lexicon)
 
     def _score_large(
         self, call: ToolChoiceCall, plan: MenuPlan, vectors: dict[str, FloatMatrix]

@@ -81,6 +81,9 @@ class MenuLexicon:
             idf = math.log(1.0 + (self.size - len(positions) + 0.5) / (len(positions) + 0.5))
             norm = K1 * (1.0 - B + B * lengths[where] / average)
             self._postings[term] = (where, idf * counts * (K1 + 1.0) / (counts + norm))
+        self._posting_lists = {
+            term: (where.tolist(), weights.tolist()) for term, (where, weights) in self._postings.items()
+        }
 
     def raw(self, context: str) -> npt.NDArray[np.float64]:
         """BM25 of ``context`` against every candidate (each distinct context word counts once)."""
@@ -96,6 +99,20 @@ class MenuLexicon:
         raw = self.raw(context)
         best = float(raw.max()) if self.size else 0.0
         return raw / best if best > 0 else raw
+
+    def score_list(self, context: str) -> list[float]:
+        """:meth:`scores` as Python floats, summed in plain Python (cheaper than numpy on a few tools).
+
+        The same terms are added in the same order, so the numbers equal :meth:`scores`'.
+        """
+        raw = [0.0] * self.size
+        for term in set(lexical_terms(_SLOT_LABEL.sub(" ", context))):
+            postings = self._posting_lists.get(term)
+            if postings is not None:
+                for position, weight in zip(*postings, strict=True):
+                    raw[position] += weight
+        best = max(raw) if self.size else 0.0
+        return [score / best for score in raw] if best > 0 else raw
 
 
 @functools.lru_cache(maxsize=256)  # a menu recurs on every call of an agent; large menus keep their own

@@ -3,7 +3,9 @@
 A menu recurs on every call of an agent (the readers hand every call with the same tool-definitions
 string the same tuple), so the work that depends on the menu alone is done once and kept: repeated
 names removed (first wins), both tool texts of each tool (capped), whether a cap cut any of them, the
-menu's size in characters, and its vector rows in the tool index.
+menu's size in characters, and its vector rows in the tool index. The cache also keeps each small
+menu's scoring matrices (:class:`~._small_menu.MenuMatrices`) beside its plan, counted in its byte bound
+and dropped with the plan, so a call of a known menu reads no index rows and converts nothing.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import numpy.typing as npt
 
 from otel_shapecheck._model import OfferedTool
 from otel_shapecheck.checks.tool_choice._index import tool_texts
+from otel_shapecheck.checks.tool_choice._small_menu import MenuMatrices
 
 MAX_PLANS: Final = 256
 MAX_PLAN_BYTES: Final = 64 * 1024 * 1024
-"""Estimated bytes of the menus the plan cache keeps alive, at most (a bigger menu is planned per call)."""
+"""Estimated bytes of the menus (and their scoring matrices) the plan cache keeps alive, at most (a bigger
+menu is planned per call, and matrices that do not fit are built per call)."""
 _TOOL_OVERHEAD_BYTES: Final = 200
 """Estimated bytes of one parsed tool beyond its strings (its record, tuple slots, dict and set entries)."""
 
@@ -85,31 +89,87 @@ def build_plan(offered: tuple[OfferedTool, ...]) -> MenuPlan:
 
 
 class PlanCache:
-    """Plans of recent menus, keyed by the identity of the tuple the reader produced (kept alive here)."""
+    """Plans of recent menus, keyed by the identity of the tuple the reader produced (kept alive here).
+
+    Each entry may also hold the menu's scoring matrices; an entry's bytes are its plan's estimate plus
+    its matrices', and the least recently used entries go first when either bound is passed.
+    """
 
     def __init__(self, max_plans: int = MAX_PLANS, max_bytes: int = MAX_PLAN_BYTES) -> None:
         self._max_plans = max_plans
         self._max_bytes = max_bytes
         self._bytes = 0
-        self._entries: OrderedDict[int, tuple[tuple[OfferedTool, ...], MenuPlan]] = OrderedDict()
+        self._entries: OrderedDict[int, _Entry] = OrderedDict()
         self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    @property
+    def nbytes(self) -> int:
+        """Estimated bytes of the kept plans and matrices."""
+        with self._lock:
+            return self._bytes
 
     def plan(self, offered: tuple[OfferedTool, ...]) -> MenuPlan:
         """The plan of ``offered``, built on first sight of this tuple."""
         with self._lock:
             entry = self._entries.get(id(offered))
-            if entry is not None and entry[0] is offered:
+            if entry is not None and entry.offered is offered:
                 self._entries.move_to_end(id(offered))
-                return entry[1]
+                return entry.plan
         plan = build_plan(offered)
         if plan.nbytes > self._max_bytes:
             return plan
         with self._lock:
             old = self._entries.pop(id(offered), None)
-            self._bytes -= old[1].nbytes if old is not None else 0
-            self._entries[id(offered)] = (offered, plan)
+            self._bytes -= old.nbytes if old is not None else 0
+            self._entries[id(offered)] = _Entry(offered, plan)
             self._bytes += plan.nbytes
-            while len(self._entries) > self._max_plans or self._bytes > self._max_bytes:
-                _, (_, dropped) = self._entries.popitem(last=False)
-                self._bytes -= dropped.nbytes
+            self._evict()
         return plan
+
+    def matrices(self, plan: MenuPlan, index_key: int, resets: int) -> MenuMatrices | None:
+        """The kept matrices of ``plan`` for that tool index at that reset count, if any."""
+        with self._lock:
+            entry = self._entries.get(id(plan.offered))
+            if entry is None or entry.plan is not plan:
+                return None
+            matrices = entry.matrices
+        if matrices is None or matrices.index_key != index_key or matrices.resets != resets:
+            return None
+        return matrices
+
+    def keep_matrices(self, plan: MenuPlan, matrices: MenuMatrices) -> bool:
+        """Keep ``matrices`` with ``plan`` while the plan is kept; whether they were kept (they must fit)."""
+        with self._lock:
+            entry = self._entries.get(id(plan.offered))
+            if entry is None or entry.plan is not plan or plan.nbytes + matrices.nbytes > self._max_bytes:
+                return False
+            self._bytes -= entry.nbytes
+            entry.matrices = matrices
+            self._bytes += entry.nbytes
+            self._entries.move_to_end(id(plan.offered))
+            self._evict()
+            return True
+
+    def _evict(self) -> None:
+        """Drop the least recently used entries until both bounds hold (the caller holds the lock)."""
+        while len(self._entries) > self._max_plans or self._bytes > self._max_bytes:
+            _, dropped = self._entries.popitem(last=False)
+            self._bytes -= dropped.nbytes
+
+
+@dataclass
+class _Entry:
+    """One kept menu: the tuple it was read as (kept alive so its id stays unique), its plan, its matrices."""
+
+    offered: tuple[OfferedTool, ...]
+    plan: MenuPlan
+    matrices: MenuMatrices | None = None
+
+    @property
+    def nbytes(self) -> int:
+        """The plan's estimated bytes plus the matrices'."""
+        return self.plan.nbytes + (self.matrices.nbytes if self.matrices is not None else 0)
