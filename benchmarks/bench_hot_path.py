@@ -18,7 +18,9 @@ Two conditions:
 The ``span`` rows replay both hooks the application's thread runs per span (``on_start`` and
 ``on_end``); the ``on_end`` rows replay ``on_end`` alone. ``gc`` rows count, with the collector's
 callbacks, the collections that ran on the application's thread during busy rounds, and the cyclic
-garbage left per span. Run alone with ``python -m benchmarks hot_path``.
+garbage left per span. The ``key_test_floor`` row times a wrapper that only reads the attribute keys
+and forwards, the least any Python wrapper that looks at spans pays. Run alone with
+``python -m benchmarks hot_path``.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ from otel_shapecheck.checks._base import Check, Subject, Verdict
 from otel_shapecheck.checks._builtin import build_checks
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
+from otel_shapecheck.readers._classify import CLASSIFYING_KEYS
+from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
 
 _SPANS = 20_000
 _BUSY_SPANS = 6_000
@@ -410,6 +414,49 @@ def cyclic_garbage(population: str, spans: Sequence[ReadableSpan], checks: Seque
     }
 
 
+class _KeyTestOnly(SpanProcessor):
+    """The least a wrapper that looks at spans can do: the wrapper's key-set and name test, then forward.
+
+    Its cost over the bare processor is the floor any Python wrapper reading a span's attributes pays
+    for ordinary spans (one more Python-level call, one read of the attribute dict, one key-set test).
+    """
+
+    def __init__(self) -> None:
+        self._downstream = _bare()
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        pass
+
+    def on_end(self, span: ReadableSpan) -> None:
+        stored = span._attributes  # type: ignore[attr-defined]  # as the wrapper reads it
+        attributes = stored._dict if type(stored) is BoundedAttributes else (span.attributes or {})
+        if CLASSIFYING_KEYS.isdisjoint(attributes) and not span.name.startswith(EXECUTE_TOOL_SPAN_PREFIX):
+            pass
+        self._downstream.on_end(span)
+
+    def shutdown(self) -> None:
+        self._downstream.shutdown()
+
+
+def measure_floor(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
+    """``on_end`` of :class:`_KeyTestOnly` against the bare processor (thread CPU, medians)."""
+    baseline, floor = [], []
+    for _ in range(_ROUNDS):
+        for processor, samples in ((_bare(), baseline), (_KeyTestOnly(), floor)):
+            samples.append(_replay(processor, spans, False)[1])
+            processor.shutdown()
+    base, value = statistics.median(baseline), statistics.median(floor)
+    return {
+        "name": "hot_path.on_end.ordinary.key_test_floor.thread_cpu",
+        "value": round(value, 1),
+        "unit": "ns/span",
+        "baseline": round(base, 1),
+        "ratio": round(value / base, 3),
+        "target": "report (the least a Python wrapper that reads the attribute keys pays)",
+        "rounds": _ROUNDS,
+    }
+
+
 def run() -> list[dict[str, Any]]:
     """Rows per span population (ordinary spans, GenAI chat spans): idle, busy, and cyclic garbage."""
     ordinary, genai = ordinary_spans(_SPANS), genai_spans(_SPANS)
@@ -419,6 +466,7 @@ def run() -> list[dict[str, Any]]:
     busy_genai = genai_spans(_BUSY_SPANS)
     return [
         *measure_idle("ordinary", ordinary),
+        measure_floor(ordinary),
         *measure_idle("genai", genai),
         *measure_busy("ordinary", ordinary[:_BUSY_SPANS], checks, backlogs),
         *measure_busy("genai", busy_genai, checks, backlogs),
