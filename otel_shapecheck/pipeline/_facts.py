@@ -2,7 +2,7 @@
 
 Facts are bounded by count per trace (``max_facts_per_trace``) and by bytes over the whole ledger
 (``max_fact_bytes``). Bytes are estimated from what the facts keep alive (attribute strings, log bodies),
-cheaply enough for the application's thread: long sequences are sampled, not walked.
+cheaply enough to run for every fact: long sequences are sampled, not walked.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class HeldSpan:
     trace_id: int
     parent_id: int | None
     classified: SpanClass
-    """The hot path's classification, so the worker reads the span without classifying it again."""
+    """The recorder's classification, so the worker reads the span without classifying it again."""
     analyst: bool
     deadline: float
     """``time.monotonic()`` past which the span is released as incomplete (set when it starts to wait)."""
@@ -193,8 +193,9 @@ def attribute_mapping(span: ReadableSpan) -> Mapping[str, object]:
 def approximate_bytes(attributes: Mapping[str, object] | None, body: object = None) -> int:
     """What a span's or log record's attributes (and a record's body) keep alive, roughly, in bytes.
 
-    Runs on the application's thread for every GenAI span: the value types attributes hold (text,
-    numbers, tuples) are told apart by exact type before the general (ABC-based) walk.
+    Runs for every recorded GenAI span and content log record (the latter on the application's
+    thread): the value types attributes hold (text, numbers, tuples) are told apart by exact type
+    before the general (ABC-based) walk.
     """
     total = _value_bytes(body, 3) if body is not None else 0
     if not attributes:

@@ -1,9 +1,9 @@
 """The ledger: which ended spans are held for evaluation, what facts they wait for, and when they are final.
 
-Keyed by span id (integers, as the SDK holds them). The application's threads record facts here from
-``on_end`` and ``on_emit`` under one short lock: references to spans and log records, never parsed
-content. The evaluation worker takes released spans out in groups, with a snapshot of the facts of
-their trace.
+Keyed by span id (integers, as the SDK holds them). The recording thread (for ``on_end``) and the
+application's threads (for ``on_emit``) record facts here under one short lock: references to spans
+and log records, never parsed content. The evaluation worker takes released spans out in groups, with
+a snapshot of the facts of their trace.
 
 Completion rules (a span is *final* when every fact its verdict needs is known):
 

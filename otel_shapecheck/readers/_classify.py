@@ -1,7 +1,8 @@
-"""What a span is to the checks, and in which convention it is written: decided once, on the hot path.
+"""What a span is to the checks, and in which convention it is written: decided once, when it is recorded.
 
-:func:`classify_span` runs in ``on_end`` on the application's thread, so it only looks up the few
-attributes that say a span's role; its :class:`SpanClass` travels with the held span to the worker,
+:func:`classify_span` runs for every span the recording thread records (``on_end`` itself only tests
+the span's keys against :data:`CLASSIFYING_KEYS`), so it only looks up the few attributes that say a
+span's role; its :class:`SpanClass` travels with the held span to the worker,
 which then runs the reader of that convention (and of any other convention whose content the span
 also carries) instead of classifying again. :func:`names_own_tool_calls` and
 :func:`is_genai_content_record` are the other two hot-path questions.
@@ -137,7 +138,7 @@ ANALYST_ATTEMPT_SPAN = SpanClass(SpanRole.ANALYST_ATTEMPT, Convention.SHAPECHECK
 AGENT_GENAI = SpanClass(SpanRole.AGENT, Convention.GENAI)
 AGENT_OPENINFERENCE = SpanClass(SpanRole.AGENT, Convention.OPENINFERENCE)
 AGENT_OPENLLMETRY = SpanClass(SpanRole.AGENT, Convention.OPENLLMETRY)
-# Shared instances: classify_span runs on the application's thread and must not build objects (nor look
+# Shared instances: classify_span runs once per recorded span and must not build objects (nor look
 # them up by enum members, whose hashing runs Python code).
 
 
