@@ -121,6 +121,15 @@ class LedgerIntake:
             self._forward_all(released)
         return len(items) < self.max_size
 
+    def take_back(self, item: Item) -> bool:
+        """Take ``item`` out of a queue that was closed while it was being appended; whether it was
+        still there (the caller then forwards the span itself: nothing else will)."""
+        try:
+            self.items.remove(item)
+        except ValueError:  # taken meanwhile, by close() or the thread's last round
+            return False
+        return True
+
     def flush(self, timeout_seconds: float) -> bool:
         """Wait until everything queued before this call is recorded; False on timeout or no thread."""
         if not self._thread.is_alive():

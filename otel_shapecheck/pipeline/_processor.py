@@ -312,6 +312,8 @@ class ShapecheckSpanProcessor(SpanProcessor):
             self._queued.append(context)
             if intake.idle:
                 intake.wake()
+            if not intake.max_size:  # closed meanwhile: its end needs no recording any more
+                intake.take_back(context)
         else:
             self._forward_all(self._recorder.record_shed_end(context))
 
@@ -333,7 +335,13 @@ class ShapecheckSpanProcessor(SpanProcessor):
         items.append(span)
         if intake.idle:
             intake.wake()
-        return True
+        # Closed (shut down) between the test above and the append: what close() took is forwarded,
+        # but a span appended after that would be left in the queue for good.
+        if intake.max_size or not intake.take_back(span):
+            return True
+        self._counters.passed_at_once += 1
+        self._counters.forwarded_unrecorded += 1
+        return False
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Evaluate and forward every ready span, then flush the downstream and the event sink, in time."""

@@ -234,3 +234,18 @@ def test_spans_ended_after_shutdown_are_forwarded_and_counted_once() -> None:
     counts = processor.counts()
     assert sorted(downstream.names()) == ["GET /health", "analyze triage", "attempt", "chat"]
     assert counts.seen == 4 and counts.forwarded_unrecorded == 2
+
+
+def test_an_item_appended_after_close_is_taken_back_once() -> None:
+    """A span appended while the queue closed is taken back by its caller, unless it was taken already."""
+    intake = LedgerIntake(
+        lambda span: [span], lambda context: [], lambda span: None, ProcessorCounters(), max_size=4
+    )
+    provider = TracerProvider(shutdown_on_exit=False)
+    span = provider.get_tracer("tests").start_span("chat")
+    span.end()
+    assert intake.close(1) == []
+    intake.items.append(span)
+    assert intake.take_back(span)
+    assert not intake.take_back(span)
+    assert not intake.items
