@@ -66,11 +66,11 @@ class LedgerIntake:
         self._counters = counters
         self.max_size = max_size
         """Read on the hot path as a plain attribute; zero once the intake is closed."""
+        self.items: deque[Item] = deque()
+        """The queue itself, the same deque for the intake's life (the hot path tests its length)."""
         self._init_thread_state()
 
     def _init_thread_state(self) -> None:
-        self.items: deque[Item] = deque()
-        """The queue itself: ``on_end`` appends to it directly (``deque.append`` is atomic)."""
         self.idle = True
         """The thread is waiting with nothing taken: with ``items`` empty, nothing is being recorded."""
         self._wake = threading.Event()
@@ -85,6 +85,7 @@ class LedgerIntake:
 
     def restart_after_fork(self) -> None:
         """A forked child has no recording thread and none of the parent's spans: start afresh."""
+        self.items.clear()
         self._init_thread_state()
         if self.max_size:
             self._thread.start()
@@ -93,35 +94,32 @@ class LedgerIntake:
         """Whether ended spans may still be waiting to be recorded (lock-free, may say so spuriously)."""
         return bool(self.items) or not self.idle
 
-    def wake(self) -> None:
-        """Have the thread look at the queue (the hot path calls this only when the thread is idle)."""
-        self._wake.set()
+    def put(self, item: Item) -> bool:
+        """Queue ``item`` for the recording thread, making room on the calling thread when the queue is
+        full (:meth:`make_room`); False when it is not queued: no room in time, or the queue closed."""
+        items = self.items
+        if len(items) >= self.max_size and not self.make_room():
+            return False
+        items.append(item)
+        if self.idle:
+            self._wake.set()
+        # Closed (shut down) between the room test and the append: what close() took is forwarded,
+        # but an item appended after that would be left in the queue for good.
+        return bool(self.max_size) or not self._take_back(item)
 
     def make_room(self) -> bool:
         """Record the oldest queued items on the calling thread until one more fits; whether it does.
 
-        Called by ``on_end`` with the queue full. Refuses (False) once the queue is closed, on the
-        recording thread itself (a downstream that ends spans), and when no other thread finished its
-        recording within ``MAKE_ROOM_WAIT_SECONDS``.
+        Refuses (False) once the queue is closed, on the recording thread itself (a downstream that ends
+        spans), and when no other thread finished its recording within ``MAKE_ROOM_WAIT_SECONDS``.
         """
         if self._stopping or threading.current_thread() is self._thread:
             return False
-        items = self.items
-        while len(items) >= self.max_size:
-            if not self._recording.acquire(timeout=MAKE_ROOM_WAIT_SECONDS):
-                return False
-            try:
-                try:
-                    item = items.popleft()
-                except IndexError:
-                    break
-                released = self._process(item)
-            finally:
-                self._recording.release()
-            self._forward_all(released)
-        return len(items) < self.max_size
+        while len(self.items) >= self.max_size and self._record_oldest(MAKE_ROOM_WAIT_SECONDS):
+            pass
+        return len(self.items) < self.max_size
 
-    def take_back(self, item: Item) -> bool:
+    def _take_back(self, item: Item) -> bool:
         """Take ``item`` out of a queue that was closed while it was being appended; whether it was
         still there (the caller then forwards the span itself: nothing else will)."""
         try:
@@ -150,9 +148,8 @@ class LedgerIntake:
         self._wake.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout_seconds)
-        if self._thread.is_alive():
-            return self._take_spans()
-        self.idle = True
+        if not self._thread.is_alive():
+            self.idle = True
         return self._take_spans()
 
     def _take_spans(self) -> list[ReadableSpan]:
@@ -180,14 +177,24 @@ class LedgerIntake:
             # Not idle from here until the queue is empty again: the hot path reads `idle` after its
             # own append, so a span it queued is either seen below or makes it wake the thread.
             self.idle = False
-            while items:
-                with self._recording:
-                    try:
-                        item = items.popleft()
-                    except IndexError:  # a caller making room took the last one
-                        break
-                    released = self._process(item)
-                self._forward_all(released)
+            while self._record_oldest():
+                pass
+
+    def _record_oldest(self, timeout: float = -1) -> bool:
+        """Take the oldest item out and record it under the recording lock, then forward what it
+        released; False when the queue is empty or the lock did not come within ``timeout``."""
+        if not self._recording.acquire(timeout=timeout):
+            return False
+        try:
+            try:
+                item = self.items.popleft()
+            except IndexError:  # empty, or a caller making room took the last one
+                return False
+            released = self._process(item)
+        finally:
+            self._recording.release()
+        self._forward_all(released)
+        return True
 
     def _process(self, item: Item) -> Sequence[ReadableSpan]:
         """Record one item (the recording lock held); the spans to forward once it is released."""

@@ -162,7 +162,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
             max_size=options.max_queue_size,
         )
         self._queued = self._intake.items
-        """The recording thread's queue itself (the same deque for the processor's life)."""
+        """The recording thread's queue itself (the same deque for the intake's life)."""
         self._awaited_ends = self._ledger.awaited_ends
         self._downstream_on_end = downstream.on_end
         self._flush_downstream = BoundedCall(
@@ -306,41 +306,23 @@ class ShapecheckSpanProcessor(SpanProcessor):
             self._counters.error("downstream", "The downstream span processor failed in on_end")
 
     def _queue_end(self, context: SpanContext) -> None:
-        """Queue the end of a span forwarded at once (recorded out of order if the queue stays full)."""
-        intake = self._intake
-        if len(self._queued) < intake.max_size or intake.make_room():
-            self._queued.append(context)
-            if intake.idle:
-                intake.wake()
-            if not intake.max_size:  # closed meanwhile: its end needs no recording any more
-                intake.take_back(context)
-        else:
-            self._forward_all(self._recorder.record_shed_end(context))
+        """Queue the end of a span forwarded at once (recorded out of order if it cannot be queued)."""
+        if not self._intake.put(context):
+            self._forward_all(self._recorder.record_forwarded_end(context, out_of_order=True))
 
     def _queue(self, span: ReadableSpan, attempt: bool) -> bool:
-        """Queue ``span`` for the recording thread; False when the queue is full (forward it as it is)."""
-        intake = self._intake
-        items = self._queued
-        if len(items) >= intake.max_size and not intake.make_room():
-            context = span._context
-            if context is not None:  # spans held for its end must still learn of it
-                self._forward_all(self._recorder.record_shed_end(context))
-            counters = self._counters
-            counters.passed_at_once += 1  # seen, and forwarded as it came
-            counters.forwarded_unrecorded += 1
-            return False
+        """Queue ``span`` for the recording thread; False when it cannot be (forward it as it is)."""
         parent = span._parent
-        if attempt and parent is not None:
+        if attempt and parent is not None:  # before the append: its parent may end right after
             self._attempt_parents[parent[SPAN_ID]] = None
-        items.append(span)
-        if intake.idle:
-            intake.wake()
-        # Closed (shut down) between the test above and the append: what close() took is forwarded,
-        # but a span appended after that would be left in the queue for good.
-        if intake.max_size or not intake.take_back(span):
+        if self._intake.put(span):
             return True
-        self._counters.passed_at_once += 1
-        self._counters.forwarded_unrecorded += 1
+        context = span._context
+        if context is not None:  # spans held for its end must still learn of it
+            self._forward_all(self._recorder.record_forwarded_end(context, out_of_order=True))
+        counters = self._counters
+        counters.passed_at_once += 1  # seen, and forwarded as it came
+        counters.forwarded_unrecorded += 1
         return False
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
@@ -468,8 +450,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
             self._flush_metrics.reset_after_fork()
         self._counters.reset()
         self._ledger.reset_after_fork()
-        self._queued = self._intake.items  # both were made afresh for the child
-        self._awaited_ends = self._ledger.awaited_ends
+        self._awaited_ends = self._ledger.awaited_ends  # made afresh for the child
         if not self._is_shutdown:
             self._worker.restart_after_fork()
 

@@ -2,7 +2,7 @@
 
 The recording thread (:mod:`~otel_shapecheck.pipeline._intake`) calls :meth:`SpanRecorder.record_ended`
 for each queued span and :meth:`SpanRecorder.record_forwarded_end` for the end of a span ``on_end``
-forwarded at once, in end order; the application's thread calls :meth:`SpanRecorder.record_shed_end`
+forwarded at once, in end order; the application's thread records such an end itself, out of order,
 only when the queue stayed full. The recorder keeps the started spans whose end is not yet recorded
 (``live``): an LLM call takes its menu and its run from them, as they were when it ended.
 """
@@ -107,26 +107,21 @@ class SpanRecorder:
             self._counters.error("on_end", "Recording an ended span failed; forwarding it as it is")
         return overflow if held else (span, *overflow)
 
-    def record_forwarded_end(self, context: SpanContext) -> Sequence[ReadableSpan]:
+    def record_forwarded_end(
+        self, context: SpanContext, *, out_of_order: bool = False
+    ) -> Sequence[ReadableSpan]:
         """Record the end of a span ``on_end`` forwarded: it is no longer live, held spans may wait for it.
 
-        Returns the spans its end released into a full worker queue, to forward as they are.
+        ``out_of_order``: recorded on the application's thread because the queue stayed full, so spans
+        that ended before it may still be queued; its trace's facts then note its end whether or not a
+        held span waits for it yet, for those to find it there. Returns the spans its end released into
+        a full worker queue, to forward as they are.
         """
         span_id = context[SPAN_ID]
         self.live.pop(span_id, None)
-        if not self._ledger.concerns(span_id):
+        if not out_of_order and not self._ledger.concerns(span_id):
             return ()
-        wake, overflow = self._ledger.span_forwarded(context[TRACE_ID], span_id)
-        if wake:
-            self._wake_worker()
-        return overflow
-
-    def record_shed_end(self, context: SpanContext) -> Sequence[ReadableSpan]:
-        """Record, on the application's thread, the end of a span forwarded because the queue stayed
-        full: out of order, so children of it still queued find its end among their trace's facts."""
-        span_id = context[SPAN_ID]
-        self.live.pop(span_id, None)
-        wake, overflow = self._ledger.span_forwarded(context[TRACE_ID], span_id, out_of_order=True)
+        wake, overflow = self._ledger.span_forwarded(context[TRACE_ID], span_id, out_of_order=out_of_order)
         if wake:
             self._wake_worker()
         return overflow

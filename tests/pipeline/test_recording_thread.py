@@ -236,8 +236,9 @@ def test_spans_ended_after_shutdown_are_forwarded_and_counted_once() -> None:
     assert counts.seen == 4 and counts.forwarded_unrecorded == 2
 
 
-def test_an_item_appended_after_close_is_taken_back_once() -> None:
-    """A span appended while the queue closed is taken back by its caller, unless it was taken already."""
+def test_a_closed_queue_takes_nothing_and_gives_back_what_was_appended_late() -> None:
+    """After close, ``put`` refuses (its caller forwards); an item appended while it closed is taken
+    back by its caller once, unless the queue's last round took it already."""
     intake = LedgerIntake(
         lambda span: [span], lambda context: [], lambda span: None, ProcessorCounters(), max_size=4
     )
@@ -245,7 +246,9 @@ def test_an_item_appended_after_close_is_taken_back_once() -> None:
     span = provider.get_tracer("tests").start_span("chat")
     span.end()
     assert intake.close(1) == []
-    intake.items.append(span)
-    assert intake.take_back(span)
-    assert not intake.take_back(span)
+    assert not intake.put(span)
+    assert not intake.items
+    intake.items.append(span)  # what an append racing close() leaves behind
+    assert intake._take_back(span)
+    assert not intake._take_back(span)
     assert not intake.items
