@@ -210,10 +210,7 @@ class _Reader:
                 return members, index
             following = _MEMBER_SEPARATOR.match(text, index)
             if following is None:
-                index = _skip_whitespace(text, index)
-                if text[index : index + 1] != "}":
-                    raise _NotJSON
-                return members, index + 1
+                return members, _closed(text, index, "}")
             index = following.end()
 
     def tally(self, value: JSONValue) -> None:
@@ -262,10 +259,7 @@ def _decode_rest(text: str, items: list[JSONValue], index: int) -> tuple[list[JS
     by one call."""
     following = _MEMBER_SEPARATOR.match(text, index)
     if following is None:
-        index = _skip_whitespace(text, index)
-        if text[index : index + 1] != "]":
-            raise _NotJSON
-        return items, index + 1
+        return items, _closed(text, index, "]")
     rest, end = _decode_from("[", text, following.end())
     items.extend(rest)  # type: ignore[arg-type]  # a list: the text read starts with "["
     return items, end
@@ -277,6 +271,15 @@ def _decode_from(opener: str, text: str, index: int) -> tuple[JSONValue, int]:
     _expect_element(text, index)
     rest, used = _decode(opener + text[index:], 0)
     return rest, index + used - 1
+
+
+def _closed(text: str, index: int, closer: str) -> int:
+    """The index after ``closer``, the next character from ``index`` past whitespace; raises
+    :class:`_NotJSON` when something else stands there."""
+    index = _skip_whitespace(text, index)
+    if text[index : index + 1] != closer:
+        raise _NotJSON
+    return index + 1
 
 
 def _expect_element(text: str, index: int) -> None:
