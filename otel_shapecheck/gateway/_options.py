@@ -1,6 +1,6 @@
 """The gateway's settings: one frozen object, resolved once, like the span processor's ``ProcessorOptions``.
 
-Each setting left out (or ``None``) is read from its ``OTEL_SHAPECHECK_GATEWAY_*`` variable, else its
+Each setting left out (or ``None``) is read from its variable, else its
 default (the rows of ``otel_shapecheck._settings_table.GATEWAY``); a bad argument raises ``ValueError``
 naming it, a bad variable logs one warning and the default applies.
 """
