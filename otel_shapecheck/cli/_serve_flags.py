@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from otel_shapecheck._settings_table import GATEWAY, PROCESSOR, by_name
+from otel_shapecheck._settings_table import EVENTS, GATEWAY, PROCESSOR, Choice, by_name
 from otel_shapecheck.checks._builtin import EMBEDDERS
 from otel_shapecheck.cli._figures_options import add_figures_arguments
 from otel_shapecheck.cli._setting_flags import add_setting_flag, seconds, whole
@@ -122,10 +122,9 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     checks.add_argument("--no-checks", action="store_true", help="pass-through: forward without evaluating")
     add_setting_flag(checks, by_name(PROCESSOR, "max_wait_millis"), help="longest a span waits for facts")
-    checks.add_argument("--events-forward", choices=("flagged", "all"), help="which verdicts become events")
-    checks.add_argument(
-        "--include-content",
-        action="store_true",
-        help="events also quote numbers from answers and tool results",
-    )
+    forward, content = by_name(EVENTS, "forward"), by_name(EVENTS, "include_content")
+    assert isinstance(forward.kind, Choice) and forward.flag and content.flag
+    checks.add_argument(forward.flag, choices=forward.kind.allowed, help=forward.doc)
+    # A switch, not a value: given, it turns the setting on; left out, its variable decides.
+    checks.add_argument(content.flag, action="store_true", help=content.doc)
     add_figures_arguments(checks)
