@@ -115,6 +115,8 @@ class Setting:
             return "true" if self.default else "false"
         if isinstance(self.default, tuple):
             return ",".join(self.default)
+        if self.name.endswith("_bytes") and isinstance(self.default, int) and self.default % MIB == 0:
+            return f"{self.default} ({self.default // MIB} MiB)"
         return str(self.default)
 
 
