@@ -73,11 +73,11 @@ class Gateway:
         spool: where accepted requests are kept until forwarded (default: a :class:`MemorySpool`).
         options: the gateway's bounds, retry delay and shutdown timeout (default: ``GatewayOptions()``,
             every setting from its variable or default).
+        processor_options: the span processor's bounds (default: fitted to ``options`` by
+            :meth:`GatewayOptions.processor_options`).
         give_up_after_seconds: drop a batch the destination keeps refusing after this long (default:
             retry until it is forwarded or the gateway stops).
         schedule_delay_millis: the batch processors' export delay (default: the SDK variables').
-        processor_options: the span processor's bounds (default: fitted to ``options`` by
-            :meth:`GatewayOptions.processor_options`).
         pass_through: forward spans that need no evaluation as received, without converting them
             (when ``span_exporter`` is the SDK's OTLP/gRPC or OTLP/HTTP exporter; else every span is
             converted).
