@@ -274,14 +274,13 @@ def test_the_table_choices_are_the_components_choices() -> None:
     """The values a choice setting takes in the table are the ones its component accepts."""
     from otel_shapecheck.checks.figures._findings import DERIVATION_SETS
     from otel_shapecheck.checks.tool_choice._scoring import SCORINGS
-    from otel_shapecheck.pipeline._events import _FORWARD_CHOICES
 
     components = {
         env.OTEL_SHAPECHECK_FIGURES_DERIVATIONS: DERIVATION_SETS,
         env.OTEL_SHAPECHECK_TOOL_CHOICE_SCORING: SCORINGS,
-        env.OTEL_SHAPECHECK_EVENTS_FORWARD: _FORWARD_CHOICES,
     }
     choices = {setting.variable: setting.kind for setting in SETTINGS if isinstance(setting.kind, Choice)}
-    assert set(choices) == set(components)
+    assert set(choices) == set(components) | {env.OTEL_SHAPECHECK_EVENTS_FORWARD}
+    del choices[env.OTEL_SHAPECHECK_EVENTS_FORWARD]  # the emitter resolves it through the table
     for variable, kind in choices.items():
         assert isinstance(kind, Choice) and set(kind.allowed) == set(components[variable]), variable
