@@ -244,8 +244,8 @@ OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_MILLIS: Final = "OTEL_SHAPECHECK_GATEWAY_RET
 """
 .. envvar:: OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_MILLIS
 
-The retry delay suggested to refused senders (sent in whole seconds, at least 1). Whole number ≥ 0;
-default 1000.
+The retry delay suggested to refused senders (HTTP's ``Retry-After`` rounds it up to whole seconds, at
+least 1). Whole number ≥ 0; default 1000.
 """
 
 OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES: Final = "OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES"
