@@ -14,7 +14,6 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck._attributes import (
@@ -56,7 +55,7 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_SKIPPED,
 )
 from otel_shapecheck.checks._base import AttributeValue, Verdict
-from otel_shapecheck.pipeline._enrich import EnrichedSpan
+from otel_shapecheck.otlp._span_copy import copy_span
 
 
 @dataclass(slots=True)
@@ -193,14 +192,9 @@ def run_attributes(tally: RunTally, incomplete: bool) -> dict[str, AttributeValu
     }
 
 
-def run_copy(span: ReadableSpan, tally: RunTally, incomplete: bool) -> EnrichedSpan:
+def run_copy(span: ReadableSpan, tally: RunTally, incomplete: bool) -> ReadableSpan:
     """``span`` (a run's agent span) with its run summary; its own attributes and events are kept."""
-    attributes = BoundedAttributes(
-        attributes={**(span.attributes or {}), **run_attributes(tally, incomplete)},
-        immutable=True,
-        max_value_len=None,
-    )
-    return EnrichedSpan(span, attributes, list(span.events))
+    return copy_span(span, attributes={**(span.attributes or {}), **run_attributes(tally, incomplete)})
 
 
 def _count(value: object) -> int:
