@@ -25,7 +25,7 @@ from otel_shapecheck.gateway._settings import (
     spool_max_bytes,
 )
 from otel_shapecheck.gateway._spool import spool_flush_seconds
-from otel_shapecheck.pipeline._events import EvaluationEventEmitter
+from otel_shapecheck.outputs._events import EvaluationEventEmitter
 from otel_shapecheck.pipeline._options import ProcessorOptions
 
 

@@ -43,7 +43,7 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_TOP,
 )
 from otel_shapecheck.otlp._ids import span_id_hex, trace_id_hex
-from otel_shapecheck.pipeline._enrich import is_verdict_event
+from otel_shapecheck.outputs._enrich import is_verdict_event
 
 REPORT_VERSION = 1
 """The version of the ``check --json`` document; it changes only when the shape does."""

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_shapecheck.checks._base import Check
 from otel_shapecheck.otlp._span_copy import copy_span
-from otel_shapecheck.pipeline._enrich import is_verdict_attribute, is_verdict_event
+from otel_shapecheck.outputs._enrich import is_verdict_attribute, is_verdict_event
 from otel_shapecheck.pipeline._log_processor import ShapecheckLogRecordProcessor
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor

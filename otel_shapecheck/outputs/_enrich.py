@@ -1,4 +1,5 @@
-"""Enriched copies: a new ``ReadableSpan`` carrying the verdicts, since an ended span cannot be changed.
+"""Enriched, duplicate and run copies: new ``ReadableSpan`` values carrying the verdicts, since an
+ended span cannot be changed.
 
 The SDK freezes a span's attributes before any processor sees it (opentelemetry-python#5614), and the
 same span object is shared by every processor. So the verdicts go on a copy
@@ -69,7 +70,7 @@ def _own_attributes(span: ReadableSpan) -> Mapping[str, AttributeValue]:
     """The span's attributes; an ended span's frozen ``BoundedAttributes`` read as its plain dict.
 
     (The public property wraps them in a new view whose iteration runs Python code per key; see
-    ``pipeline._facts.attribute_mapping``, which this module cannot import without a cycle.)
+    ``pipeline._facts.attribute_mapping``, which this module, below the pipeline, cannot import.)
     """
     stored = span._attributes
     if type(stored) is BoundedAttributes:
@@ -81,6 +82,12 @@ def _own_attributes(span: ReadableSpan) -> Mapping[str, AttributeValue]:
 def duplicate_copy(span: ReadableSpan, original_span_id: str) -> ReadableSpan:
     """``span`` marked as a second record of the call evaluated on ``original_span_id`` (nothing else)."""
     return copy_span(span, attributes={**_own_attributes(span), DUPLICATE_OF: original_span_id})
+
+
+def run_copy(span: ReadableSpan, summary: Mapping[str, AttributeValue]) -> ReadableSpan:
+    """``span`` (a run's agent span) with its run summary (``shapecheck.run.*``, from
+    :func:`~otel_shapecheck.pipeline._runs.run_attributes`); its own attributes and events are kept."""
+    return copy_span(span, attributes={**_own_attributes(span), **summary})
 
 
 _NAMESPACE = "shapecheck."

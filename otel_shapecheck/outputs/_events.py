@@ -44,7 +44,7 @@ from otel_shapecheck.environment_variables import (
     OTEL_SHAPECHECK_EVENTS_SCHEDULE_DELAY_MILLIS,
 )
 from otel_shapecheck.otlp._counting import CountingLogExporter
-from otel_shapecheck.pipeline._bounded_call import BoundedCall
+from otel_shapecheck.outputs._bounded_call import BoundedCall
 
 logger = logging.getLogger(__name__)
 
