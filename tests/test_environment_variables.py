@@ -33,7 +33,7 @@ from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
 from otel_shapecheck.checks.tool_choice._embedders import HashingEmbedder, MiniLMEmbedder
 from otel_shapecheck.gateway._options import GatewayOptions
 from otel_shapecheck.gateway._spool import spool_flush_seconds
-from otel_shapecheck.pipeline._events import EvaluationEventEmitter
+from otel_shapecheck.outputs._events import EvaluationEventEmitter
 from otel_shapecheck.pipeline._options import ProcessorOptions
 
 

@@ -19,8 +19,8 @@ from otel_shapecheck.gateway._service import GatewayService
 from otel_shapecheck.gateway._settings import spool_directory
 from otel_shapecheck.gateway._spool import MemorySpool, SqliteSpool
 from otel_shapecheck.otlp._endpoints import otlp_log_exporter, otlp_span_exporter
-from otel_shapecheck.pipeline._events import EvaluationEventEmitter
-from otel_shapecheck.pipeline._sinks import VerdictSink
+from otel_shapecheck.outputs._events import EvaluationEventEmitter
+from otel_shapecheck.outputs._sinks import VerdictSink
 
 GATEWAY_SERVICE_NAME = "otel-shapecheck-gateway"
 _ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")

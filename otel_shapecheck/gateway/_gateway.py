@@ -49,10 +49,10 @@ from otel_shapecheck.gateway._passthrough import RawForwarder, Split, raw_sender
 from otel_shapecheck.gateway._queue import RawRef, SpoolQueue
 from otel_shapecheck.gateway._spool import MemorySpool, Spool
 from otel_shapecheck.otlp._counting import CountingLogExporter, CountingSpanExporter
-from otel_shapecheck.pipeline._bounded_call import BoundedCall
+from otel_shapecheck.outputs._bounded_call import BoundedCall
+from otel_shapecheck.outputs._sinks import VerdictSink
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._shapecheck import Shapecheck
-from otel_shapecheck.pipeline._sinks import VerdictSink
 
 logger = logging.getLogger(__name__)
 

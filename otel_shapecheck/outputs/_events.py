@@ -36,7 +36,7 @@ from otel_shapecheck._settings_table import EVENTS, by_name
 from otel_shapecheck._version import __version__
 from otel_shapecheck.checks._base import AttributeValue, Verdict
 from otel_shapecheck.otlp._counting import CountingLogExporter
-from otel_shapecheck.pipeline._bounded_call import BoundedCall
+from otel_shapecheck.outputs._bounded_call import BoundedCall
 
 logger = logging.getLogger(__name__)
 
