@@ -35,9 +35,9 @@ from otel_shapecheck import HashingEmbedder, Subject, ToolChoiceCheck, lint_cata
 from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall, ToolParameter
 from otel_shapecheck.catalog._rules import CatalogTool
 from otel_shapecheck.checks.tool_choice import _check
-from otel_shapecheck.checks.tool_choice._index import ToolIndex, confusability_text
-from otel_shapecheck.checks.tool_choice._neighbours import approximate_pairs, exact_pairs
-from otel_shapecheck.checks.tool_choice._vectors import Embedder, l2_normalised
+from otel_shapecheck.embedding._neighbours import approximate_pairs, exact_pairs
+from otel_shapecheck.embedding._tool_index import ToolIndex, confusability_text
+from otel_shapecheck.embedding._vectors import Embedder, l2_normalised
 
 FULL_ENV = "SHAPECHECK_BENCH_FULL"
 _TRACE = "3" * 32

@@ -12,9 +12,9 @@ from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
 from otel_shapecheck import _settings
 from otel_shapecheck import environment_variables as env
 from otel_shapecheck.checks.figures._check import FiguresCheck
-from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache
 from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
-from otel_shapecheck.checks.tool_choice._embedders import HashingEmbedder, MiniLMEmbedder
+from otel_shapecheck.embedding._cache import EmbeddingCache
+from otel_shapecheck.embedding._embedders import HashingEmbedder, MiniLMEmbedder
 from otel_shapecheck.gateway._settings import (
     gateway_queue_bytes,
     gateway_queue_size,

@@ -35,11 +35,8 @@ from otel_shapecheck._attributes import (
 )
 from otel_shapecheck._model import LLMCall, OfferedTool
 from otel_shapecheck.checks._base import AttributeValue, Subject, Verdict
-from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache, cached
 from otel_shapecheck.checks.tool_choice._calls import ToolChoiceCall, ToolChoiceSummary
-from otel_shapecheck.checks.tool_choice._embedders import Embedder, FloatMatrix, MiniLMEmbedder
 from otel_shapecheck.checks.tool_choice._history import CallHistory
-from otel_shapecheck.checks.tool_choice._index import ToolIndex
 from otel_shapecheck.checks.tool_choice._labels import (
     SKIP_ANSWER_TOOL,
     SKIP_MENU_TOO_LARGE,
@@ -48,7 +45,8 @@ from otel_shapecheck.checks.tool_choice._labels import (
     result_attributes,
     skip_reason,
 )
-from otel_shapecheck.checks.tool_choice._large import build_menu_index, score_large
+from otel_shapecheck.checks.tool_choice._large_menu_scan import INDEX_MENU_TOOLS, MenuIndexes
+from otel_shapecheck.checks.tool_choice._large_menu_scoring import build_menu_index, score_large
 from otel_shapecheck.checks.tool_choice._lexical import menu_lexicon
 from otel_shapecheck.checks.tool_choice._margin import (
     DEFAULT_MAX_SLOT_CHARS,
@@ -56,7 +54,6 @@ from otel_shapecheck.checks.tool_choice._margin import (
     choice_context,
     score_margin,
 )
-from otel_shapecheck.checks.tool_choice._menu_index import INDEX_MENU_TOOLS, MenuIndexes
 from otel_shapecheck.checks.tool_choice._plan import MenuPlan, PlanCache
 from otel_shapecheck.checks.tool_choice._scoring import (
     CALIBRATED_LEXICAL_WEIGHT,
@@ -67,12 +64,15 @@ from otel_shapecheck.checks.tool_choice._scoring import (
     needs_segments,
     segment_texts,
 )
-from otel_shapecheck.checks.tool_choice._small_menu import (
+from otel_shapecheck.checks.tool_choice._small_menu_scoring import (
     MAX_LEAN_TOOLS,
     MenuMatrices,
     menu_matrices,
     small_margin,
 )
+from otel_shapecheck.embedding._cache import EmbeddingCache, cached
+from otel_shapecheck.embedding._embedders import Embedder, FloatMatrix, MiniLMEmbedder
+from otel_shapecheck.embedding._tool_index import ToolIndex
 from otel_shapecheck.environment_variables import (
     OTEL_SHAPECHECK_MARGIN_THRESHOLD,
     OTEL_SHAPECHECK_MAX_MENU_BYTES,
