@@ -11,7 +11,7 @@ from otel_shapecheck import HashingEmbedder, Subject, ToolChoiceCheck
 from otel_shapecheck._attributes import TOOL_CHOICE_SKIPPED, TOOL_CHOICE_TRUNCATED
 from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall, ToolParameter
 from otel_shapecheck.checks._builtin import build_checks, builtin_checks
-from otel_shapecheck.checks.tool_choice import _check
+from otel_shapecheck.checks.tool_choice import _batch_scorer
 from otel_shapecheck.checks.tool_choice._large_menu_scan import (
     INDEX_MENU_TOOLS,
     Query,
@@ -79,7 +79,7 @@ class TestLargeMenus:
         embedder = HashingEmbedder()
         indexed = ToolChoiceCheck(embedder, scoring=scoring)
         indexed.evaluate(subjects)
-        monkeypatch.setattr(_check, "INDEX_MENU_TOOLS", 10**9)
+        monkeypatch.setattr(_batch_scorer, "INDEX_MENU_TOOLS", 10**9)
         whole = ToolChoiceCheck(embedder, scoring=scoring)
         whole.evaluate(subjects)
         assert len(indexed.menu_indexes) == 1 and len(whole.menu_indexes) == 0
@@ -97,7 +97,7 @@ class TestLargeMenus:
         subjects = [_subject(0, menu, (menu[1500].name,), "¿¡ ¿¡ ¡¡"), _subject(1, menu, (menu[3].name,), "")]
         indexed = ToolChoiceCheck(HashingEmbedder(), scoring=scoring)
         indexed.evaluate(subjects)
-        monkeypatch.setattr(_check, "INDEX_MENU_TOOLS", 10**9)
+        monkeypatch.setattr(_batch_scorer, "INDEX_MENU_TOOLS", 10**9)
         whole = ToolChoiceCheck(HashingEmbedder(), scoring=scoring)
         whole.evaluate(subjects)
         for a, b in zip(indexed.calls(), whole.calls(), strict=True):
@@ -116,7 +116,7 @@ class TestLargeMenus:
         user = f"{menu[40].description} and then {menu[900].description}"
         embedder = HashingEmbedder()
         probe = ToolChoiceCheck(embedder, scoring=scoring)
-        monkeypatch.setattr(_check, "INDEX_MENU_TOOLS", 10**9)
+        monkeypatch.setattr(_batch_scorer, "INDEX_MENU_TOOLS", 10**9)
         probe.evaluate([_subject(0, menu, (menu[0].name,), user)])
         (ranked,) = probe.calls()
         assert ranked.result is not None and ranked.result.ranked_all
@@ -131,7 +131,7 @@ class TestLargeMenus:
         subjects = [_subject(span, menu, chosen, user) for span, chosen in enumerate(picks)]
         whole = ToolChoiceCheck(embedder, scoring=scoring)
         whole.evaluate(subjects)
-        monkeypatch.setattr(_check, "INDEX_MENU_TOOLS", INDEX_MENU_TOOLS)
+        monkeypatch.setattr(_batch_scorer, "INDEX_MENU_TOOLS", INDEX_MENU_TOOLS)
         indexed = ToolChoiceCheck(embedder, scoring=scoring)
         indexed.evaluate(subjects)
         assert len(indexed.menu_indexes) == 1
@@ -162,7 +162,7 @@ class TestLargeMenus:
         ]
         indexed = ToolChoiceCheck(embedder, scoring=scoring)
         indexed.evaluate(subjects)
-        monkeypatch.setattr(_check, "INDEX_MENU_TOOLS", 10**9)
+        monkeypatch.setattr(_batch_scorer, "INDEX_MENU_TOOLS", 10**9)
         whole = ToolChoiceCheck(embedder, scoring=scoring)
         whole.evaluate(subjects)
         for a, b in zip(indexed.calls(), whole.calls(), strict=True):
@@ -186,7 +186,7 @@ class TestLargeMenus:
         subject = _subject(0, menu, (menu[7].name,), text)
         indexed = ToolChoiceCheck(HashingEmbedder())
         indexed.evaluate([subject])
-        monkeypatch.setattr(_check, "INDEX_MENU_TOOLS", 10**9)
+        monkeypatch.setattr(_batch_scorer, "INDEX_MENU_TOOLS", 10**9)
         whole = ToolChoiceCheck(HashingEmbedder())
         whole.evaluate([subject])
         (a,), (b,) = indexed.calls(), whole.calls()
