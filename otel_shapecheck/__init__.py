@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from otel_shapecheck.checks.conformance._record import AnalystConformanceRecord
     from otel_shapecheck.checks.figures._check import FiguresCheck
     from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
-    from otel_shapecheck.checks.tool_choice._embedders import Embedder, HashingEmbedder, MiniLMEmbedder
+    from otel_shapecheck.embedding._embedders import Embedder, HashingEmbedder, MiniLMEmbedder
     from otel_shapecheck.outputs._events import EvaluationEventEmitter, EvaluationEventStats
     from otel_shapecheck.outputs._sinks import VerdictSink
     from otel_shapecheck.pipeline._configure import configure
@@ -49,12 +49,12 @@ _HOMES = {
     "CatalogLintReport": "otel_shapecheck.catalog._lint",
     "Check": "otel_shapecheck.checks._base",
     "ConformanceCheck": "otel_shapecheck.checks.conformance._check",
-    "Embedder": "otel_shapecheck.checks.tool_choice._embedders",
+    "Embedder": "otel_shapecheck.embedding._embedders",
     "EvaluationEventEmitter": "otel_shapecheck.outputs._events",
     "EvaluationEventStats": "otel_shapecheck.outputs._events",
     "FiguresCheck": "otel_shapecheck.checks.figures._check",
-    "HashingEmbedder": "otel_shapecheck.checks.tool_choice._embedders",
-    "MiniLMEmbedder": "otel_shapecheck.checks.tool_choice._embedders",
+    "HashingEmbedder": "otel_shapecheck.embedding._embedders",
+    "MiniLMEmbedder": "otel_shapecheck.embedding._embedders",
     "ProcessorCounts": "otel_shapecheck.pipeline._metrics",
     "ProcessorOptions": "otel_shapecheck.pipeline._options",
     "Shapecheck": "otel_shapecheck.pipeline._shapecheck",

@@ -28,9 +28,9 @@ from otel_shapecheck._settings_table import (
     Whole,
 )
 from otel_shapecheck.checks.figures._check import FiguresCheck
-from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache
 from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
-from otel_shapecheck.checks.tool_choice._embedders import HashingEmbedder, MiniLMEmbedder
+from otel_shapecheck.embedding._cache import EmbeddingCache
+from otel_shapecheck.embedding._embedders import HashingEmbedder, MiniLMEmbedder
 from otel_shapecheck.gateway._options import GatewayOptions
 from otel_shapecheck.gateway._spool import spool_flush_seconds
 from otel_shapecheck.outputs._events import EvaluationEventEmitter
