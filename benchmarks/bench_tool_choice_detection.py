@@ -210,9 +210,16 @@ Outcome = tuple[float | None, bool]
 
 
 def outcomes(choices: Sequence[Choice], scoring: Scoring, vectors: Vectors) -> list[Outcome]:
-    """Each choice scored once; the flag at any threshold follows from the margin."""
+    """Each choice scored once; the flag at any threshold follows from the margin (the relative one when
+    the scoring has it, as the calibrated one does)."""
     results = [scoring.score(choice, vectors, 0.0) for choice in choices]
-    return [(result.margin, result.proxy_disagreement) for result in results]
+    return [
+        (
+            result.margin if result.relative_margin is None else result.relative_margin,
+            result.proxy_disagreement,
+        )
+        for result in results
+    ]
 
 
 def flag_rate(scored: Sequence[Outcome], threshold: float | None) -> float:

@@ -25,6 +25,7 @@ TOOL_CHOICE_EMBEDDER: Final = "shapecheck.tool_choice.embedder"
 TOOL_CHOICE_MENU_SOURCE: Final = "shapecheck.tool_choice.menu_source"
 TOOL_CHOICE_SCORING: Final = "shapecheck.tool_choice.scoring"
 TOOL_CHOICE_COSINE_MARGIN: Final = "shapecheck.tool_choice.cosine_margin"
+TOOL_CHOICE_RELATIVE_MARGIN: Final = "shapecheck.tool_choice.relative_margin"
 TOOL_CHOICE_WEAKEST: Final = "shapecheck.tool_choice.weakest_chosen"
 TOOL_CHOICE_TRUNCATED: Final = "shapecheck.tool_choice.truncated"
 

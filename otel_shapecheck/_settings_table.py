@@ -354,8 +354,8 @@ TOOL_CHOICE = (
         env.OTEL_SHAPECHECK_MARGIN_THRESHOLD,
         None,
         NUMBER,
-        "margins below it are narrow",
-        shown_default="the scoring's: 0.01 (`calibrated`), 0.05 (`seed`)",
+        "margins below it are narrow (under `calibrated`, the margin as a share of the top score)",
+        shown_default="the scoring's: 0.03125 (`calibrated`, relative), 0.05 (`seed`)",
     ),
     Setting(
         "tool_choice",

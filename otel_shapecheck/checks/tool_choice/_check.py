@@ -100,7 +100,8 @@ class ToolChoiceCheck:
     ``scoring`` is ``calibrated`` (the default: parameter-aware text, lexical fusion, each of several
     chosen tools scored) or ``seed`` (the ported rule exactly); see
     :mod:`~otel_shapecheck.checks.tool_choice._scoring`. The threshold defaults to the scoring's own
-    (0.01 calibrated, 0.05 seed); a ``margin_threshold`` or its variable, when set, applies to either.
+    (0.03125 calibrated, applied to the margin as a share of the top score; 0.05 seed); a
+    ``margin_threshold`` or its variable, when set, applies to either.
 
     Env vars:
         :envvar:`OTEL_SHAPECHECK_TOOL_CHOICE_SCORING` (default ``calibrated``),

@@ -14,6 +14,7 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_MARGIN,
     TOOL_CHOICE_NARROW,
     TOOL_CHOICE_PROXY_DISAGREEMENT,
+    TOOL_CHOICE_RELATIVE_MARGIN,
     TOOL_CHOICE_TOP,
     TOOL_CHOICE_WEAKEST,
 )
@@ -86,6 +87,8 @@ def result_attributes(result: MarginResult) -> dict[str, AttributeValue]:
         attributes[TOOL_CHOICE_MARGIN] = result.margin
     if result.cosine_margin is not None:
         attributes[TOOL_CHOICE_COSINE_MARGIN] = result.cosine_margin
+    if result.relative_margin is not None:
+        attributes[TOOL_CHOICE_RELATIVE_MARGIN] = result.relative_margin
     if result.weakest is not None:
         attributes[TOOL_CHOICE_WEAKEST] = result.weakest
     return attributes
@@ -103,24 +106,25 @@ def explanation(result: MarginResult | None, skipped: str | None, threshold: flo
             f"An offered tool the model did not choose scored highest; the best chosen tool trails it "
             f"by {_trail(result):.3f}.",
         )
+    share = result.relative_margin
+    by = f"{result.margin:.3f}" if share is None else f"{result.margin:.3f} ({share:.1%} of the top score)"
+    under = f"{threshold:g}" if share is None else f"{threshold * 100:g} %"
     if result.weakest is not None:
         lead = (
             f"The least supported of the {len(result.chosen)} chosen tools leads every tool the model "
-            f"did not choose by {result.margin:.3f} at best, in the whole context or one of its clauses"
+            f"did not choose by {by} at best, in the whole context or one of its clauses"
         )
         if result.narrow:
-            return LABEL_NARROW, f"{lead}: under the {threshold:g} threshold."
-        return LABEL_CLEAR, f"{lead} (narrow below {threshold:g})."
+            return LABEL_NARROW, f"{lead}: under the {under} threshold."
+        return LABEL_CLEAR, f"{lead} (narrow below {under})."
     if result.narrow:
         return (
             LABEL_NARROW,
-            f"The chosen tool led the best other offered tool by only {result.margin:.3f}, "
-            f"under the {threshold:g} threshold.",
+            f"The chosen tool led the best other offered tool by only {by}, under the {under} threshold.",
         )
     return (
         LABEL_CLEAR,
-        f"The chosen tool led the best other offered tool by {result.margin:.3f} "
-        f"(narrow below {threshold:g}).",
+        f"The chosen tool led the best other offered tool by {by} (narrow below {under}).",
     )
 
 

@@ -20,7 +20,7 @@ from otel_shapecheck.checks.tool_choice._large_menu_scan import (
     top,
 )
 from otel_shapecheck.checks.tool_choice._lexical import MenuLexicon
-from otel_shapecheck.checks.tool_choice._margin import MarginResult
+from otel_shapecheck.checks.tool_choice._margin import MarginResult, relative_margin
 from otel_shapecheck.checks.tool_choice._plan import MenuPlan
 from otel_shapecheck.checks.tool_choice._scoring import needs_segments
 from otel_shapecheck.embedding._cache import EmbeddingCache
@@ -169,6 +169,8 @@ def score_large(
         ]
         weakest_at, margin = _weakest(views, mask)
         weakest = names[weakest_at]
+    share = relative_margin(margin, best.score) if calibrated else None
+    measured = share if calibrated else margin
     head = sorted({best, best_chosen, *([other] if other else [])}, key=lambda b: (-b.score, b.position))
     return MarginResult(
         names=names,
@@ -178,11 +180,12 @@ def score_large(
         top=names[best.position],
         best_chosen_score=best_chosen.score,
         margin=margin,
-        narrow=margin is not None and margin < threshold,
+        narrow=measured is not None and measured < threshold,
         proxy_disagreement=not bool(mask[best.position]),
         cosine_margin=cosine_margin,
         weakest=weakest,
         ranked_all=False,
+        relative_margin=share,
     )
 
 

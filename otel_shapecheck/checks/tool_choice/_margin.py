@@ -18,6 +18,9 @@ import numpy.typing as npt
 
 DEFAULT_MARGIN_THRESHOLD: Final = 0.05
 DEFAULT_MAX_SLOT_CHARS: Final = 2000
+RELATIVE_FLOOR: Final = 0.05
+"""The smallest top score a relative margin divides by, so a menu the context barely matches cannot
+blow a tiny margin up."""
 
 
 def choice_context(
@@ -78,6 +81,9 @@ class MarginResult:
     """For a call that chose several tools and was scored per tool: the chosen tool that set ``margin``."""
     ranked_all: bool = True
     """Whether ``order`` ranks the whole menu (``False`` for a menu scored through its index)."""
+    relative_margin: float | None = None
+    """``calibrated`` only: ``margin`` divided by the top score (at least :data:`RELATIVE_FLOOR`), the
+    value its threshold applies to; ``None`` under the seed rule or when every tool was chosen."""
 
     @property
     def scores(self) -> tuple[ToolScore, ...]:
@@ -191,6 +197,16 @@ def margin_of_scores(
         proxy_disagreement=not bool(chosen_at[top]),
         cosine_margin=margin if cosines is None else lead(np.asarray(cosines, dtype=np.float64), chosen_at),
     )
+
+
+def relative_margin(margin: float | None, top_score: float) -> float | None:
+    """``margin / max(top_score, RELATIVE_FLOOR)``: the lead as a share of how well the best tool matched.
+
+    A raw margin sits at a different point of the false-alarm curve on every corpus (easy menus give
+    large scores and large leads, user-written ones small); as a share of the top score it does not move
+    as much (``docs/tool-choice.md``, "Choosing the default across corpora").
+    """
+    return None if margin is None else margin / max(top_score, RELATIVE_FLOOR)
 
 
 def lead(scores: npt.NDArray[np.float64], chosen_at: npt.NDArray[np.bool_]) -> float | None:

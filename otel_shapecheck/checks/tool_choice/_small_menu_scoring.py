@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from otel_shapecheck.checks.tool_choice._lexical import MenuLexicon
-from otel_shapecheck.checks.tool_choice._margin import MarginResult, check_wiring
+from otel_shapecheck.checks.tool_choice._margin import MarginResult, check_wiring, relative_margin
 
 MAX_LEAN_TOOLS: Final = 32
 """Menus up to this many tools are ranked in plain Python; bigger ones with numpy on the cached matrices."""
@@ -121,6 +121,8 @@ def small_margin(
     order = sorted(range(len(scores)), key=lambda position: -scores[position])
     top = order[0]
     margin = _lead(scores, chosen_at)
+    share = None if lexicon is None else relative_margin(margin, scores[top])
+    measured = margin if lexicon is None else share
     return MarginResult(
         names=names,
         order=np.array(order, dtype=np.intp),
@@ -129,9 +131,10 @@ def small_margin(
         top=names[top],
         best_chosen_score=max(score for score, is_chosen in zip(scores, chosen_at, strict=True) if is_chosen),
         margin=margin,
-        narrow=margin is not None and margin < threshold,
+        narrow=measured is not None and measured < threshold,
         proxy_disagreement=not chosen_at[top],
         cosine_margin=margin if lexicon is None else _lead(seed, chosen_at),
+        relative_margin=share,
     )
 
 

@@ -10,12 +10,19 @@ from otel_shapecheck import HashingEmbedder, Subject, ToolChoiceCheck
 from otel_shapecheck._attributes import (
     TOOL_CHOICE_COSINE_MARGIN,
     TOOL_CHOICE_MARGIN,
+    TOOL_CHOICE_RELATIVE_MARGIN,
     TOOL_CHOICE_SCORING,
     TOOL_CHOICE_WEAKEST,
 )
 from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall, ToolParameter
 from otel_shapecheck.checks.tool_choice._lexical import lexical_scores, lexical_terms
-from otel_shapecheck.checks.tool_choice._margin import choice_context, cosine_scores, score_margin
+from otel_shapecheck.checks.tool_choice._margin import (
+    RELATIVE_FLOOR,
+    choice_context,
+    cosine_scores,
+    relative_margin,
+    score_margin,
+)
 from otel_shapecheck.checks.tool_choice._scoring import (
     CALIBRATED_LEXICAL_WEIGHT,
     CALIBRATED_MARGIN_THRESHOLD,
@@ -165,6 +172,31 @@ class TestCalibratedMargin:
     def test_all_chosen_has_no_margin(self) -> None:
         result = _margin(HOTEL, NAMES, [("user: hotel", HOTEL), ("user: fly", FLIGHT)])
         assert result.margin is None and not result.flagged  # type: ignore[attr-defined]
+        assert result.relative_margin is None  # type: ignore[attr-defined]
+
+    def test_narrow_is_the_margin_as_a_share_of_the_top_score(self) -> None:
+        """The same raw lead is narrow where the best tool scores high and clear where it scores low."""
+        menu = np.asarray([[*HOTEL, 0.0], [*FLIGHT, 0.0], [*EMAIL, 0.0]], dtype=np.float32)
+
+        def margin(context: list[float]) -> object:
+            return calibrated_margin("user: q", context, NAMES, menu, menu, TEXTS, ["book_hotel"])
+
+        strong = margin([1.0, 0.98, 0.0, 0.0])  # the request reads like both hotel and flight
+        weak = margin([0.3, 0.285, 0.0, 0.9])  # mostly about something no tool offers
+        assert abs(strong.margin - weak.margin) < 0.002  # type: ignore[attr-defined]
+        for result in (strong, weak):
+            assert result.relative_margin == pytest.approx(  # type: ignore[attr-defined]
+                result.margin / result.top_score  # type: ignore[attr-defined]
+            )
+        assert strong.relative_margin < CALIBRATED_MARGIN_THRESHOLD  # type: ignore[attr-defined]
+        assert strong.narrow and not strong.proxy_disagreement  # type: ignore[attr-defined]
+        assert weak.relative_margin >= CALIBRATED_MARGIN_THRESHOLD  # type: ignore[attr-defined]
+        assert not weak.narrow  # type: ignore[attr-defined]
+
+    def test_a_top_score_near_zero_divides_by_the_floor(self) -> None:
+        assert relative_margin(0.001, 0.002) == pytest.approx(0.001 / RELATIVE_FLOOR)
+        assert relative_margin(-0.2, -0.1) == pytest.approx(-0.2 / RELATIVE_FLOOR)
+        assert relative_margin(None, 0.5) is None
 
     def test_wiring_errors_raise(self) -> None:
         with pytest.raises(ValueError, match="parameter texts"):
@@ -201,6 +233,10 @@ class TestCheckScorings:
         assert verdict.attributes[TOOL_CHOICE_SCORING] == "calibrated"
         assert verdict.attributes[TOOL_CHOICE_MARGIN] != verdict.attributes[TOOL_CHOICE_COSINE_MARGIN]
         assert verdict.label == "clear"
+        relative = verdict.attributes[TOOL_CHOICE_RELATIVE_MARGIN]
+        assert isinstance(relative, float) and relative >= CALIBRATED_MARGIN_THRESHOLD
+        assert f"{relative:.1%} of the top score" in verdict.explanation
+        assert "narrow below 3.125 %" in verdict.explanation
 
     def test_seed_scoring_is_the_seed_rule(self) -> None:
         embedder = HashingEmbedder()
@@ -215,6 +251,7 @@ class TestCheckScorings:
         assert verdict.attributes[TOOL_CHOICE_SCORING] == "seed"
         assert verdict.attributes[TOOL_CHOICE_MARGIN] == pytest.approx(expected.margin)
         assert verdict.attributes[TOOL_CHOICE_COSINE_MARGIN] == verdict.attributes[TOOL_CHOICE_MARGIN]
+        assert TOOL_CHOICE_RELATIVE_MARGIN not in verdict.attributes
 
     def test_an_explicit_threshold_applies_to_either_scoring(self) -> None:
         assert ToolChoiceCheck(HashingEmbedder(), margin_threshold=0.2).margin_threshold == 0.2
