@@ -29,15 +29,24 @@ never fewer.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, NamedTuple
 
 import numpy as np
 
+from otel_shapecheck._model import ToolResult
 from otel_shapecheck.checks.figures._basis import UNIT_SCALES, FigureBasis, match_tolerance
 from otel_shapecheck.checks.figures._cells import CellGroup, Pairing, read_cells
 from otel_shapecheck.checks.figures._coincidence import coincidence_chance
 from otel_shapecheck.checks.figures._columns import finite_sum
+from otel_shapecheck.checks.figures._focus import (
+    AnswerWords,
+    FocusCandidates,
+    TableLabels,
+    find_focus,
+    focus_candidates,
+)
 from otel_shapecheck.checks.figures._text import Figure, written_decimals
 
 MAX_EXTENDED_NUMBERS: Final = 10_000
@@ -59,6 +68,8 @@ OPERATIONS: Final = (
     "share-of-total",
 )
 """The extended derivations, in the order a figure that several of them explain names them."""
+FOCUSED: Final = "named-cells"
+"""The derivation of a figure matched among the cells the answer's own words name (:mod:`._focus`)."""
 _DIFFERENCE, _PERCENT_CHANGE, _AVERAGE, _PERCENT_OF, _RATIO, _SUM, _SHARE = range(len(OPERATIONS))
 _SIZE_UNITS: Final = frozenset(
     ("kb", "mb", "gb", "tb", "pb", "kib", "mib", "gib", "tib", "pib", "mbps", "gbps")
@@ -154,8 +165,12 @@ class ExtendedDerivations:
     ``skipped`` says why the layer was not built (a bound), and is ``None`` when it was.
     """
 
-    def __init__(self, basis: FigureBasis, pairing: Pairing = "structural") -> None:
+    def __init__(
+        self, basis: FigureBasis, pairing: Pairing = "structural", tool_results: Sequence[ToolResult] = ()
+    ) -> None:
         self._basis = basis
+        self._tool_results = tool_results
+        self._labels: TableLabels | None = None
         self.skipped: str | None = None
         self._totals: list[float] = []
         """The totals share-of-total candidates divide by: column sums and largest cells."""
@@ -179,16 +194,24 @@ class ExtendedDerivations:
         if pairs > MAX_PAIRS:
             self.skipped = f"{pairs} pairs of cells, over the {MAX_PAIRS} the extended derivations try"
 
-    def infer(self, figure: Figure) -> Inference | None:
+    def infer(self, figure: Figure, words: AnswerWords | None = None, coincidence: float = 1.0) -> Inference | None:
         """The preferred extended derivation matching ``figure`` with its chance, or ``None`` (no match).
 
-        The caller accepts it only below its ``p``; the chance is returned either way.
+        With the ``words`` of the answer around the figure, the cells they name are asked first
+        (:mod:`._focus`): a match there whose chance, counted over the focus's own candidates, is below
+        ``coincidence`` is returned. Otherwise every pair of cells is asked, and the chance counts the
+        focus's candidates too. The caller accepts the result only below its ``p``; the chance is
+        returned either way.
         """
         decimals = written_decimals(figure.value)
         target = float(figure.value) if decimals is not None else math.nan
         if self.skipped is not None or decimals is None or not math.isfinite(target):
             return None
         tolerance = match_tolerance(target, decimals)
+        focused = self._focused(figure, words, target, tolerance) if words is not None else None
+        if focused is not None and focused[0] is not None and focused[0].chance < coincidence:
+            return focused[0]
+        extra = focused[1] if focused is not None else None
         windows = [
             (self._kind(name), scale, scale_name)
             for name, scale, scale_name in _windows(figure_kind(figure.unit))
@@ -207,9 +230,31 @@ class ExtendedDerivations:
             count = self._basis.closed_candidates_within(low, high)
             for candidates, factor, _ in windows:
                 count += candidates.count_within(low * factor, high * factor)
-            return count
+            return count + (extra.count_within(low, high) if extra is not None else 0)
 
         return Inference(derivation, source, coincidence_chance(figure.value, within))
+
+    def _focused(
+        self, figure: Figure, words: AnswerWords, target: float, tolerance: float
+    ) -> tuple[Inference | None, FocusCandidates] | None:
+        """The match among the cells the answer's words name, with its chance, and those candidates."""
+        kind = figure_kind(figure.unit)
+        if kind == "size":
+            return None
+        if self._labels is None:
+            self._labels = TableLabels(self._cells, self._basis.structure.paths, self._tool_results)
+        focus = find_focus(words, self._labels, self._cells)
+        if focus is None:
+            return None
+        candidates = focus_candidates(focus, self._cells, self._labels, words.operations, kind == "percent")
+        index = candidates.first_within(target - tolerance, target + tolerance)
+        if index is None:
+            return None, candidates
+        where = f"row {' / '.join(focus.rows)}"
+        if focus.columns:
+            where += f", {' / '.join(focus.columns)}"
+        chance = coincidence_chance(figure.value, candidates.count_within)
+        return Inference(FOCUSED, f"{candidates.words[index]}, {where}", chance), candidates
 
     def _kind(self, name: str) -> _Candidates:
         """The candidates of one kind (``percent``, ``plain``, ``large``), built on first use."""

@@ -32,6 +32,7 @@ from otel_shapecheck.checks.figures._basis import FigureBasis, explain_figure, f
 from otel_shapecheck.checks.figures._cells import Pairing
 from otel_shapecheck.checks.figures._coincidence import DEFAULT_COINCIDENCE, format_chance
 from otel_shapecheck.checks.figures._extended import ExtendedDerivations
+from otel_shapecheck.checks.figures._focus import answer_words
 from otel_shapecheck.checks.figures._text import (
     DEFAULT_MIN_DIGITS,
     Figure,
@@ -132,7 +133,8 @@ def check_figures(
     figures = figures_in(answer, min_digits)
     if not figures:
         return FiguresFinding(0, (), (), (), False)
-    basis = figure_basis(tool_results, structure=derivations == "extended")
+    results = tuple(tool_results)
+    basis = figure_basis(results, structure=derivations == "extended")
     user_numbers = {number for text in user_texts for number in numbers_in_text(text)}
     carried: list[str] = []
     computed: list[ComputedFigure] = []
@@ -152,7 +154,7 @@ def check_figures(
     inferred: list[InferredFigure] = []
     skipped: str | None = None
     if left and derivations == "extended":
-        inferred, skipped = _infer(left, basis, coincidence, pairing)
+        inferred, skipped = _infer(left, basis, coincidence, pairing, answer, results)
     explained = {figure.written for figure in inferred}
     unsupported = tuple(figure.written for figure in left if figure.written not in explained)
     return FiguresFinding(
@@ -167,15 +169,20 @@ def check_figures(
 
 
 def _infer(
-    figures: Sequence[Figure], basis: FigureBasis, coincidence: float, pairing: Pairing
+    figures: Sequence[Figure],
+    basis: FigureBasis,
+    coincidence: float,
+    pairing: Pairing,
+    answer: str,
+    tool_results: Sequence[ToolResult],
 ) -> tuple[list[InferredFigure], str | None]:
     """The figures the extended derivations explain below the bound, and why the layer was skipped."""
-    extended = ExtendedDerivations(basis, pairing)
+    extended = ExtendedDerivations(basis, pairing, tool_results)
     if extended.skipped is not None:
         return [], extended.skipped
     inferred = []
     for figure in figures:
-        inference = extended.infer(figure)
+        inference = extended.infer(figure, answer_words(answer, figure.written), coincidence)
         if inference is not None and inference.chance < coincidence:
             inferred.append(
                 InferredFigure(

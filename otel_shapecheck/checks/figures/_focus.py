@@ -1,0 +1,379 @@
+"""The cells an answer's own words point to, and the few candidates computed from them alone.
+
+An analyst's figure usually says what it is computed from: "the change in Additions from 2018 to
+2019", "the average of the three regions", "Taiwan and Japan as a percentage of total revenue". This
+module reads the words of the sentence around a figure (content words, years, operation words), matches
+them to the labels of the cells' rows (the row's first text) and columns (a field name, or the header
+texts and years above a column of a list-of-lists table), and keeps the cells in the matched rows and
+columns: the *focus*. The candidates are then only the arithmetic of those cells the operation words
+name (differences, percent changes, averages, sums, quotients, and the two-step ones analysts write:
+an average or sum of a row or column of the focus, and its change, percent change or share), so there
+are few of them; the coincidence bound counts exactly those, and a figure that matches one is accepted
+at a much smaller chance than against every pair of the table. Nothing here looks at the figure's
+value: the focus is chosen from the words, so the bound stays a bound on a random number.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import permutations
+from typing import Final
+
+import numpy as np
+
+from otel_shapecheck._model import ToolResult
+from otel_shapecheck.checks.figures._cells import Cells, split_path
+
+MAX_FOCUS_CELLS: Final = 12
+"""A focus of more cells than this is too broad to be a focus: the figure is asked the full set only."""
+MAX_FOCUS_ROWS: Final = 4
+"""Rows kept in a focus, the best-matched first."""
+MAX_ROW_DOCUMENT_FREQUENCY: Final = 3
+"""A word names rows only when at most this many rows carry it ("total" in every subtotal does not)."""
+MAX_HEADER_BYTES: Final = 65_536
+"""Tool results longer than this are not re-read for column headers (their columns keep their keys)."""
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’]+")
+_YEAR = re.compile(r"(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])")
+_PERCENT_CHANGE = re.compile(r"(?:percentage|percent|%)\s+(?:change|increase|decrease|growth)", re.I)
+""""percentage change" names a change, not a quotient."""
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+_STOP: Final = frozenset(
+    """a an the of in on at to for from by with and or as is are was were be been being this that these
+    those what which who whom how much many its it their there than then into over under between during
+    per each all any both year years fiscal fy change changes increase increases increased decrease
+    decreases decreased difference average mean total sum percentage percent proportion ratio share
+    amount value values respectively did does do has have had grew grow growth rose fell declined
+    decline compared compare net about approximately also while when where million billion thousand""".split()
+)
+
+DIFFERENCE_WORDS: Final = frozenset(
+    "change changes increase increased decrease decreased difference grew grow growth rose fell declined "
+    "decline higher lower more less".split()
+)
+AVERAGE_WORDS: Final = frozenset(("average", "mean", "averaged"))
+SUM_WORDS: Final = frozenset(("total", "sum", "combined", "altogether", "together", "aggregate"))
+QUOTIENT_WORDS: Final = frozenset(
+    "proportion ratio share portion percentage percent fraction times multiple over out".split()
+)
+
+
+def _stem(word: str) -> str:
+    word = word.lower().replace("’", "'").removesuffix("'s")
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def content_words(text: str) -> set[str]:
+    """The text's words that can name a label: lower case, plural ``s`` dropped, common words left out."""
+    return {_stem(word) for word in _WORD.findall(text) if word.lower() not in _STOP and len(word) > 2}
+
+
+def years_in(text: str) -> set[int]:
+    """The whole years 1900–2099 a text names."""
+    return {int(year) for year in _YEAR.findall(text)}
+
+
+@dataclass(frozen=True)
+class AnswerWords:
+    """What the sentence around one figure says it is: its words, years and operation words."""
+
+    words: frozenset[str]
+    years: frozenset[int]
+    operations: frozenset[str]
+    """``difference``, ``average``, ``sum``, ``quotient``: the families the sentence names (none: all)."""
+
+
+def answer_words(answer: str, written: str) -> AnswerWords:
+    """The words of the sentence of ``answer`` in which ``written`` first appears (the whole answer if
+    it does not)."""
+    at = answer.find(written)
+    sentence = answer
+    if at >= 0:
+        start = 0
+        for match in _SENTENCE_END.finditer(answer):
+            if match.end() <= at:
+                start = match.end()
+            elif match.start() >= at + len(written):
+                sentence = answer[start : match.start()]
+                break
+        else:
+            sentence = answer[start:]
+    lowered = {word.lower() for word in _WORD.findall(_PERCENT_CHANGE.sub(" change ", sentence))}
+    operations = set()
+    for name, family in (
+        ("difference", DIFFERENCE_WORDS),
+        ("average", AVERAGE_WORDS),
+        ("sum", SUM_WORDS),
+        ("quotient", QUOTIENT_WORDS),
+    ):
+        if lowered & family:
+            operations.add(name)
+    years = years_in(sentence)
+    if len(years) > 1 and max(years) - min(years) <= 10:  # "from 2017 to 2019" covers 2018 too
+        years = set(range(min(years), max(years) + 1))
+    return AnswerWords(frozenset(content_words(sentence)), frozenset(years), frozenset(operations))
+
+
+class TableLabels:
+    """The label words of every cell's row and column, read from the cells and the tool results.
+
+    A row is named by its first text; a column by its field name, or, in a table given as a list of
+    lists, by the texts above its first amount (a header cell left empty takes the text to its left, as
+    a spanning header does) and the years written there.
+    """
+
+    def __init__(self, cells: Cells, paths: Sequence[object], tool_results: Iterable[ToolResult]) -> None:
+        headers = _list_table_headers(tool_results)
+        self.rows: list[str] = []
+        self.row_words: list[frozenset[str]] = []
+        self.column_words: list[frozenset[str]] = []
+        self.column_years: list[frozenset[int]] = []
+        self.column_names: list[str] = []
+        for position, path in enumerate(paths):
+            row_label = cells.row_labels[position]
+            if isinstance(path, tuple):
+                table, column = split_path(path[0])[0], str(path[1])
+                row = str(path[0])
+            elif isinstance(path, str):
+                row, column = split_path(path)
+                table = split_path(row)[0]
+            else:  # pragma: no cover - paths are strings or pairs
+                row, column, table = str(path), "", ""
+            header = headers.get((table, column), "") if column.isdigit() else column.replace("_", " ")
+            self.rows.append(row)
+            self.row_words.append(frozenset(content_words(row_label)))
+            self.column_words.append(frozenset(content_words(header)))
+            self.column_years.append(frozenset(years_in(header)))
+            self.column_names.append(header.strip() or f"column {column}")
+
+
+def _list_table_headers(tool_results: Iterable[ToolResult]) -> dict[tuple[str, str], str]:
+    """``(table path, column index) → header text`` of the list-of-lists tables at a result's top level
+    (or one member deep)."""
+    headers: dict[tuple[str, str], str] = {}
+    for result in tool_results:
+        content = result.content
+        if not isinstance(content, str) or len(content) > MAX_HEADER_BYTES:
+            continue
+        try:
+            parsed = json.loads(content)
+        except (ValueError, RecursionError):
+            continue
+        tables = [("", parsed)]
+        if isinstance(parsed, dict):
+            tables = [(str(key), value) for key, value in parsed.items()]
+        for path, table in tables:
+            if isinstance(table, list) and table and all(isinstance(row, list) for row in table):
+                for column, text in _headers_of(table).items():
+                    headers.setdefault((path, str(column)), text)
+    return headers
+
+
+def _is_amount(cell: object) -> bool:
+    if isinstance(cell, bool):
+        return False
+    if isinstance(cell, int | float):
+        return not (float(cell).is_integer() and 1900 <= cell <= 2100)
+    if not isinstance(cell, str):
+        return False
+    text = cell.strip().strip("$€£()%").replace(",", "").strip()
+    try:
+        value = float(text)
+    except ValueError:
+        return False
+    return not (value.is_integer() and 1900 <= value <= 2100 and "." not in text)
+
+
+def _headers_of(table: list[list[object]]) -> dict[int, str]:
+    """Each column's header text: the non-empty cells above the first row holding an amount."""
+    texts: dict[int, list[str]] = {}
+    for row in table:
+        if any(_is_amount(cell) for cell in row[1:]):
+            break
+        carried = ""
+        for column, cell in enumerate(row):
+            text = str(cell).strip() if cell is not None else ""
+            if column == 0:
+                continue
+            if text:
+                carried = text
+            elif carried:
+                text = carried
+            if text:
+                texts.setdefault(column, []).append(text)
+    return {column: " ".join(parts) for column, parts in texts.items()}
+
+
+@dataclass(frozen=True)
+class Focus:
+    """The cells an answer's words point to."""
+
+    members: tuple[int, ...]
+    """Cell positions, reading order."""
+    rows: tuple[str, ...]
+    """The rows' labels, best-matched first."""
+    columns: tuple[str, ...]
+    """The columns' names ("2019"), or ``()`` when every column of the rows is kept."""
+
+
+def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus | None:
+    """The cells of the rows the words name best, in the columns their years (or words) name."""
+    if not words.words:
+        return None
+    by_row: dict[str, list[int]] = {}
+    for position, row in enumerate(labels.rows):
+        by_row.setdefault(row, []).append(position)
+    row_words = {row: labels.row_words[members[0]] for row, members in by_row.items()}
+    frequency: dict[str, int] = {}
+    for vocabulary in row_words.values():
+        for word in vocabulary:
+            frequency[word] = frequency.get(word, 0) + 1
+    scored = []
+    for order, (row, vocabulary) in enumerate(row_words.items()):
+        shared = [word for word in vocabulary & words.words if frequency[word] <= MAX_ROW_DOCUMENT_FREQUENCY]
+        if shared:
+            score = math.fsum(1.0 / frequency[word] for word in sorted(shared))
+            scored.append((-score, order, row))
+    if not scored:
+        return _column_focus(words, labels, cells)
+    scored.sort()
+    rows = [row for _, _, row in scored[:MAX_FOCUS_ROWS]]
+    members = sorted(position for row in rows for position in by_row[row])
+    columns: tuple[str, ...] = ()
+    if words.years:
+        in_years = [position for position in members if labels.column_years[position] & words.years]
+        if in_years:
+            members = in_years
+            columns = tuple(dict.fromkeys(labels.column_names[position] for position in members))
+    if not 1 <= len(members) <= MAX_FOCUS_CELLS:
+        return None
+    kept = {labels.rows[position] for position in members}
+    names = tuple(cells.row_labels[by_row[row][0]] for row in rows if row in kept)
+    return Focus(tuple(members), names, columns)
+
+
+def _column_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus | None:
+    """When no row is named: the cells of the one column the words or years name ("the sum of all …")."""
+    named: dict[str, list[int]] = {}
+    for position, header in enumerate(labels.column_names):
+        if labels.column_words[position] & words.words or labels.column_years[position] & words.years:
+            named.setdefault(header, []).append(position)
+    if len(named) != 1:
+        return None
+    ((header, members),) = named.items()
+    if not 2 <= len(members) <= MAX_FOCUS_CELLS:
+        return None
+    rows = tuple(dict.fromkeys(cells.row_labels[position] for position in members))
+    return Focus(tuple(members), rows, (header,))
+
+
+@dataclass(frozen=True)
+class FocusCandidates:
+    """The candidate values of one focus for one kind of figure, each with its words."""
+
+    values: np.ndarray
+    """Sorted."""
+    words: tuple[str, ...]
+    """How each sorted value was made: ``(2.7 + 2.0 + 1.0) / 3``."""
+
+    def count_within(self, low: float, high: float) -> int:
+        """Distinct candidate values in ``[low, high]``."""
+        inside = self.values[(self.values >= low) & (self.values <= high)]
+        return int(np.unique(inside).size)
+
+    def first_within(self, low: float, high: float) -> int | None:
+        """The first-made candidate in ``[low, high]``, if any."""
+        inside = np.flatnonzero((self.values >= low) & (self.values <= high))
+        return int(inside[0]) if inside.size else None
+
+
+def focus_candidates(
+    focus: Focus, cells: Cells, labels: TableLabels, operations: frozenset[str], percent: bool
+) -> FocusCandidates:
+    """The arithmetic of the focus the operation words name (all of it when they name none).
+
+    Operands are the focus's cells and, under "average" or "sum", the averages or sums of each of its
+    rows, each of its columns and all of it (the first step of a two-step derivation). From them: the
+    aggregates themselves; under a difference word their differences and, for a ``%`` figure, percent
+    changes; under a quotient word their quotients (``%`` figures: 100 × a / b, also of a two-cell sum
+    over a third cell). A ``%`` figure is also asked the differences of the cells themselves (percentage
+    points written without ``%`` in the table).
+    """
+    every = not operations
+    values = cells.values
+    operands = [(float(values[m]), _number(float(values[m]))) for m in focus.members]
+    aggregates: list[tuple[float, str]] = []
+    if every or operations & {"average", "sum"}:
+        for members, where in _subsets(focus, labels):
+            if len(members) < 2:
+                continue
+            total = math.fsum(float(values[m]) for m in members)
+            joined = " + ".join(_number(float(values[m])) for m in members)
+            where = f" ({where})" if where else ""
+            if every or "sum" in operations:
+                aggregates.append((total, f"{joined}{where}"))
+            if every or "average" in operations:
+                aggregates.append((total / len(members), f"({joined}) / {len(members)}{where}"))
+    made: list[tuple[float, str]] = list(aggregates)
+    pool = operands + aggregates
+    if every or "difference" in operations:
+        for (a, wa), (b, wb) in permutations(pool, 2):
+            made.append((a - b, f"{wa} − {wb}"))
+            if percent and b != 0 and a * b > 0:
+                made.append((100 * (a - b) / b, f"({wa} − {wb}) / {wb}"))
+    if every or "quotient" in operations:
+        totals = _column_totals(focus, cells)
+        for (a, wa), (b, wb) in [*permutations(pool, 2), *((x, t) for x in pool for t in totals)]:
+            if b != 0 and a * b > 0:
+                made.append((100 * a / b if percent else a / b, f"{'100 × ' if percent else ''}{wa} / {wb}"))
+    if not percent:
+        made += [(value, words) for value, words in operands] if every else []
+    finite = [(value, words) for value, words in made if math.isfinite(value)]
+    order = sorted(range(len(finite)), key=lambda index: (finite[index][0], index))
+    return FocusCandidates(
+        np.asarray([finite[index][0] for index in order], dtype=np.float64),
+        tuple(finite[index][1] for index in order),
+    )
+
+
+def _column_totals(focus: Focus, cells: Cells) -> list[tuple[float, str]]:
+    """The totals a share of the focus divides by: the largest cell of each column the focus sits in
+    (a table's own total row), for columns of one sign."""
+    members = set(focus.members)
+    totals: list[tuple[float, str]] = []
+    for column in cells.columns:
+        if not members & set(column.members):
+            continue
+        values = cells.values[list(column.members)]
+        if values.size and (np.all(values >= 0) or np.all(values <= 0)):
+            largest = float(values[int(np.argmax(np.abs(values)))])
+            if all(largest != float(cells.values[m]) for m in members):
+                totals.append((largest, f"{_number(largest)} (total of {column.label})"))
+    return totals
+
+
+def _subsets(focus: Focus, labels: TableLabels) -> list[tuple[list[int], str]]:
+    """The focus's rows, its columns and all of it, each with where it sits."""
+    by_row: dict[str, list[int]] = {}
+    by_column: dict[str, list[int]] = {}
+    for member in focus.members:
+        by_row.setdefault(labels.rows[member], []).append(member)
+        by_column.setdefault(labels.column_names[member], []).append(member)
+    subsets = [(members, "") for members in by_row.values()]
+    if len(by_row) > 1:
+        subsets += [(members, column) for column, members in by_column.items()]
+        subsets.append((list(focus.members), ""))
+    return subsets
+
+
+def _number(value: float) -> str:
+    text = str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+    return f"({text})" if value < 0 else text
