@@ -183,7 +183,7 @@ def _infer(
     inferred = []
     for figure in figures:
         inference = extended.infer(figure, answer_words(answer, figure.written), coincidence)
-        if inference is not None and inference.chance < coincidence:
+        if inference is not None and inference.accepted:
             inferred.append(
                 InferredFigure(
                     figure.written, figure.value, inference.derivation, inference.source, inference.chance
