@@ -213,7 +213,9 @@ class ExtendedDerivations:
         if pairs > MAX_PAIRS:
             self.skipped = f"{pairs} pairs of cells, over the {MAX_PAIRS} the extended derivations try"
 
-    def infer(self, figure: Figure, words: AnswerWords | None = None, coincidence: float = 1.0) -> Inference | None:
+    def infer(
+        self, figure: Figure, words: AnswerWords | None = None, coincidence: float = 1.0
+    ) -> Inference | None:
         """The preferred extended derivation matching ``figure`` with its chance, or ``None`` (no match).
 
         With the ``words`` of the answer around the figure, the cells they name are asked first
