@@ -148,6 +148,21 @@ def flag_of(normalisation: Normalisation, threshold: float) -> Callable[[Scored]
     return lambda s: s.disagreement or (s.margin is not None and normalisation.value(s) < threshold)
 
 
+def operating_points(sample: Sample) -> list[tuple[Normalisation, float, tuple[float, float, float]]]:
+    """Per normalisation, the smallest grid threshold that detects nearest rivals within half a point
+    of the seed rule on ``sample``, with its rates (the last threshold of the grid if none does)."""
+    seed_nearest = rates(sample, seed_flag)[2]
+    points = []
+    for normalisation in NORMALISATIONS:
+        chosen = normalisation.grid[-1]
+        for threshold in normalisation.grid:
+            if rates(sample, flag_of(normalisation, threshold))[2] >= seed_nearest - NEAREST_SLACK - 1e-12:
+                chosen = threshold
+                break
+        points.append((normalisation, chosen, rates(sample, flag_of(normalisation, chosen))))
+    return points
+
+
 def pick(sample: Sample) -> tuple[Normalisation, float, tuple[float, float, float]]:
     """The documented rule on a tuning sample: per normalisation the smallest threshold that detects
     nearest rivals within half a point of the seed rule, then the fewest false alarms (ties: list order)."""
@@ -235,6 +250,17 @@ def run(data: str | Path | None = None, source: str | Path | None = None) -> lis
                 threshold=threshold,
             )
         )
+        for candidate, candidate_threshold, measured in operating_points(scored[tune_on]):
+            rows.append(
+                _row(
+                    f"{prefix}.candidates.{candidate.name}@{candidate_threshold:g}",
+                    measured,
+                    f"on {tune_on}; held out on {report_on}: "
+                    + "{:.3f} / {:.3f} / {:.3f}".format(
+                        *rates(scored[report_on], flag_of(candidate, candidate_threshold))
+                    ),
+                )
+            )
         for side in (report_on, report_on + ".multi"):
             sample = scored[side]
             seed = rates(sample, seed_flag)
