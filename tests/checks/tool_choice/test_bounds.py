@@ -55,6 +55,10 @@ def _same(indexed: MarginResult, whole: MarginResult) -> None:
     assert indexed.weakest == whole.weakest
     assert indexed.margin == pytest.approx(whole.margin, abs=1e-6)
     assert indexed.cosine_margin == pytest.approx(whole.cosine_margin, abs=1e-6)
+    if whole.relative_margin is None:
+        assert indexed.relative_margin is None
+    else:
+        assert indexed.relative_margin == pytest.approx(whole.relative_margin, abs=1e-5)
     assert indexed.best_chosen_score == pytest.approx(whole.best_chosen_score, abs=1e-6)
     assert indexed.top_score == pytest.approx(whole.top_score, abs=1e-6)
 

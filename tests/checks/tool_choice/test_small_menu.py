@@ -76,6 +76,7 @@ def _same(lean: MarginResult, general: MarginResult) -> None:
     assert lean.ranked_scores.tolist() == general.ranked_scores.tolist()
     assert (lean.top, lean.best_chosen_score) == (general.top, general.best_chosen_score)
     assert (lean.margin, lean.cosine_margin) == (general.margin, general.cosine_margin)
+    assert lean.relative_margin == general.relative_margin
     assert (lean.narrow, lean.proxy_disagreement, lean.chosen) == (
         general.narrow,
         general.proxy_disagreement,
