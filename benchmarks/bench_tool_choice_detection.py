@@ -15,7 +15,8 @@ Scorings: ``seed`` (the seed rule at each threshold: 0.05 is the seed, 0.02 the 
 weight 0.1) and ``calibrated`` (the shipped default); a scoring whose results carry a relative margin
 (``calibrated``, ``params_lexical``) is thresholded on it. The earlier rule for the calibrated weight
 and threshold (the most headroom on three targets, on the ``tune`` half) is still re-derived and
-reported; the shipped threshold now comes from :mod:`benchmarks.bench_tool_choice_transfer`. Run alone (``python -m benchmarks.bench_tool_choice_detection``) it
+reported; the shipped threshold now comes from :mod:`benchmarks.bench_tool_choice_transfer`. Run
+alone (``python -m benchmarks.bench_tool_choice_detection``) it
 also prints the tables as Markdown.
 
 Data: see :mod:`benchmarks._bfcl` (``$SHAPECHECK_BENCH_DATA``, ``$SHAPECHECK_BENCH_BFCL_SOURCE``).

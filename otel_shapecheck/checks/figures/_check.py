@@ -82,7 +82,7 @@ class FiguresCheck:
     - ``derivations``, :envvar:`OTEL_SHAPECHECK_FIGURES_DERIVATIONS`, ``extended``: ``closed`` keeps the
       reference's derivation set only; ``extended`` also infers cell arithmetic below the bound;
     - ``coincidence``, :envvar:`OTEL_SHAPECHECK_FIGURES_COINCIDENCE`, 0.02: the bound ``p`` an
-      inferred figure's coincidence chance must stay below (10 · p for the cells the answer names).
+      inferred figure's coincidence chance must stay below (15 · p for the cells the answer names).
 
     Raises:
         ValueError: an argument is invalid (the message names it).

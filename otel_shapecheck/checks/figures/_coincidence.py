@@ -21,7 +21,7 @@ extended derivation is accepted, the check asks how likely that fall is for *thi
 - A zero is never inferred: equal cells make it the likeliest coincidence of all (chance 1).
 
 The figure is accepted only when the chance is below ``p`` (:data:`DEFAULT_COINCIDENCE`, 2 %), or, for
-the cells the answer's own words name, below 10 · p (:data:`~._extended.NAMED_FACTOR`).
+the cells the answer's own words name, below 15 · p (:data:`~._extended.NAMED_FACTOR`).
 """
 
 from __future__ import annotations

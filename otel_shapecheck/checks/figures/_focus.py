@@ -41,6 +41,7 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'’]+")
 _YEAR = re.compile(r"(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])")
 _PERCENT_CHANGE = re.compile(r"(?:percentage|percent|%)\s+(?:change|increase|decrease|growth)", re.I)
 """"percentage change" names a change, not a quotient."""
+_PERCENT_HEADER = re.compile(r"%|\bpercent", re.I)
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
 _STOP: Final = frozenset(
     [
@@ -263,6 +264,8 @@ class TableLabels:
         self.column_words: list[frozenset[str]] = []
         self.column_years: list[frozenset[int]] = []
         self.column_names: list[str] = []
+        self.column_percent: list[bool] = []
+        """Whether the column's header says its cells are percentages (``%``, ``percent``)."""
         for position, path in enumerate(paths):
             row_label = cells.row_labels[position]
             if isinstance(path, tuple):
@@ -279,6 +282,7 @@ class TableLabels:
             self.column_words.append(frozenset(content_words(header)))
             self.column_years.append(frozenset(years_in(header)))
             self.column_names.append(header.strip() or f"column {column}")
+            self.column_percent.append(bool(_PERCENT_HEADER.search(header)))
 
 
 def _list_table_headers(tool_results: Iterable[ToolResult]) -> dict[tuple[str, str], str]:
@@ -421,6 +425,19 @@ class FocusCandidates:
         return int(inside[0]) if inside.size else None
 
 
+@dataclass(frozen=True)
+class _Operand:
+    """A cell of the focus, or an aggregate of some of them, with where it sits."""
+
+    value: float
+    words: str
+    row: str
+    """The row it sits in; ``*`` for an aggregate over rows."""
+    column: str
+    """The column it sits in; ``*`` for an aggregate over columns."""
+    percent: bool
+
+
 def focus_candidates(
     focus: Focus, cells: Cells, labels: TableLabels, operations: frozenset[str], percent: bool
 ) -> FocusCandidates:
@@ -428,40 +445,62 @@ def focus_candidates(
 
     Operands are the focus's cells and, under "average" or "sum", the averages or sums of each of its
     rows, each of its columns and all of it (the first step of a two-step derivation). From them: the
-    aggregates themselves; under a difference word their differences and, for a ``%`` figure, percent
-    changes; under a quotient word their quotients (``%`` figures: 100 × a / b, also of a two-cell sum
-    over a third cell). A ``%`` figure is also asked the differences of the cells themselves (percentage
-    points written without ``%`` in the table).
+    aggregates themselves; under a difference word the differences of two operands and, for a ``%``
+    figure, their percent changes; under a quotient word their quotients (``%`` figures: 100 × a / b),
+    also over the largest cell of the operand's column (the share of a subtotal). Two operands are
+    combined only when they share a row or a column, and both or neither are percentages (a cell written
+    with ``%`` or under a header that says ``%``); quotients and percent changes take no percentages. A
+    ``%`` figure is also asked the differences of amounts (percentage points written without ``%``).
     """
     every = not operations
-    values = cells.values
-    operands = [(float(values[m]), _number(float(values[m]))) for m in focus.members]
-    aggregates: list[tuple[float, str]] = []
+    operands = [
+        _Operand(
+            float(cells.values[m]),
+            _number(float(cells.values[m])),
+            labels.rows[m],
+            labels.column_names[m],
+            bool(cells.percent[m]) or labels.column_percent[m],
+        )
+        for m in focus.members
+    ]
+    aggregates: list[_Operand] = []
     if every or operations & {"average", "sum"}:
-        for members, where in _subsets(focus, labels):
+        for members, row, column in _subsets(operands):
             if len(members) < 2:
                 continue
-            total = math.fsum(float(values[m]) for m in members)
-            joined = " + ".join(_number(float(values[m])) for m in members)
-            where = f" ({where})" if where else ""
+            total = math.fsum(member.value for member in members)
+            joined = " + ".join(member.words for member in members)
+            share = all(member.percent for member in members)
             if every or "sum" in operations:
-                aggregates.append((total, f"{joined}{where}"))
+                aggregates.append(_Operand(total, joined, row, column, share))
             if every or "average" in operations:
-                aggregates.append((total / len(members), f"({joined}) / {len(members)}{where}"))
-    made: list[tuple[float, str]] = list(aggregates)
+                aggregates.append(
+                    _Operand(total / len(members), f"({joined}) / {len(members)}", row, column, share)
+                )
+    made: list[tuple[float, str]] = [(a.value, a.words) for a in aggregates if a.percent == percent]
     pool = operands + aggregates
+    pairs = [
+        (a, b)
+        for a, b in permutations(pool, 2)
+        if (a.row == b.row or a.column == b.column) and a.percent == b.percent
+    ]
     if every or "difference" in operations:
-        for (a, wa), (b, wb) in permutations(pool, 2):
-            made.append((a - b, f"{wa} − {wb}"))
-            if percent and b != 0 and a * b > 0:
-                made.append((100 * (a - b) / b, f"({wa} − {wb}) / {wb}"))
+        for a, b in pairs:
+            if percent or not a.percent:
+                made.append((a.value - b.value, f"{a.words} − {b.words}"))
+            if percent and b.value != 0 and a.value * b.value > 0:
+                made.append((100 * (a.value - b.value) / b.value, f"({a.words} − {b.words}) / {b.words}"))
     if every or "quotient" in operations:
-        totals = _column_totals(focus, cells)
-        for (a, wa), (b, wb) in [*permutations(pool, 2), *((x, t) for x in pool for t in totals)]:
-            if b != 0 and a * b > 0:
-                made.append((100 * a / b if percent else a / b, f"{'100 × ' if percent else ''}{wa} / {wb}"))
-    if not percent:
-        made += [(value, words) for value, words in operands] if every else []
+        totals = _column_totals(focus, cells, labels)
+        shares = [(a, total) for a in pool for total in totals if total.column == a.column]
+        for a, b in [*pairs, *shares]:
+            if not a.percent and not b.percent and b.value != 0 and a.value * b.value > 0:
+                ratio = a.value / b.value
+                made.append(
+                    (100 * ratio, f"100 × {a.words} / {b.words}")
+                    if percent
+                    else (ratio, f"{a.words} / {b.words}")
+                )
     finite = [(value, words) for value, words in made if math.isfinite(value)]
     order = sorted(range(len(finite)), key=lambda index: (finite[index][0], index))
     return FocusCandidates(
@@ -470,33 +509,36 @@ def focus_candidates(
     )
 
 
-def _column_totals(focus: Focus, cells: Cells) -> list[tuple[float, str]]:
+def _column_totals(focus: Focus, cells: Cells, labels: TableLabels) -> list[_Operand]:
     """The totals a share of the focus divides by: the largest cell of each column the focus sits in
     (a table's own total row), for columns of one sign."""
     members = set(focus.members)
-    totals: list[tuple[float, str]] = []
+    totals: list[_Operand] = []
     for column in cells.columns:
         if not members & set(column.members):
             continue
         values = cells.values[list(column.members)]
-        if values.size and (np.all(values >= 0) or np.all(values <= 0)):
-            largest = float(values[int(np.argmax(np.abs(values)))])
+        if values.size and np.any(values > 0):  # a total of the column's positive items
+            at = int(np.argmax(values))
+            largest = float(values[at])
+            position = column.members[at]
             if all(largest != float(cells.values[m]) for m in members):
-                totals.append((largest, f"{_number(largest)} (total of {column.label})"))
+                name = labels.column_names[position]
+                totals.append(_Operand(largest, f"{_number(largest)} (total of {name})", "*", name, False))
     return totals
 
 
-def _subsets(focus: Focus, labels: TableLabels) -> list[tuple[list[int], str]]:
-    """The focus's rows, its columns and all of it, each with where it sits."""
-    by_row: dict[str, list[int]] = {}
-    by_column: dict[str, list[int]] = {}
-    for member in focus.members:
-        by_row.setdefault(labels.rows[member], []).append(member)
-        by_column.setdefault(labels.column_names[member], []).append(member)
-    subsets = [(members, "") for members in by_row.values()]
+def _subsets(operands: Sequence[_Operand]) -> list[tuple[list[_Operand], str, str]]:
+    """The focus's rows, its columns and all of it, each with the row and column it sits in."""
+    by_row: dict[str, list[_Operand]] = {}
+    by_column: dict[str, list[_Operand]] = {}
+    for operand in operands:
+        by_row.setdefault(operand.row, []).append(operand)
+        by_column.setdefault(operand.column, []).append(operand)
+    subsets = [(members, row, "*") for row, members in by_row.items()]
     if len(by_row) > 1:
-        subsets += [(members, column) for column, members in by_column.items()]
-        subsets.append((list(focus.members), ""))
+        subsets += [(members, "*", column) for column, members in by_column.items()]
+        subsets.append((list(operands), "*", "*"))
     return subsets
 
 
