@@ -214,7 +214,7 @@ OTEL_SHAPECHECK_FIGURES_COINCIDENCE: Final = "OTEL_SHAPECHECK_FIGURES_COINCIDENC
 
 The bound ``p`` of the extended derivations: one is accepted only when the chance that a random number
 of the figure's magnitude and precision would match some candidate is below it (a match among the cells
-the answer's own words name: below 15 · p, at most 1). A number in [0, 1]; default 0.02 (the largest p
+the answer's own words name: below 50 · p, at most 1). A number in [0, 1]; default 0.05 (the largest p
 whose extended layer let at most 1 % of mutated and 0.5 % of invented figures through on the tune half
 of the TAT-QA study, split by table).
 """

@@ -21,7 +21,7 @@ def add_figures_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGr
         type=float,
         metavar="P",
         help="infer a figure only when its coincidence chance is below P, in [0, 1] "
-        "(default: OTEL_SHAPECHECK_FIGURES_COINCIDENCE, else 0.02)",
+        "(default: OTEL_SHAPECHECK_FIGURES_COINCIDENCE, else 0.05)",
     )
 
 

@@ -216,6 +216,8 @@ class AnswerWords:
     years: frozenset[int]
     operations: frozenset[str]
     """``difference``, ``average``, ``sum``, ``quotient``: the families the sentence names (none: all)."""
+    phrase: str = ""
+    """The sentence as :func:`phrase_text` writes it, to find a row label it quotes whole."""
 
 
 def answer_words(answer: str, written: str) -> AnswerWords:
@@ -246,7 +248,18 @@ def answer_words(answer: str, written: str) -> AnswerWords:
     years = years_in(sentence)
     if len(years) > 1 and max(years) - min(years) <= 10:  # "from 2017 to 2019" covers 2018 too
         years = set(range(min(years), max(years) + 1))
-    return AnswerWords(frozenset(content_words(sentence)), frozenset(years), frozenset(operations))
+    return AnswerWords(
+        frozenset(content_words(sentence)), frozenset(years), frozenset(operations), phrase_text(sentence)
+    )
+
+
+_NOT_WORD = re.compile(r"[^a-z0-9]+")
+_FOOTNOTE = re.compile(r"\(\s*[0-9a-z]\s*\)$")
+
+
+def phrase_text(text: str) -> str:
+    """Lower case, a trailing footnote mark (``(1)``) dropped, every run of other characters one space."""
+    return " " + _NOT_WORD.sub(" ", _FOOTNOTE.sub("", text.strip().lower())).strip() + " "
 
 
 class TableLabels:
@@ -366,8 +379,13 @@ def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus |
     for vocabulary in row_words.values():
         for word in vocabulary:
             frequency[word] = frequency.get(word, 0) + 1
+    quoted = _quoted_rows(words, by_row, cells)
     scored = []
     for order, (row, vocabulary) in enumerate(row_words.items()):
+        if quoted:
+            if row in quoted:
+                scored.append((-float(len(quoted[row])), order, row))
+            continue
         shared = [word for word in vocabulary & words.words if frequency[word] <= MAX_ROW_DOCUMENT_FREQUENCY]
         if shared:
             score = math.fsum(1.0 / frequency[word] for word in sorted(shared))
@@ -388,6 +406,23 @@ def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus |
     kept = {labels.rows[position] for position in members}
     names = tuple(cells.row_labels[by_row[row][0]] for row in rows if row in kept)
     return Focus(tuple(members), names, columns)
+
+
+def _quoted_rows(words: AnswerWords, by_row: dict[str, list[int]], cells: Cells) -> dict[str, str]:
+    """The rows whose whole label (at least two words) the sentence quotes, except a label that is part
+    of another quoted one ("assets" inside "total assets")."""
+    if not words.phrase:
+        return {}
+    found = {}
+    for row, members in by_row.items():
+        label = phrase_text(cells.row_labels[members[0]])
+        if len(label.split()) >= 2 and label in words.phrase:
+            found[row] = label
+    return {
+        row: label
+        for row, label in found.items()
+        if not any(label != other and label in other for other in found.values())
+    }
 
 
 def _column_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus | None:
@@ -436,6 +471,8 @@ class _Operand:
     column: str
     """The column it sits in; ``*`` for an aggregate over columns."""
     percent: bool
+    level: int = 0
+    """0 for a cell, 1 for an aggregate of a row or a column of the focus, 2 for all of it."""
 
 
 def focus_candidates(
@@ -448,7 +485,8 @@ def focus_candidates(
     aggregates themselves; under a difference word the differences of two operands and, for a ``%``
     figure, their percent changes; under a quotient word their quotients (``%`` figures: 100 × a / b),
     also over the largest cell of the operand's column (the share of a subtotal). Two operands are
-    combined only when they share a row or a column, and both or neither are percentages (a cell written
+    combined only when they are both cells or both aggregates of a row or column, share a row or a
+    column, and both or neither are percentages (a cell written
     with ``%`` or under a header that says ``%``); quotients and percent changes take no percentages. A
     ``%`` figure is also asked the differences of amounts (percentage points written without ``%``).
     """
@@ -471,18 +509,19 @@ def focus_candidates(
             total = math.fsum(member.value for member in members)
             joined = " + ".join(member.words for member in members)
             share = all(member.percent for member in members)
+            level = 2 if row == column == "*" else 1
             if every or "sum" in operations:
-                aggregates.append(_Operand(total, joined, row, column, share))
+                aggregates.append(_Operand(total, joined, row, column, share, level))
             if every or "average" in operations:
                 aggregates.append(
-                    _Operand(total / len(members), f"({joined}) / {len(members)}", row, column, share)
+                    _Operand(total / len(members), f"({joined}) / {len(members)}", row, column, share, level)
                 )
     made: list[tuple[float, str]] = [(a.value, a.words) for a in aggregates if a.percent == percent]
     pool = operands + aggregates
     pairs = [
         (a, b)
         for a, b in permutations(pool, 2)
-        if (a.row == b.row or a.column == b.column) and a.percent == b.percent
+        if (a.row == b.row or a.column == b.column) and a.percent == b.percent and a.level == b.level < 2
     ]
     if every or "difference" in operations:
         for a, b in pairs:
