@@ -511,7 +511,7 @@ def focus_candidates(
             share = all(member.percent for member in members)
             level = 2 if row == column == "*" else 1
             if every or "sum" in operations:
-                aggregates.append(_Operand(total, joined, row, column, share, level))
+                aggregates.append(_Operand(total, f"({joined})", row, column, share, level))
             if every or "average" in operations:
                 aggregates.append(
                     _Operand(total / len(members), f"({joined}) / {len(members)}", row, column, share, level)
