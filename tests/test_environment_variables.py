@@ -29,6 +29,7 @@ from otel_shapecheck._settings_table import (
 )
 from otel_shapecheck.checks.figures._check import FiguresCheck
 from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
+from otel_shapecheck.checks.tool_choice._scoring import CALIBRATED_MARGIN_THRESHOLD
 from otel_shapecheck.embedding._cache import EmbeddingCache
 from otel_shapecheck.embedding._embedders import HashingEmbedder, MiniLMEmbedder
 from otel_shapecheck.gateway._options import GatewayOptions
@@ -71,7 +72,7 @@ READERS: dict[str, Callable[[], object]] = {
 }
 """Settings whose component does not expose them under their argument name."""
 
-READ_DEFAULTS: dict[str, object] = {env.OTEL_SHAPECHECK_MARGIN_THRESHOLD: 0.01}
+READ_DEFAULTS: dict[str, object] = {env.OTEL_SHAPECHECK_MARGIN_THRESHOLD: CALIBRATED_MARGIN_THRESHOLD}
 """Settings whose default the component decides (the calibrated scoring's threshold)."""
 
 
