@@ -94,3 +94,39 @@ class TestNamedCells:
     def test_the_named_limit_is_capped_at_one(self) -> None:
         assert named_limit(0.02) == NAMED_FACTOR * 0.02
         assert named_limit(0.5) == 1.0
+
+
+_ONE_PROCESS = """
+import json, sys
+from otel_shapecheck._model import ToolResult
+from otel_shapecheck.checks.figures._findings import check_figures
+table = json.loads(sys.argv[1])
+answers = ["The change in Additions in 2019 from 2018 was 0.7 million.",
+           "The average Additions from 2017 to 2019 were 2.43 million.",
+           "Transfers and disposals in 2019 as a percentage of the total: 19.67%."]
+result = ToolResult(json.dumps(table), name="get_table")
+for answer in answers:
+    finding = check_figures(answer, [result], min_digits=1)
+    print([item.describe() for item in finding.inferred], finding.unsupported)
+"""
+
+
+def test_the_same_verdicts_under_any_hash_seed() -> None:
+    """Words are sets inside; the focus, its candidates and the named derivation must not depend on them."""
+    import os
+    import subprocess
+    import sys
+
+    outputs = set()
+    for seed in ("0", "1", "12345"):
+        environment = {**os.environ, "PYTHONHASHSEED": seed}
+        run = subprocess.run(
+            [sys.executable, "-c", _ONE_PROCESS, json.dumps(TABLE)],
+            capture_output=True,
+            text=True,
+            env=environment,
+            check=True,
+        )
+        outputs.add(run.stdout)
+    assert len(outputs) == 1
+    assert "named-cells" in next(iter(outputs))
