@@ -296,6 +296,19 @@ class TableLabels:
             self.column_years.append(frozenset(years_in(header)))
             self.column_names.append(header.strip() or f"column {column}")
             self.column_percent.append(bool(_PERCENT_HEADER.search(header)))
+        self.by_row: dict[str, list[int]] = {}
+        """Each row's cell positions, reading order (every figure of an answer reads them)."""
+        for position, row in enumerate(self.rows):
+            self.by_row.setdefault(row, []).append(position)
+        self.row_vocabulary = {row: self.row_words[members[0]] for row, members in self.by_row.items()}
+        self.row_phrases = {
+            row: phrase_text(cells.row_labels[members[0]]) for row, members in self.by_row.items()
+        }
+        self.frequency: dict[str, int] = {}
+        """How many rows carry each word."""
+        for vocabulary in self.row_vocabulary.values():
+            for word in vocabulary:
+                self.frequency[word] = self.frequency.get(word, 0) + 1
 
 
 def _list_table_headers(tool_results: Iterable[ToolResult]) -> dict[tuple[str, str], str]:
@@ -371,17 +384,10 @@ def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus |
     """The cells of the rows the words name best, in the columns their years (or words) name."""
     if not words.words:
         return None
-    by_row: dict[str, list[int]] = {}
-    for position, row in enumerate(labels.rows):
-        by_row.setdefault(row, []).append(position)
-    row_words = {row: labels.row_words[members[0]] for row, members in by_row.items()}
-    frequency: dict[str, int] = {}
-    for vocabulary in row_words.values():
-        for word in vocabulary:
-            frequency[word] = frequency.get(word, 0) + 1
-    quoted = _quoted_rows(words, by_row, cells)
+    by_row, frequency = labels.by_row, labels.frequency
+    quoted = _quoted_rows(words, labels)
     scored = []
-    for order, (row, vocabulary) in enumerate(row_words.items()):
+    for order, (row, vocabulary) in enumerate(labels.row_vocabulary.items()):
         if quoted:
             if row in quoted:
                 scored.append((-float(len(quoted[row])), order, row))
@@ -408,15 +414,14 @@ def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus |
     return Focus(tuple(members), names, columns)
 
 
-def _quoted_rows(words: AnswerWords, by_row: dict[str, list[int]], cells: Cells) -> dict[str, str]:
+def _quoted_rows(words: AnswerWords, labels: TableLabels) -> dict[str, str]:
     """The rows whose whole label (at least two words) the sentence quotes, except a label that is part
     of another quoted one ("assets" inside "total assets")."""
     if not words.phrase:
         return {}
     found = {}
-    for row, members in by_row.items():
-        label = phrase_text(cells.row_labels[members[0]])
-        if len(label.split()) >= 2 and label in words.phrase:
+    for row, label in labels.row_phrases.items():
+        if label in words.phrase and len(label.split()) >= 2:
             found[row] = label
     return {
         row: label
