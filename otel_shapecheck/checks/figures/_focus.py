@@ -304,11 +304,21 @@ class TableLabels:
         self.row_phrases = {
             row: phrase_text(cells.row_labels[members[0]]) for row, members in self.by_row.items()
         }
-        self.frequency: dict[str, int] = {}
-        """How many rows carry each word."""
-        for vocabulary in self.row_vocabulary.values():
-            for word in vocabulary:
-                self.frequency[word] = self.frequency.get(word, 0) + 1
+        self.rows_by_word: dict[str, list[str]] = {}
+        """The rows carrying each word, in reading order (its length is the word's row frequency)."""
+        for row, vocabulary in self.row_vocabulary.items():
+            for word in sorted(vocabulary):
+                self.rows_by_word.setdefault(word, []).append(row)
+        self.row_order = {row: order for order, row in enumerate(self.by_row)}
+        self.by_column: dict[str, list[int]] = {}
+        """Each column name's cell positions, reading order."""
+        for position, name in enumerate(self.column_names):
+            self.by_column.setdefault(name, []).append(position)
+
+    def rows_sharing(self, words: frozenset[str]) -> list[str]:
+        """The rows that carry any of ``words``, in reading order: only they can be named."""
+        found = {row for word in words for row in self.rows_by_word.get(word, ())}
+        return sorted(found, key=self.row_order.__getitem__)
 
 
 def _list_table_headers(tool_results: Iterable[ToolResult]) -> dict[tuple[str, str], str]:
@@ -384,17 +394,22 @@ def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus |
     """The cells of the rows the words name best, in the columns their years (or words) name."""
     if not words.words:
         return None
-    by_row, frequency = labels.by_row, labels.frequency
-    quoted = _quoted_rows(words, labels)
+    by_row = labels.by_row
+    candidates = labels.rows_sharing(words.words)
+    quoted = _quoted_rows(words, labels, candidates)
     scored = []
-    for order, (row, vocabulary) in enumerate(labels.row_vocabulary.items()):
+    for row in candidates:
+        order = labels.row_order[row]
         if quoted:
             if row in quoted:
                 scored.append((-float(len(quoted[row])), order, row))
             continue
-        shared = [word for word in vocabulary & words.words if frequency[word] <= MAX_ROW_DOCUMENT_FREQUENCY]
+        frequency = {
+            word: len(labels.rows_by_word[word]) for word in labels.row_vocabulary[row] & words.words
+        }
+        shared = sorted(word for word, count in frequency.items() if count <= MAX_ROW_DOCUMENT_FREQUENCY)
         if shared:
-            score = math.fsum(1.0 / frequency[word] for word in sorted(shared))
+            score = math.fsum(1.0 / frequency[word] for word in shared)
             scored.append((-score, order, row))
     if not scored:
         return _column_focus(words, labels, cells)
@@ -414,13 +429,14 @@ def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus |
     return Focus(tuple(members), names, columns)
 
 
-def _quoted_rows(words: AnswerWords, labels: TableLabels) -> dict[str, str]:
-    """The rows whose whole label (at least two words) the sentence quotes, except a label that is part
-    of another quoted one ("assets" inside "total assets")."""
+def _quoted_rows(words: AnswerWords, labels: TableLabels, rows: Sequence[str]) -> dict[str, str]:
+    """Of ``rows``, those whose whole label (at least two words) the sentence quotes, except a label that
+    is part of another quoted one ("assets" inside "total assets")."""
     if not words.phrase:
         return {}
     found = {}
-    for row, label in labels.row_phrases.items():
+    for row in rows:
+        label = labels.row_phrases[row]
         if label in words.phrase and len(label.split()) >= 2:
             found[row] = label
     return {
@@ -432,13 +448,14 @@ def _quoted_rows(words: AnswerWords, labels: TableLabels) -> dict[str, str]:
 
 def _column_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus | None:
     """When no row is named: the cells of the one column the words or years name ("the sum of all …")."""
-    named: dict[str, list[int]] = {}
-    for position, header in enumerate(labels.column_names):
-        if labels.column_words[position] & words.words or labels.column_years[position] & words.years:
-            named.setdefault(header, []).append(position)
+    named = [
+        (header, members)
+        for header, members in labels.by_column.items()
+        if labels.column_words[members[0]] & words.words or labels.column_years[members[0]] & words.years
+    ]
     if len(named) != 1:
         return None
-    ((header, members),) = named.items()
+    ((header, members),) = named
     if not 2 <= len(members) <= MAX_FOCUS_CELLS:
         return None
     rows = tuple(dict.fromkeys(cells.row_labels[position] for position in members))
