@@ -279,6 +279,8 @@ class TableLabels:
         self.column_names: list[str] = []
         self.column_percent: list[bool] = []
         """Whether the column's header says its cells are percentages (``%``, ``percent``)."""
+        words_of: dict[str, frozenset[str]] = {}
+        header_of: dict[str, tuple[frozenset[str], frozenset[int], bool]] = {}
         for position, path in enumerate(paths):
             row_label = cells.row_labels[position]
             if isinstance(path, tuple):
@@ -290,12 +292,21 @@ class TableLabels:
             else:  # pragma: no cover - paths are strings or pairs
                 row, column, table = str(path), "", ""
             header = headers.get((table, column), "") if column.isdigit() else column.replace("_", " ")
+            if row_label not in words_of:  # labels repeat down a column and along a row: read each once
+                words_of[row_label] = frozenset(content_words(row_label))
+            if header not in header_of:
+                header_of[header] = (
+                    frozenset(content_words(header)),
+                    frozenset(years_in(header)),
+                    bool(_PERCENT_HEADER.search(header)),
+                )
+            column_words, column_years, column_percent = header_of[header]
             self.rows.append(row)
-            self.row_words.append(frozenset(content_words(row_label)))
-            self.column_words.append(frozenset(content_words(header)))
-            self.column_years.append(frozenset(years_in(header)))
+            self.row_words.append(words_of[row_label])
+            self.column_words.append(column_words)
+            self.column_years.append(column_years)
             self.column_names.append(header.strip() or f"column {column}")
-            self.column_percent.append(bool(_PERCENT_HEADER.search(header)))
+            self.column_percent.append(column_percent)
         self.by_row: dict[str, list[int]] = {}
         """Each row's cell positions, reading order (every figure of an answer reads them)."""
         for position, row in enumerate(self.rows):
