@@ -321,6 +321,8 @@ class TableLabels:
             for word in sorted(vocabulary):
                 self.rows_by_word.setdefault(word, []).append(row)
         self.row_order = {row: order for order, row in enumerate(self.by_row)}
+        self.wordless_rows = [row for row, vocabulary in self.row_vocabulary.items() if not vocabulary]
+        """Rows whose label has no content word ("Net change"): a sentence can still quote them whole."""
         self.by_column: dict[str, list[int]] = {}
         """Each column name's cell positions, reading order."""
         for position, name in enumerate(self.column_names):
@@ -403,18 +405,15 @@ class Focus:
 
 def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus | None:
     """The cells of the rows the words name best, in the columns their years (or words) name."""
-    if not words.words:
+    if not words.words and not labels.wordless_rows:
         return None
     by_row = labels.by_row
     candidates = labels.rows_sharing(words.words)
-    quoted = _quoted_rows(words, labels, candidates)
-    scored = []
-    for row in candidates:
+    quotable = sorted([*candidates, *labels.wordless_rows], key=labels.row_order.__getitem__)
+    quoted = _quoted_rows(words, labels, quotable)
+    scored = [(-float(len(label)), labels.row_order[row], row) for row, label in quoted.items()]
+    for row in () if quoted else candidates:
         order = labels.row_order[row]
-        if quoted:
-            if row in quoted:
-                scored.append((-float(len(quoted[row])), order, row))
-            continue
         frequency = {
             word: len(labels.rows_by_word[word]) for word in labels.row_vocabulary[row] & words.words
         }

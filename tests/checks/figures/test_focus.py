@@ -130,3 +130,15 @@ def test_the_same_verdicts_under_any_hash_seed() -> None:
         outputs.add(run.stdout)
     assert len(outputs) == 1
     assert "named-cells" in next(iter(outputs))
+
+
+def test_a_quoted_label_of_common_words_still_names_its_row() -> None:
+    """ "Net change" has no content word, yet a sentence that quotes it whole names that row alone."""
+    table = [["", "2019", "2018"], ["Net change", "14.6", "9.1"], ["Other change", "3.3", "2.2"]]
+    result = ToolResult(json.dumps(table), name="get_table")
+    basis = figure_basis([result], structure=True)
+    cells = read_cells(basis.structure)
+    labels = TableLabels(cells, basis.structure.paths, [result])
+    words = answer_words("The net change from 2018 to 2019 grew by 5.5 million", "5.5")
+    focus = find_focus(words, labels, cells)
+    assert focus is not None and focus.rows == ("Net change",)
