@@ -12,8 +12,9 @@ on the processor's ``MeterProvider`` (the given one, else the global one):
 
 Attributes are low-cardinality by construction: the agent, model and provider names (each at most
 :data:`~otel_shapecheck.readers._dimensions.MAX_DIMENSION_CHARS` characters; each the span's own, else
-the nearest agent span's above it that has one), the check, its label and whether it flagged. No tool name, span name or value, unless ``metrics_tool_names`` adds the chosen
-tool (``gen_ai.tool.name``) to the tool-choice points.
+the nearest agent span's above it that has one), the check, its label and whether it flagged. No tool
+name, span name or value, unless ``metrics_tool_names`` adds the chosen tool (``gen_ai.tool.name``) to
+the tool-choice points.
 """
 
 from __future__ import annotations
