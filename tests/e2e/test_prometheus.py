@@ -3,10 +3,11 @@ the Grafana dashboard (``docs/grafana/otel-shapecheck.json``) evaluated through 
 
 The verdict metrics leave the process through the OpenTelemetry Prometheus exporter (Debian's Prometheus
 has no OTLP receiver); a Prometheus server started on 127.0.0.1 scrapes it every second. The demo's four
-scenarios run twice, with a scrape after each round: a counter's first sample is its baseline, so the
-second round is what ``rate`` and ``increase`` see. Each query must return series with the labels its
-panel shows, and the values the run implies: a clean agent's flag rate is 0, a disagreement's negative
-margin reaches the margin quantiles, and the conformance verdict is found when a model is chosen.
+scenarios run twice in one process, and the server starts between the rounds: a counter's first sample
+is its baseline, so the second round is what ``rate`` and ``increase`` see. Each query must return
+series with the labels its panel shows, and the values the run implies: a clean agent's flag rate is 0,
+a disagreement's negative margin reaches the margin quantiles, and the conformance verdict is found when
+a model is chosen.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "docs" / "grafana" / "otel-shapecheck.json"
-RATE_WINDOW = "1m"
+RATE_WINDOW = "5m"
 """What ``$__rate_interval`` becomes: it covers every scrape of the run."""
 ALL = ".*"
 """What a dashboard variable set to All becomes (its ``allValue``)."""
@@ -72,32 +73,36 @@ def _scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
     prometheus = PrometheusServer(
         tmp_path_factory.mktemp("prometheus"), f"127.0.0.1:{exposition.server_port}"
     )
+    collected = CollectingSpanProcessor()
+    processor = ShapecheckSpanProcessor(
+        collected, checks=build_checks("hashing"), meter_provider=meter_provider
+    )
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(processor)
     try:
+        # Round 1 ends before the server starts, so every series is in every scrape from the first one:
+        # the same sample times for all, hence the same rate extrapolation and exact ratios.
+        first = _run_demo_scenarios(provider, processor, collected)
         prometheus.start()
-        margins: list[float] = []
-        supports: list[float] = []
-        for _ in range(2):
-            round_margins, round_supports = _run_demo_scenarios(meter_provider)
-            prometheus.wait_for_scrape_after(time.time())
-            margins += round_margins
-            supports += round_supports
-        yield Scraped(prometheus, tuple(margins[len(margins) // 2 :]), tuple(supports[len(supports) // 2 :]))
+        prometheus.wait_for_scrape_after(time.time())
+        margins, supports = _run_demo_scenarios(provider, processor, collected)
+        prometheus.wait_for_scrape_after(time.time())
+        assert (margins, supports) == first, "the same run must record the same values"
+        yield Scraped(prometheus, tuple(margins), tuple(supports))
     finally:
         prometheus.stop()
+        provider.shutdown()
         exposition.shutdown()
         exposition.server_close()
         meter_provider.shutdown()
 
 
-def _run_demo_scenarios(meter_provider: MeterProvider) -> tuple[list[float], list[float]]:
-    """The demo's scenarios through the instrumented client and the span processor, metrics on; returns
-    the margins and supported shares the run's spans carry."""
-    collected = CollectingSpanProcessor()
-    provider = TracerProvider(shutdown_on_exit=False)
-    processor = ShapecheckSpanProcessor(
-        collected, checks=build_checks("hashing"), meter_provider=meter_provider
-    )
-    provider.add_span_processor(processor)
+def _run_demo_scenarios(
+    provider: TracerProvider, processor: ShapecheckSpanProcessor, collected: CollectingSpanProcessor
+) -> tuple[list[float], list[float]]:
+    """The demo's scenarios through the instrumented client into the span processor (metrics on); returns
+    the margins and supported shares this round's spans carry."""
+    already = len(collected.spans)
     with demo._content_capture_on_spans(), demo._instrumented(provider):
         handler = TelemetryHandler(tracer_provider=provider)
         with ScriptedOpenAIServer(demo.demo_script(), model=MODEL) as server:
@@ -108,8 +113,7 @@ def _run_demo_scenarios(meter_provider: MeterProvider) -> tuple[list[float], lis
             agent.run_analyst()
             client.close()
     assert processor.force_flush()
-    provider.shutdown()
-    spans: list[Any] = [span.attributes or {} for span in collected.spans]
+    spans: list[Any] = [span.attributes or {} for span in collected.spans[already:]]
     margins = [float(a[attrs.TOOL_CHOICE_MARGIN]) for a in spans if attrs.TOOL_CHOICE_MARGIN in a]
     supports = [_supported_share(a) for a in spans if a.get(attrs.FIGURES_CHECKED)]
     return margins, supports
