@@ -58,7 +58,7 @@ _LEGEND_LABEL = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 @dataclass(frozen=True)
 class Scraped:
-    """The server after both rounds were scraped, and what the rounds recorded (the expected values)."""
+    """The server once both rounds were scraped, and what one round recorded (the expected values)."""
 
     prometheus: PrometheusServer
     margins: tuple[float, ...]
