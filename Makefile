@@ -30,8 +30,9 @@ lint: $(STAMP_TEST)
 test: lint
 	$(BIN)/pytest -q -m "not e2e"
 
-# End-to-end tests against a real trace backend (Arize Phoenix, started on 127.0.0.1 by the tests). Phoenix
-# lives in its own venv: its dependencies would move pins of the test venv (it requires openai 3).
+# End-to-end tests against real backends started on 127.0.0.1 by the tests: Arize Phoenix (traces) and
+# Prometheus (the dashboard's metrics). Phoenix lives in its own venv: its dependencies would move pins of
+# the test venv (it requires openai 3).
 E2E_VENV := .venv-e2e
 PHOENIX_REQUIREMENT := arize-phoenix==20.26.1
 STAMP_E2E := $(E2E_VENV)/.installed-phoenix
@@ -42,8 +43,17 @@ $(STAMP_E2E): Makefile
 	$(E2E_VENV)/bin/pip install --quiet '$(PHOENIX_REQUIREMENT)'
 	touch $@
 
-test-e2e: $(STAMP_TEST) $(STAMP_E2E)
-	SHAPECHECK_PHOENIX=$(abspath $(E2E_VENV))/bin/phoenix $(BIN)/pytest -q -m e2e
+# The Grafana dashboard's queries run against a real Prometheus: Debian's package, started by the test on
+# 127.0.0.1 with its own configuration and data directory (the package's own service is not used).
+PROMETHEUS := /usr/bin/prometheus
+
+$(PROMETHEUS):
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus
+
+test-e2e: $(STAMP_TEST) $(STAMP_E2E) $(PROMETHEUS)
+	SHAPECHECK_PHOENIX=$(abspath $(E2E_VENV))/bin/phoenix SHAPECHECK_PROMETHEUS=$(PROMETHEUS) \
+		$(BIN)/pytest -q -m e2e
 
 # The tool-choice benchmarks join the shared BFCL cases to BFCL's own data (tool schemas, reference
 # arguments), which the bfcl-eval package ships; only its data is read, so its dependencies are skipped.

@@ -106,7 +106,7 @@ EVALUATION_FIGURES: Final = "shapecheck.figures"
 
 # Verdict metrics (OpenTelemetry metrics API, meter ``otel_shapecheck``): instruments, then attributes.
 METRIC_VERDICTS: Final = "shapecheck.verdicts"
-METRIC_TOOL_CHOICE_MARGIN: Final = "shapecheck.tool_choice.margin"
+METRIC_TOOL_CHOICE_MARGIN_PLUS_ONE: Final = "shapecheck.tool_choice.margin_plus_one"
 METRIC_FIGURES_SUPPORT: Final = "shapecheck.figures.support"
 METRIC_FIGURES_UNSUPPORTED: Final = "shapecheck.figures.unsupported"
 METRIC_CHECK: Final = "shapecheck.check"
