@@ -80,7 +80,8 @@ def junit_xml(spans: Sequence[ReadableSpan]) -> bytes:
         root.set(key, str(value))
     root.set("errors", "0")
     ElementTree.indent(root)
-    return ElementTree.tostring(root, encoding="utf-8", xml_declaration=True)
+    document: bytes = ElementTree.tostring(root, encoding="utf-8", xml_declaration=True)
+    return document
 
 
 def markdown_report(spans: Sequence[ReadableSpan]) -> str:
@@ -120,6 +121,7 @@ def _suites(spans: Sequence[ReadableSpan]) -> list[_Suite]:
     suites: dict[tuple[str, str | None], _Suite] = {}
     for row in verdict_rows(spans):
         run = _nearest_run(by_id, row)
+        key: tuple[str, str | None]
         if run is not None:
             key = (row.trace_id, format_span_id(run.context.span_id if run.context else 0))
             name = run.name

@@ -27,7 +27,9 @@ def _checked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     return out, json.loads(completed.stdout)
 
 
-def test_junit_has_a_suite_per_run_and_a_case_per_evaluated_span(checked: tuple[Path, dict[str, Any]]) -> None:
+def test_junit_has_a_suite_per_run_and_a_case_per_evaluated_span(
+    checked: tuple[Path, dict[str, Any]],
+) -> None:
     out, report = checked
     xml = JUnitXml.fromfile(str(out / "report.xml"))
     suites = list(xml)
@@ -38,7 +40,8 @@ def test_junit_has_a_suite_per_run_and_a_case_per_evaluated_span(checked: tuple[
     assert len(cases) == report["summary"]["evaluated"]
     failures = [case for case in cases if any(isinstance(result, Failure) for result in case.result)]
     assert len(failures) == report["summary"]["flagged"] == xml.failures
-    flagged_ids = {span["span_id"] for span in report["spans"] if span["attributes"].get("shapecheck.flagged")}
+    spans = report["spans"]
+    flagged_ids = {span["span_id"] for span in spans if span["attributes"].get("shapecheck.flagged")}
     assert {case.name.rsplit(" ", 1)[1] for case in failures} == flagged_ids
     skipped = [case for case in cases if any(isinstance(result, Skipped) for result in case.result)]
     assert len(skipped) == xml.skipped
@@ -67,7 +70,7 @@ def test_markdown_lists_every_flagged_verdict(checked: tuple[Path, dict[str, Any
         for span in report["spans"]
         for event in span["events"]
         if any(
-            flag.startswith(str(event["attributes"]["gen_ai.evaluation.name"]).removeprefix("shapecheck.") + ".")
+            flag.startswith(_check_name(event) + ".")
             for flag in span["attributes"].get("shapecheck.flags", [])
         )
     )
@@ -79,3 +82,7 @@ def test_an_unwritable_report_path_is_a_usage_error(tmp_path: Path) -> None:
     completed = run_cli("check", "--junit", str(tmp_path / "missing" / "r.xml"), str(tmp_path / "x.json"))
     assert completed.returncode == 2
     assert "--junit" in completed.stderr
+
+
+def _check_name(event: dict[str, Any]) -> str:
+    return str(event["attributes"]["gen_ai.evaluation.name"]).removeprefix("shapecheck.")
