@@ -86,12 +86,19 @@ def raw_sender(exporter: SpanExporter) -> RawSender | None:
 
     For the SDK's OTLP/gRPC exporter: its channel (reopened by the exporter after ``UNAVAILABLE``), its
     metadata and timeout; for OTLP/HTTP: its client (endpoint, headers, compression, retries within the
-    timeout). tests/gateway/test_passthrough.py pins the exporter fields read here.
+    timeout). tests/gateway/test_passthrough.py pins the exporter fields read here. Those fields are not
+    public API: on an exporter release without them there is no raw sender, and the gateway converts and
+    exports passed-through spans like evaluated ones (slower, nothing lost).
     """
     if isinstance(exporter, GrpcSpanExporter):
+        if not all(hasattr(exporter, name) for name in ("_channel", "_headers", "_timeout", "_shutdown")):
+            return None
         return _grpc_sender(exporter)
     if isinstance(exporter, HttpSpanExporter):
-        client = exporter._client
+        # The HTTP transport client arrived with opentelemetry-exporter-otlp-proto-http 1.45.
+        client = getattr(exporter, "_client", None)
+        if client is None or not hasattr(client, "export") or not hasattr(exporter, "_shutdown"):
+            return None
 
         def send_http(body: bytes) -> bool:
             if exporter._shutdown:
