@@ -43,6 +43,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from otel_shapecheck.gateway._forward import ForwardingPolicy
 from otel_shapecheck.gateway._spool import bit
+from otel_shapecheck.otlp._suppressed import instrumentation_suppressed
 from otel_shapecheck.readers._classify import CLASSIFYING_KEYS
 from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
 
@@ -103,7 +104,8 @@ def raw_sender(exporter: SpanExporter) -> RawSender | None:
         def send_http(body: bytes) -> bool:
             if exporter._shutdown:
                 return False
-            return bool(client.export(body).success)
+            with instrumentation_suppressed():
+                return bool(client.export(body).success)
 
         return send_http
     return None
@@ -127,7 +129,8 @@ def _grpc_sender(exporter: GrpcSpanExporter) -> RawSender:
                 response_deserializer=ExportTraceServiceResponse.FromString,
             )
         try:
-            export(body, metadata=exporter._headers, timeout=exporter._timeout)
+            with instrumentation_suppressed():
+                export(body, metadata=exporter._headers, timeout=exporter._timeout)
         except grpc.RpcError as error:
             logger.debug("Forwarding a passed-through request failed: %s", error.code())
             return False
