@@ -50,7 +50,7 @@ import json, time
 from otel_shapecheck import MiniLMEmbedder, Subject, ToolChoiceCheck
 from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall
 try:
-    from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache
+    from otel_shapecheck.embedding._cache import EmbeddingCache
 except ImportError:  # the flat layout of older trees
     from otel_shapecheck import EmbeddingCache
 try:

@@ -36,9 +36,9 @@ from benchmarks._rows import row
 from benchmarks.bench_tool_choice import subjects_of
 from otel_shapecheck import MiniLMEmbedder, Subject, ToolChoiceCheck
 from otel_shapecheck.checks._builtin import build_checks
-from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache
-from otel_shapecheck.checks.tool_choice._minilm import MINILM_DIMS
-from otel_shapecheck.checks.tool_choice._vectors import FloatMatrix, l2_normalised
+from otel_shapecheck.embedding._cache import EmbeddingCache
+from otel_shapecheck.embedding._minilm import MINILM_DIMS
+from otel_shapecheck.embedding._vectors import FloatMatrix, l2_normalised
 from otel_shapecheck.otlp._files import parse_spans
 from otel_shapecheck.pipeline._offline import check_spans
 

@@ -34,10 +34,10 @@ from benchmarks._rows import row
 from otel_shapecheck import HashingEmbedder, Subject, ToolChoiceCheck, lint_catalog
 from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall, ToolParameter
 from otel_shapecheck.catalog._rules import CatalogTool
-from otel_shapecheck.checks.tool_choice import _check
-from otel_shapecheck.checks.tool_choice._index import ToolIndex, confusability_text
-from otel_shapecheck.checks.tool_choice._neighbours import approximate_pairs, exact_pairs
-from otel_shapecheck.checks.tool_choice._vectors import Embedder, l2_normalised
+from otel_shapecheck.checks.tool_choice import _batch_scorer
+from otel_shapecheck.embedding._neighbours import approximate_pairs, exact_pairs
+from otel_shapecheck.embedding._tool_index import ToolIndex, confusability_text
+from otel_shapecheck.embedding._vectors import Embedder, l2_normalised
 
 FULL_ENV = "SHAPECHECK_BENCH_FULL"
 _TRACE = "3" * 32
@@ -136,15 +136,15 @@ def scoring_rows(
         subjects = _subjects(tools, 20)
         indexed = ToolChoiceCheck(embedder, keep_calls=False)
         indexed_ms = _per_call_ms(indexed, subjects)
-        saved = _check.INDEX_MENU_TOOLS
-        _check.INDEX_MENU_TOOLS = 10**9
+        saved = _batch_scorer.INDEX_MENU_TOOLS
+        _batch_scorer.INDEX_MENU_TOOLS = 10**9
         try:
             whole = ToolChoiceCheck(
                 embedder, keep_calls=False, tool_index=ToolIndex(embedder, max_tools=2 * size + 10)
             )
             whole_ms = _per_call_ms(whole, subjects)
         finally:
-            _check.INDEX_MENU_TOOLS = saved
+            _batch_scorer.INDEX_MENU_TOOLS = saved
         path = "index" if size > saved else "numpy (below the index threshold)"
         rows.append(
             row(

@@ -29,8 +29,8 @@ from benchmarks import _bfcl
 from otel_shapecheck import Embedder, HashingEmbedder, MiniLMEmbedder, Subject, ToolChoiceCheck, lint_catalog
 from otel_shapecheck._model import JSONValue, LLMCall, OfferedTool, ToolCall
 from otel_shapecheck.catalog._rules import CatalogTool
-from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache
-from otel_shapecheck.checks.tool_choice._index import confusability_text
+from otel_shapecheck.embedding._cache import EmbeddingCache
+from otel_shapecheck.embedding._tool_index import confusability_text
 
 BATCH = 64
 SCORINGS = ("calibrated", "seed")

@@ -37,7 +37,6 @@ import numpy as np
 from benchmarks import _bfcl
 from otel_shapecheck import Embedder, MiniLMEmbedder
 from otel_shapecheck._model import OfferedTool
-from otel_shapecheck.checks.tool_choice._index import confusability_text, parameter_text
 from otel_shapecheck.checks.tool_choice._margin import MarginResult, choice_context, score_margin
 from otel_shapecheck.checks.tool_choice._scoring import (
     CALIBRATED_LEXICAL_WEIGHT,
@@ -46,6 +45,7 @@ from otel_shapecheck.checks.tool_choice._scoring import (
     needs_segments,
     segment_texts,
 )
+from otel_shapecheck.embedding._tool_index import confusability_text, parameter_text
 
 THRESHOLDS = (0.0, 0.005, 0.01, 0.02, 0.03, 0.05)
 """Thresholds of the ROC table (margin < threshold is narrow); ``None`` stands for disagreement only."""

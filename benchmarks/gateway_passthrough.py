@@ -30,6 +30,7 @@ from benchmarks._gateway_traffic import plain_spans, requests_of, send_all
 from benchmarks.bench_end_to_end import CountingReceiver
 from otel_shapecheck import ConformanceCheck, FiguresCheck, HashingEmbedder, ToolChoiceCheck
 from otel_shapecheck.gateway._gateway import Gateway
+from otel_shapecheck.gateway._options import GatewayOptions
 from otel_shapecheck.gateway._service import GatewayService
 from otel_shapecheck.gateway._spool import MemorySpool, SqliteSpool
 
@@ -80,7 +81,7 @@ def gateway_port(traces_url: str, *, evaluate: bool, durable: bool) -> Iterator[
             else None,
             evaluate=evaluate,
             spool=spool,
-            max_queue_size=65_536,
+            options=GatewayOptions(max_queue_size=65_536),
             schedule_delay_millis=100,
         )
         with GatewayService(gateway, grpc_address="127.0.0.1:0") as service:

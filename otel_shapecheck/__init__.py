@@ -32,15 +32,15 @@ if TYPE_CHECKING:
     from otel_shapecheck.checks.conformance._record import AnalystConformanceRecord
     from otel_shapecheck.checks.figures._check import FiguresCheck
     from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
-    from otel_shapecheck.checks.tool_choice._embedders import Embedder, HashingEmbedder, MiniLMEmbedder
+    from otel_shapecheck.embedding._embedders import Embedder, HashingEmbedder, MiniLMEmbedder
+    from otel_shapecheck.outputs._events import EvaluationEventEmitter, EvaluationEventStats
+    from otel_shapecheck.outputs._sinks import VerdictSink
     from otel_shapecheck.pipeline._configure import configure
-    from otel_shapecheck.pipeline._events import EvaluationEventEmitter, EvaluationEventStats
     from otel_shapecheck.pipeline._log_processor import ShapecheckLogRecordProcessor
     from otel_shapecheck.pipeline._metrics import ProcessorCounts
     from otel_shapecheck.pipeline._options import ProcessorOptions
     from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
     from otel_shapecheck.pipeline._shapecheck import Shapecheck
-    from otel_shapecheck.pipeline._sinks import VerdictSink
 
 _HOMES = {
     "Analyst": "otel_shapecheck.analyst._protocol",
@@ -49,12 +49,12 @@ _HOMES = {
     "CatalogLintReport": "otel_shapecheck.catalog._lint",
     "Check": "otel_shapecheck.checks._base",
     "ConformanceCheck": "otel_shapecheck.checks.conformance._check",
-    "Embedder": "otel_shapecheck.checks.tool_choice._embedders",
-    "EvaluationEventEmitter": "otel_shapecheck.pipeline._events",
-    "EvaluationEventStats": "otel_shapecheck.pipeline._events",
+    "Embedder": "otel_shapecheck.embedding._embedders",
+    "EvaluationEventEmitter": "otel_shapecheck.outputs._events",
+    "EvaluationEventStats": "otel_shapecheck.outputs._events",
     "FiguresCheck": "otel_shapecheck.checks.figures._check",
-    "HashingEmbedder": "otel_shapecheck.checks.tool_choice._embedders",
-    "MiniLMEmbedder": "otel_shapecheck.checks.tool_choice._embedders",
+    "HashingEmbedder": "otel_shapecheck.embedding._embedders",
+    "MiniLMEmbedder": "otel_shapecheck.embedding._embedders",
     "ProcessorCounts": "otel_shapecheck.pipeline._metrics",
     "ProcessorOptions": "otel_shapecheck.pipeline._options",
     "Shapecheck": "otel_shapecheck.pipeline._shapecheck",
@@ -63,7 +63,7 @@ _HOMES = {
     "Subject": "otel_shapecheck.checks._base",
     "ToolChoiceCheck": "otel_shapecheck.checks.tool_choice._check",
     "Verdict": "otel_shapecheck.checks._base",
-    "VerdictSink": "otel_shapecheck.pipeline._sinks",
+    "VerdictSink": "otel_shapecheck.outputs._sinks",
     "configure": "otel_shapecheck.pipeline._configure",
     "lint_catalog": "otel_shapecheck.catalog._lint",
     "validate_rows": "otel_shapecheck.analyst._validate_rows",

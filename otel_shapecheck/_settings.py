@@ -33,6 +33,11 @@ def _environment_value(env_var: str | None) -> str | None:
     return raw or None
 
 
+def unset(env_var: str) -> bool:
+    """Whether ``env_var`` is unset or blank."""
+    return _environment_value(env_var) is None
+
+
 def _warn_bad_variable(env_var: str, raw: str, requirement: str, default: object) -> None:
     with _warned_lock:
         if (env_var, raw) in _warned:
@@ -75,7 +80,54 @@ def _is_whole(value: object, minimum: int) -> bool:
 
 def positive_int(name: str, explicit: int | None, env_var: str | None, default: int) -> int:
     """A whole-number setting that must be ≥ 1."""
-    return _resolve(name, explicit, env_var, default, int, lambda v: _is_whole(v, 1), "a whole number ≥ 1")
+    return whole(name, explicit, env_var, default, 1)
+
+
+def whole(name: str, explicit: int | None, env_var: str | None, default: int, minimum: int) -> int:
+    """A whole-number setting that must be ≥ ``minimum``."""
+    return _resolve(
+        name,
+        explicit,
+        env_var,
+        default,
+        int,
+        lambda v: _is_whole(v, minimum),
+        f"a whole number ≥ {minimum}",
+    )
+
+
+def renamed_seconds(name: str, old_var: str, new_var: str, default: int, minimum: int) -> int | None:
+    """A millisecond setting read from its deprecated ``..._SECONDS`` variable, or ``None`` if unset.
+
+    The old variable still works (a number of seconds, converted to whole milliseconds); reading it logs
+    one warning naming the new variable. A bad old value warns like a bad variable and the default applies.
+    """
+    raw = _environment_value(old_var)
+    if raw is None:
+        return None
+    with _warned_lock:
+        first = (old_var, "") not in _warned
+        _warned.add((old_var, ""))
+    if first:
+        logger.warning(
+            "%s is deprecated: set %s (milliseconds) instead; reading %r as seconds", old_var, new_var, raw
+        )
+
+    def parse(text: str) -> int:
+        seconds = float(text)
+        if not math.isfinite(seconds):
+            raise ValueError(text)
+        return round(seconds * 1000)
+
+    return _resolve(
+        name,
+        None,
+        old_var,
+        default,
+        parse,
+        lambda v: _is_whole(v, minimum),
+        f"a finite number of seconds ≥ {minimum / 1000:g}",
+    )
 
 
 def non_negative_float(name: str, explicit: float | None, env_var: str | None, default: float) -> float:

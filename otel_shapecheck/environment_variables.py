@@ -3,7 +3,9 @@
 Precedence is the SDK's (``opentelemetry.sdk.environment_variables``): an explicit constructor argument
 wins, then the variable, then the default. A bad argument raises ``ValueError`` naming it; a bad variable
 logs one warning naming the variable and its value, and the default applies, so a typo in a deployment's
-environment never stops the application from starting.
+environment never stops the application from starting. The constants are checked against the one
+settings table (``otel_shapecheck._settings_table``), which ``ProcessorOptions``, ``GatewayOptions`` and
+``serve``'s flags are built from. Durations are whole milliseconds, as in the SDK's variables.
 """
 
 from __future__ import annotations
@@ -238,11 +240,12 @@ Spans and log records in memory at once, being evaluated and forwarded (the rest
 request with more items than this is refused for good ("send smaller batches"). Default 16384.
 """
 
-OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS: Final = "OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS"
+OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_MILLIS: Final = "OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_MILLIS"
 """
-.. envvar:: OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS
+.. envvar:: OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_MILLIS
 
-The retry delay suggested to refused senders. Default 1.
+The retry delay suggested to refused senders (HTTP's ``Retry-After`` rounds it up to whole seconds, at
+least 1). Whole number ≥ 0; default 1000.
 """
 
 OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES: Final = "OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES"
@@ -276,19 +279,43 @@ Bytes the spool may hold; past it requests are refused with backpressure, never 
 1073741824 (1 GiB), or 134217728 (128 MiB) with ``--no-spool``.
 """
 
+OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_MILLIS: Final = "OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_MILLIS"
+"""
+.. envvar:: OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_MILLIS
+
+Longest the durable spool keeps the deletes (and ``done`` marks) of forwarded requests in memory before
+writing them (eight to a transaction, sooner when eight are waiting). A crash loses at most these
+writes, so their requests are forwarded again (counted as possibly sent twice), never lost. Whole number
+≥ 0; default 250.
+"""
+
+OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_MILLIS: Final = "OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_MILLIS"
+"""
+.. envvar:: OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_MILLIS
+
+Longest a stop spends evaluating and forwarding what the gateway holds; the rest stays in the spool for
+the next start. Whole number ≥ 0; default 25000.
+"""
+
+# Deprecated names, still read (as seconds) when the new variable is unset; reading one logs a warning.
+
+OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS: Final = "OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS"
+"""
+.. envvar:: OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS
+
+Deprecated: :envvar:`OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_MILLIS`, in seconds.
+"""
+
 OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS: Final = "OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS"
 """
 .. envvar:: OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS
 
-Longest the durable spool keeps the deletes (and ``done`` marks) of forwarded requests in memory before
-writing them (eight to a transaction, sooner when eight are waiting). A crash loses at most these
-writes, so their requests are forwarded again (counted as possibly sent twice), never lost. Default 0.25.
+Deprecated: :envvar:`OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_MILLIS`, in seconds.
 """
 
 OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS: Final = "OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS"
 """
 .. envvar:: OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS
 
-Longest a stop spends evaluating and forwarding what the gateway holds; the rest stays in the spool for
-the next start. Default 25.
+Deprecated: :envvar:`OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_MILLIS`, in seconds.
 """

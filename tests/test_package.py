@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +40,10 @@ PUBLIC_API = [
     "validate_rows",
     "with_shape_collapse_retry",
 ]
+
+PACKAGE = Path(otel_shapecheck.__file__).parent
+EMBEDDING_MAY_IMPORT = {"_model", "_native", "_settings", "embedding", "environment_variables"}
+"""What ``otel_shapecheck/embedding/`` may import of the package: the ground floor and itself."""
 
 HEAVY = ["faiss", "grpc", "numpy", "onnxruntime", "pydantic", "rich", "tokenizers"]
 
@@ -106,3 +112,28 @@ def test_attaching_the_processor_loads_no_heavy_dependency() -> None:
         "shapecheck.shutdown()\n"
     )
     assert _heavy_modules_after(code) == []
+
+
+def _package_imports(path: Path) -> set[str]:
+    """The first part below ``otel_shapecheck`` of every package module ``path`` imports."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.module is not None and node.level == 0:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "otel_shapecheck" and len(parts) > 1:
+                found.add(parts[1])
+    return found
+
+
+def test_embedding_imports_neither_the_checks_nor_the_lint() -> None:
+    """``embedding/`` sits below ``checks/`` and ``catalog/``, which both use it: no arrow runs back up."""
+    modules = sorted((PACKAGE / "embedding").glob("*.py"))
+    assert modules, "no embedding package?"
+    imported = set().union(*(_package_imports(path) for path in modules))
+    assert "_embedders" in {path.stem for path in modules}
+    assert imported - EMBEDDING_MAY_IMPORT == set()
+    assert "embedding" in _package_imports(PACKAGE / "catalog" / "_lint.py")
+    assert "checks" not in _package_imports(PACKAGE / "catalog" / "_lint.py")

@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass
 from typing import Final
 
 from otel_shapecheck.catalog._rules import DEFAULT_RULES, CatalogTool, Rule, Severity, StructuralFinding
-from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache, cached
-from otel_shapecheck.checks.tool_choice._embedders import Embedder
-from otel_shapecheck.checks.tool_choice._index import ToolIndex, confusability_text, tokenised_name
+from otel_shapecheck.embedding._cache import EmbeddingCache, cached
+from otel_shapecheck.embedding._embedders import Embedder
+from otel_shapecheck.embedding._tool_index import ToolIndex, confusability_text, tokenised_name
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from otel_shapecheck.checks._base import Check
 from otel_shapecheck.checks.conformance._check import ConformanceCheck
 from otel_shapecheck.checks.figures._check import FiguresCheck
 from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
-from otel_shapecheck.checks.tool_choice._embedders import HashingEmbedder
+from otel_shapecheck.embedding._embedders import HashingEmbedder
 
 
 def builtin_checks() -> list[Check]:

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TextIO
 
 from otel_shapecheck.catalog._lint import CatalogLintReport, SimilarPair, coerce_catalog, lint_catalog
-from otel_shapecheck.checks.tool_choice._embedders import Embedder, HashingEmbedder, MiniLMEmbedder
 from otel_shapecheck.cli._exit import EXIT_OK, EXIT_USAGE
+from otel_shapecheck.embedding._embedders import Embedder, HashingEmbedder, MiniLMEmbedder
 from otel_shapecheck.environment_variables import OTEL_SHAPECHECK_EMBEDDER_THREADS
 
 EXIT_PASSED = EXIT_OK

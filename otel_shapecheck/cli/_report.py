@@ -42,7 +42,8 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_SKIPPED,
     TOOL_CHOICE_TOP,
 )
-from otel_shapecheck.pipeline._enrich import is_verdict_event
+from otel_shapecheck.otlp._ids import span_id_hex, trace_id_hex
+from otel_shapecheck.outputs._enrich import is_verdict_event
 
 REPORT_VERSION = 1
 """The version of the ``check --json`` document; it changes only when the shape does."""
@@ -295,8 +296,8 @@ def _count(value: AnyValue) -> int:
 
 
 def _hex_trace_id(span: ReadableSpan) -> str:
-    return format(span.context.trace_id if span.context else 0, "032x")
+    return trace_id_hex(span.context.trace_id if span.context else 0)
 
 
 def _hex_span_id(span: ReadableSpan) -> str:
-    return format(span.context.span_id if span.context else 0, "016x")
+    return span_id_hex(span.context.span_id if span.context else 0)

@@ -4,8 +4,9 @@ It listens for OTLP/gRPC and OTLP/HTTP (protobuf and JSON), spools every accepte
 acknowledging it, evaluates GenAI spans with the same span processor an in-process application
 registers, and forwards every span (enriched where a check applied) and log record to ``--forward``, and
 flagged evaluation events to ``--events``. SIGTERM or SIGINT stops it: the listeners close, requests in
-progress finish, and what was accepted is evaluated and forwarded within ``--shutdown-timeout``; the
-rest stays in the spool for the next start. SIGHUP reloads ``--auth-token-file``.
+progress finish, and what was accepted is evaluated and forwarded within
+``--shutdown-timeout-seconds``; the rest stays in the spool for the next start. SIGHUP reloads
+``--auth-token-file``.
 
 Exit codes: 0 everything accepted was forwarded; 4 some is left in the spool (the next start forwards
 it); 5 some was lost (``--no-spool``, or given up); 3 items unaccounted for (a bug); 2 a usage error.
@@ -44,8 +45,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "OpenTelemetry SDK would use (--protocol, else the OTEL_EXPORTER_OTLP_*_PROTOCOL variables, "
             "else grpc; for gRPC http://HOST:PORT is plaintext). Without --grpc and --http both listen on "
             f"{DEFAULT_GRPC_ADDRESS} and {DEFAULT_HTTP_ADDRESS}. SIGTERM/SIGINT stop (what is not forwarded "
-            "within --shutdown-timeout stays in the spool), SIGHUP reloads --auth-token-file. Exit 0 when "
-            "everything was forwarded, 4 when some is left in the spool, 5 when some was lost, 3 when "
+            "within --shutdown-timeout-seconds stays in the spool), SIGHUP reloads --auth-token-file. Exit 0 "
+            "when everything was forwarded, 4 when some is left in the spool, 5 when some was lost, 3 when "
             "items are unaccounted for, 2 on a usage error."
         ),
     )
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         for number, handler in previous.items():
             signal.signal(number, handler)
         print(f"{_COMMAND}: stopping: forwarding what was accepted", file=sys.stderr, flush=True)
-        counts = service.stop(args.shutdown_timeout)
+        counts = service.stop()  # within the gateway's shutdown timeout
     print(f"{_COMMAND}: stopped: {summary(counts)}", file=sys.stderr, flush=True)
     return exit_code(counts)
 

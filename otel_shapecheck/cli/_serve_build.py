@@ -7,23 +7,20 @@ import os
 
 from opentelemetry.sdk.resources import Resource
 
+from otel_shapecheck._settings_table import GATEWAY
 from otel_shapecheck.checks._builtin import build_checks
 from otel_shapecheck.cli._figures_options import require_figures_arguments
 from otel_shapecheck.cli._serve_flags import DEFAULT_GRPC_ADDRESS, DEFAULT_HTTP_ADDRESS
+from otel_shapecheck.cli._setting_flags import setting_arguments
 from otel_shapecheck.gateway._gateway import Gateway
+from otel_shapecheck.gateway._options import GatewayOptions
 from otel_shapecheck.gateway._security import TLSSettings, TokenFile
 from otel_shapecheck.gateway._service import GatewayService
-from otel_shapecheck.gateway._settings import (
-    gateway_processor_options,
-    gateway_queue_size,
-    max_request_bytes,
-    spool_directory,
-    spool_max_bytes,
-)
+from otel_shapecheck.gateway._settings import spool_directory
 from otel_shapecheck.gateway._spool import MemorySpool, SqliteSpool
 from otel_shapecheck.otlp._endpoints import otlp_log_exporter, otlp_span_exporter
-from otel_shapecheck.pipeline._events import EvaluationEventEmitter
-from otel_shapecheck.pipeline._sinks import VerdictSink
+from otel_shapecheck.outputs._events import EvaluationEventEmitter
+from otel_shapecheck.outputs._sinks import VerdictSink
 
 GATEWAY_SERVICE_NAME = "otel-shapecheck-gateway"
 _ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
@@ -49,14 +46,14 @@ def build_service(args: argparse.Namespace) -> GatewayService:
         raise ValueError("--no-spool and --spool-dir exclude each other")
     tls = TLSSettings.of(args.tls_cert, args.tls_key, args.tls_client_ca)
     tokens = TokenFile(args.auth_token_file) if args.auth_token_file is not None else None
-    capacity = gateway_queue_size(args.max_queue_size)
-    largest = max_request_bytes(args.max_request_bytes)
+    options = GatewayOptions(**setting_arguments(args, GATEWAY))
+    largest = options.max_request_bytes
     timeout, protocol = args.export_timeout_seconds, args.protocol
     spans = otlp_span_exporter(args.forward, protocol=protocol, timeout=timeout, setting="--forward")
     logs = otlp_log_exporter(args.forward, protocol=protocol, timeout=timeout, setting="--forward")
     events = _events(args, protocol, timeout)
     durable = not args.no_spool
-    limit = spool_max_bytes(args.spool_max_bytes, durable=durable)
+    limit = options.spool_bytes(durable=durable)
     if limit < largest:
         raise ValueError(
             f"--spool-max-bytes {limit} is smaller than one request (--max-request-bytes {largest})"
@@ -66,7 +63,7 @@ def build_service(args: argparse.Namespace) -> GatewayService:
             spool_directory(args.spool_dir),
             limit,
             fsync=args.spool_fsync,
-            flush_seconds=args.spool_flush_seconds,
+            flush_seconds=options.spool_flush_seconds,
         )
         if durable
         else None
@@ -85,18 +82,9 @@ def build_service(args: argparse.Namespace) -> GatewayService:
             ),
             evaluate=not args.no_checks,
             spool=spool if spool is not None else MemorySpool(limit),
-            max_queue_size=capacity,
-            max_queue_bytes=args.max_queue_bytes,
-            max_receiving_bytes=args.max_receiving_bytes,
-            max_request_bytes=largest,
-            retry_after_seconds=args.retry_after_seconds,
+            options=options,
+            processor_options=options.processor_options(max_wait_millis=args.max_wait_millis),
             give_up_after_seconds=args.give_up_after_seconds,
-            options=gateway_processor_options(
-                capacity,
-                max_wait_millis=args.max_wait_millis,
-                shutdown_timeout_seconds=args.shutdown_timeout,
-                queue_bytes=args.max_queue_bytes,
-            ),
         )
     except ValueError:
         if events is not None:

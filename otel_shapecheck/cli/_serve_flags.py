@@ -1,13 +1,16 @@
-"""The ``serve`` command's flags, each checked by argparse at the boundary (a bad value exits 2)."""
+"""The ``serve`` command's flags, each checked by argparse at the boundary (a bad value exits 2).
+
+The flags of settings (bounds, timeouts) come from the settings table, in the unit each flag names.
+"""
 
 from __future__ import annotations
 
 import argparse
-import math
-from collections.abc import Callable
 
+from otel_shapecheck._settings_table import EVENTS, GATEWAY, PROCESSOR, Choice, by_name
 from otel_shapecheck.checks._builtin import EMBEDDERS
 from otel_shapecheck.cli._figures_options import add_figures_arguments
+from otel_shapecheck.cli._setting_flags import add_setting_flag, seconds, whole
 from otel_shapecheck.gateway._settings import (
     DEFAULT_IDLE_TIMEOUT_SECONDS,
     DEFAULT_MAX_CONNECTIONS,
@@ -17,36 +20,6 @@ from otel_shapecheck.otlp._endpoints import PROTOCOLS
 
 DEFAULT_GRPC_ADDRESS = "127.0.0.1:4317"
 DEFAULT_HTTP_ADDRESS = "127.0.0.1:4318"
-
-
-def whole(minimum: int) -> Callable[[str], int]:
-    """An argparse type: a whole number ≥ ``minimum``."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{text!r} must be ≥ {minimum}")
-        return value
-
-    return parse
-
-
-def seconds(*, positive: bool = False) -> Callable[[str], float]:
-    """An argparse type: a finite number of seconds ≥ 0 (> 0 when ``positive``)."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-        if not math.isfinite(value) or value < 0 or (positive and value == 0):
-            raise argparse.ArgumentTypeError(f"{text!r} must be a finite number {'>' if positive else '≥'} 0")
-        return value
-
-    return parse
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -103,45 +76,19 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="keep accepted requests in memory only (lost if the process dies)",
     )
-    bounds.add_argument(
-        "--spool-max-bytes",
-        type=whole(1),
-        metavar="N",
-        help="spool size; past it 429 (1 GiB; 128 MiB in memory)",
-    )
+    add_setting_flag(bounds, by_name(GATEWAY, "spool_max_bytes"), help="spool size; past it 429")
     bounds.add_argument(
         "--spool-fsync", action="store_true", help="fsync each accepted request (power-loss safe)"
     )
-    bounds.add_argument(
-        "--spool-flush-seconds",
-        type=seconds(),
-        metavar="X",
-        help="longest the spool defers deletes of forwarded requests; a crash re-sends at most these (0.25)",
-    )
-    bounds.add_argument(
-        "--max-request-bytes", type=whole(1), metavar="N", help="largest request, decompressed (4 MiB)"
-    )
-    bounds.add_argument(
-        "--max-queue-size", type=whole(1), metavar="N", help="spans and log records in memory at once (16384)"
-    )
-    bounds.add_argument(
-        "--max-queue-bytes",
-        type=whole(1),
-        metavar="N",
-        help="bytes of accepted requests in memory at once (64 MiB)",
-    )
-    bounds.add_argument(
-        "--max-receiving-bytes",
-        type=whole(1),
-        metavar="N",
-        help="bytes of bodies being received at once (64 MiB)",
-    )
-    bounds.add_argument(
-        "--retry-after-seconds",
-        type=seconds(),
-        metavar="X",
-        help="retry delay suggested to refused senders (1)",
-    )
+    for name in (
+        "spool_flush_millis",
+        "max_request_bytes",
+        "max_queue_size",
+        "max_queue_bytes",
+        "max_receiving_bytes",
+        "retry_after_millis",
+    ):
+        add_setting_flag(bounds, by_name(GATEWAY, name))
     send = parser.add_argument_group("forwarding")
     send.add_argument(
         "--forward", metavar="URL", help="where spans and log records go (default: OTEL_EXPORTER_OTLP_*)"
@@ -168,24 +115,16 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         metavar="X",
         help="drop (and count) a batch the destination refuses this long (default: retry until forwarded)",
     )
-    send.add_argument(
-        "--shutdown-timeout",
-        type=seconds(),
-        metavar="SECONDS",
-        help="longest a stop spends forwarding; the rest stays in the spool (25)",
-    )
+    add_setting_flag(send, by_name(GATEWAY, "shutdown_timeout_millis"))
     checks = parser.add_argument_group("checks")
     checks.add_argument(
         "--embedder", choices=EMBEDDERS, default="minilm", help="embedder for tool choice (minilm)"
     )
     checks.add_argument("--no-checks", action="store_true", help="pass-through: forward without evaluating")
-    checks.add_argument(
-        "--max-wait-millis", type=whole(1), metavar="N", help="longest a span waits for facts (30000)"
-    )
-    checks.add_argument("--events-forward", choices=("flagged", "all"), help="which verdicts become events")
-    checks.add_argument(
-        "--include-content",
-        action="store_true",
-        help="events also quote numbers from answers and tool results",
-    )
+    add_setting_flag(checks, by_name(PROCESSOR, "max_wait_millis"), help="longest a span waits for facts")
+    forward, content = by_name(EVENTS, "forward"), by_name(EVENTS, "include_content")
+    assert isinstance(forward.kind, Choice) and forward.flag and content.flag
+    checks.add_argument(forward.flag, choices=forward.kind.allowed, help=forward.doc)
+    # A switch, not a value: given, it turns the setting on; left out, its variable decides.
+    checks.add_argument(content.flag, action="store_true", help=content.doc)
     add_figures_arguments(checks)

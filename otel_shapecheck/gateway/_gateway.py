@@ -38,29 +38,21 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from otel_shapecheck._attributes import FLAGGED
+from otel_shapecheck._settings import non_negative_float
 from otel_shapecheck.checks._base import Check
 from otel_shapecheck.gateway._admission import Admission, Budget, RequestGate
 from otel_shapecheck.gateway._counts import ExportAnswer, GatewayCounts, Ticket
 from otel_shapecheck.gateway._decode import Validated
 from otel_shapecheck.gateway._forward import ForwardingPolicy, RetryingLogExporter, RetryingSpanExporter
+from otel_shapecheck.gateway._options import GatewayOptions
 from otel_shapecheck.gateway._passthrough import RawForwarder, Split, raw_sender, split_request
 from otel_shapecheck.gateway._queue import RawRef, SpoolQueue
-from otel_shapecheck.gateway._settings import (
-    gateway_processor_options,
-    gateway_queue_bytes,
-    gateway_queue_size,
-    max_request_bytes,
-    receiving_bytes,
-    resolve_retry_after,
-    shutdown_timeout,
-    spool_max_bytes,
-)
 from otel_shapecheck.gateway._spool import MemorySpool, Spool
 from otel_shapecheck.otlp._counting import CountingLogExporter, CountingSpanExporter
-from otel_shapecheck.pipeline._bounded_call import BoundedCall
+from otel_shapecheck.outputs._bounded_call import BoundedCall
+from otel_shapecheck.outputs._sinks import VerdictSink
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._shapecheck import Shapecheck
-from otel_shapecheck.pipeline._sinks import VerdictSink
 
 logger = logging.getLogger(__name__)
 
@@ -79,18 +71,13 @@ class Gateway:
         checks: the checks to run (default: every built-in check).
         evaluate: ``False`` makes a pass-through gateway: spans go straight to the batch processor.
         spool: where accepted requests are kept until forwarded (default: a :class:`MemorySpool`).
-        max_queue_size: items in the pipeline at once (``OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_SIZE``, 16384);
-            a request with more items is refused for good.
-        max_queue_bytes: bytes of stored requests whose items are in the pipeline at once
-            (``OTEL_SHAPECHECK_GATEWAY_MAX_QUEUE_BYTES``, 64 MiB).
-        max_receiving_bytes: bytes of request bodies being received at once
-            (``OTEL_SHAPECHECK_GATEWAY_MAX_RECEIVING_BYTES``, 64 MiB).
-        max_request_bytes: largest request, decompressed (``OTEL_SHAPECHECK_GATEWAY_MAX_REQUEST_BYTES``).
-        retry_after_seconds: the retry delay suggested to refused senders.
+        options: the gateway's bounds, retry delay and shutdown timeout (default: ``GatewayOptions()``,
+            every setting from its variable or default).
+        processor_options: the span processor's bounds (default: fitted to ``options`` by
+            :meth:`GatewayOptions.processor_options`).
         give_up_after_seconds: drop a batch the destination keeps refusing after this long (default:
             retry until it is forwarded or the gateway stops).
         schedule_delay_millis: the batch processors' export delay (default: the SDK variables').
-        options: the span processor's bounds (default: :func:`gateway_processor_options`).
         pass_through: forward spans that need no evaluation as received, without converting them
             (when ``span_exporter`` is the SDK's OTLP/gRPC or OTLP/HTTP exporter; else every span is
             converted).
@@ -108,23 +95,20 @@ class Gateway:
         checks: Sequence[Check] | None = None,
         evaluate: bool = True,
         spool: Spool | None = None,
-        max_queue_size: int | None = None,
-        max_queue_bytes: int | None = None,
-        max_receiving_bytes: int | None = None,
-        max_request_bytes: int | None = None,
-        retry_after_seconds: float | None = None,
+        options: GatewayOptions | None = None,
+        processor_options: ProcessorOptions | None = None,
         give_up_after_seconds: float | None = None,
         schedule_delay_millis: int | None = None,
-        options: ProcessorOptions | None = None,
         pass_through: bool = True,
     ) -> None:
-        capacity = gateway_queue_size(max_queue_size)
+        self.options = options = options if options is not None else GatewayOptions()
+        capacity = options.max_queue_size
         self.capacity = capacity
-        self.max_request_bytes = _max_request_bytes(max_request_bytes)
-        self._retry_after = resolve_retry_after(retry_after_seconds)
-        self.receiving = Budget(receiving_bytes(max_receiving_bytes))
+        self.max_request_bytes = options.max_request_bytes
+        self._retry_after = options.retry_after_seconds
+        self.receiving = Budget(options.max_receiving_bytes)
         self.gate = RequestGate()
-        self._spool: Spool = spool if spool is not None else MemorySpool(spool_max_bytes(durable=False))
+        self._spool: Spool = spool if spool is not None else MemorySpool(options.spool_bytes(durable=False))
         self.policy = ForwardingPolicy(give_up_after_seconds)
         send_raw = raw_sender(span_exporter) if pass_through else None
         self._raw: RawForwarder[RawRef] | None = None
@@ -132,7 +116,7 @@ class Gateway:
             self._spool,
             self._ingest,
             max_items=capacity,
-            max_bytes=gateway_queue_bytes(max_queue_bytes),
+            max_bytes=options.max_queue_bytes,
             abandoning=lambda: self.policy.stopped,
             split=self._split if send_raw is not None else None,
             forward_raw=self._forward_raw if send_raw is not None else None,
@@ -173,9 +157,9 @@ class Gateway:
                     self._batch_spans,
                     events=events,
                     checks=checks,
-                    options=options
-                    if options is not None
-                    else gateway_processor_options(capacity, queue_bytes=self._queue.bytes.capacity),
+                    options=processor_options
+                    if processor_options is not None
+                    else options.processor_options(),
                 )
             except Exception:
                 self._release_exporters()
@@ -341,7 +325,7 @@ class Gateway:
         """Stop: refuse new requests, then evaluate and forward what is held, within the timeout.
 
         Held spans are evaluated (``incomplete`` where facts are missing) and forwarded with everything
-        else in the pipeline until the timeout (``OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS``,
+        else in the pipeline until the timeout (default: the options' ``shutdown_timeout_millis``,
         25 s); what is not forwarded by then, and every request still waiting, stays in the spool for
         the next start. Returns the final counts. Idempotent.
         """
@@ -349,7 +333,10 @@ class Gateway:
             if self._is_shutdown:
                 return self.counts()
             self._is_shutdown = True
-        deadline = time.monotonic() + shutdown_timeout(timeout_seconds)
+        wait = non_negative_float(
+            "timeout_seconds", timeout_seconds, None, self.options.shutdown_timeout_seconds
+        )
+        deadline = time.monotonic() + wait
         if not self.gate.close(min(_DRAIN_REQUESTS_SECONDS, _remaining(deadline))):
             logger.warning("Export requests were still running at shutdown")
         self._queue.stop_loading()
@@ -390,10 +377,6 @@ class Gateway:
         self._batch_spans.shutdown()  # type: ignore[no-untyped-call]
         if self._batch_logs is not None:
             self._batch_logs.shutdown()
-
-
-def _max_request_bytes(explicit: int | None) -> int:
-    return max_request_bytes(explicit)
 
 
 def _remaining(deadline: float) -> float:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Literal
 
 from otel_shapecheck._settings import non_negative_float
-from otel_shapecheck.environment_variables import OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS
+from otel_shapecheck._settings_table import GATEWAY, by_name
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ CREATE TABLE IF NOT EXISTS entries (
 )
 """
 DATABASE_NAME = "spool.sqlite3"
-DEFAULT_FLUSH_SECONDS = 0.25
+_FLUSH = by_name(GATEWAY, "spool_flush_millis")
 _DEFERRED_WRITES_PER_FLUSH = 8
 """Deferred writes that are flushed at once, before the interval ends: in small batches the pages of
 deleted entries are reused by the next ones stored (large batches grow the file and the WAL)."""
@@ -69,10 +69,12 @@ LOCK_NAME = "spool.lock"
 
 
 def spool_flush_seconds(explicit: float | None = None) -> float:
-    """Longest the durable spool defers its deletes and ``done`` marks (argument, variable, 0.25 s)."""
-    return non_negative_float(
-        "flush_seconds", explicit, OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS, DEFAULT_FLUSH_SECONDS
-    )
+    """Longest the durable spool defers its deletes and ``done`` marks, in seconds (argument, else
+    ``OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_MILLIS``, else 250 ms)."""
+    if explicit is not None:
+        return non_negative_float("flush_seconds", explicit, None, 0.0)
+    millis: int = _FLUSH.resolve(None)
+    return millis / 1000
 
 
 class SpoolError(ValueError):
@@ -233,7 +235,7 @@ class MemorySpool:
 class SqliteSpool:
     """Entries in an sqlite3 database (WAL) in ``directory``, surviving a crash of the process.
 
-    ``flush_seconds`` (argument, ``OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS``, 0.25 s) is the longest
+    ``flush_seconds`` (argument, ``OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_MILLIS``, 0.25 s) is the longest
     the deletes and ``done`` marks of forwarded requests wait in memory: what a crash can make the next
     start forward again, at most.
 

@@ -42,6 +42,7 @@ from opentelemetry.util.types import AnyValue as SdkAnyValue
 
 from otel_shapecheck.otlp._errors import UnreadableTraceFile
 from otel_shapecheck.otlp._ids import ids_as_hex
+from otel_shapecheck.otlp._span_copy import DroppedCounts, rebuilt_span
 
 logger = logging.getLogger(__name__)
 
@@ -57,26 +58,6 @@ _TRACE_FLAGS = [TraceFlags(byte | TraceFlags.SAMPLED) for byte in range(_TRACE_F
 _NO_TRACE_STATE = TraceState()
 _OK_STATUS = SdkStatus(StatusCode.OK)
 _UNSET_STATUS = SdkStatus(StatusCode.UNSET)
-
-
-class _LoadedSpan(ReadableSpan):
-    """A span read from an export, keeping the dropped counts the export recorded (set by the builder
-    once the span is made: an ``__init__`` of its own would pass every argument on a second time)."""
-
-    _dropped_counts: tuple[int, int, int] = (0, 0, 0)
-    """Attributes, events and links dropped before export (none unless the builder sets them)."""
-
-    @property
-    def dropped_attributes(self) -> int:
-        return self._dropped_counts[0]
-
-    @property
-    def dropped_events(self) -> int:
-        return self._dropped_counts[1]
-
-    @property
-    def dropped_links(self) -> int:
-        return self._dropped_counts[2]
 
 
 def log_records_from_message(
@@ -234,7 +215,7 @@ def build_span(
     start_time_unix_nano: int,
     end_time_unix_nano: int,
     attributes: dict[str, SdkAnyValue],
-    dropped: tuple[int, int, int],
+    dropped: DroppedCounts,
     events: Iterable[EventFields],
     links: Iterable[LinkFields],
     status_code: int,
@@ -264,29 +245,24 @@ def build_span(
             trace_flags=trace_flags,
             trace_state=state,
         )
-    loaded = _LoadedSpan(
-        name=name,
-        context=SpanContext(trace, span, is_remote=False, trace_flags=trace_flags, trace_state=state),
-        parent=parent,
-        resource=resource,
-        attributes=BoundedAttributes(attributes=attributes, immutable=True, max_value_len=None),
-        events=tuple(
+    return rebuilt_span(
+        name,
+        SpanContext(trace, span, is_remote=False, trace_flags=trace_flags, trace_state=state),
+        parent,
+        resource,
+        scope,
+        _SPAN_KINDS.get(kind, _INTERNAL),
+        start_time_unix_nano or None,
+        end_time_unix_nano or None,
+        _status(status_code, status_message),
+        BoundedAttributes(attributes=attributes, immutable=True, max_value_len=None),
+        tuple(
             Event(event_name, BoundedAttributes(attributes=event_attributes, immutable=True), time)
             for event_name, event_attributes, time in events
         ),
-        links=tuple(_link(*link) for link in links),
-        kind=_SPAN_KINDS.get(kind, _INTERNAL),
-        status=_status(status_code, status_message),
-        start_time=start_time_unix_nano or None,
-        end_time=end_time_unix_nano or None,
-        instrumentation_scope=scope,
+        tuple(_link(*link) for link in links),
+        dropped,
     )
-    if dropped != _NONE_DROPPED:
-        loaded._dropped_counts = dropped
-    return loaded
-
-
-_NONE_DROPPED = (0, 0, 0)
 
 
 def _link(

@@ -6,8 +6,9 @@ Jaeger's OTLP API response (``{"result": {"resourceSpans": …}}``); ``{"resourc
 them give log records. Ids may be hex or base64 (:mod:`._ids`); gzip input is inflated. Anything else is
 an :class:`UnreadableTraceFile` naming the file and what is wrong with it.
 
-Documents are decoded with ``json`` and read into SDK telemetry directly (:mod:`._json_read`), by the
-same rules protobuf's JSON mapping reads them with, without building protobuf messages first.
+Documents are decoded with ``json`` and read into SDK telemetry directly (:mod:`._json_read`,
+:mod:`._json_logs`), by the same rules protobuf's JSON mapping reads them with, without building
+protobuf messages first.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck.otlp._errors import STDIN, UnreadableTraceFile, display_name
 from otel_shapecheck.otlp._ids import InvalidId
-from otel_shapecheck.otlp._json_read import log_records_from_json, spans_from_json
+from otel_shapecheck.otlp._json_logs import log_records_from_json
+from otel_shapecheck.otlp._json_read import spans_from_json
 from otel_shapecheck.otlp._json_values import InvalidOtlp
 
 logger = logging.getLogger(__name__)

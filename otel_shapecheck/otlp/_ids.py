@@ -6,6 +6,8 @@ as lowercase hex; ``google.protobuf.json_format`` reads and writes ``bytes`` fie
 Tempo versions print that form. Reading accepts either, strictly: an id must decode to exactly its size
 (16 bytes for a trace id, 8 for a span or parent id) or the document is refused, so a malformed id can
 never reach an encoder that would fail on it later. An empty string is "no id" (a root span's parent).
+The SDK's integer ids are written as hex here too (:func:`trace_id_hex`, :func:`span_id_hex`), for
+every id a verdict, report or duplicate mark names.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import base64
 import binascii
 from collections.abc import Mapping
 from typing import Any, Final
+
+from opentelemetry.trace import format_span_id, format_trace_id
 
 ID_BYTES: Final = {"traceId": 16, "spanId": 8, "parentSpanId": 8}
 """The id fields of OTLP/JSON spans, links and log records, with their sizes in bytes."""
@@ -137,3 +141,13 @@ def ids_as_hex(node: Any) -> None:
 def hex_id(value: bytes) -> str:
     """An id's bytes as OTLP/JSON writes them (lowercase hex; empty for none)."""
     return value.hex()
+
+
+def trace_id_hex(trace_id: int) -> str:
+    """An SDK trace id as OTLP/JSON, W3C trace context and the verdicts write it: 32 lowercase hex digits."""
+    return format_trace_id(trace_id)
+
+
+def span_id_hex(span_id: int) -> str:
+    """An SDK span id as OTLP/JSON, W3C trace context and the verdicts write it: 16 lowercase hex digits."""
+    return format_span_id(span_id)

@@ -31,11 +31,11 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from otel_shapecheck.checks._base import Check
 from otel_shapecheck.otlp._endpoints import otlp_log_exporter, otlp_metric_exporter, otlp_span_exporter
-from otel_shapecheck.pipeline._events import EvaluationEventEmitter
+from otel_shapecheck.outputs._events import EvaluationEventEmitter
+from otel_shapecheck.outputs._sinks import VerdictSink
 from otel_shapecheck.pipeline._existing_exporters import ExportingProcessors
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._shapecheck import Shapecheck
-from otel_shapecheck.pipeline._sinks import VerdictSink
 
 logger = logging.getLogger(__name__)
 

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck._model import LLMCall
+from otel_shapecheck.otlp._ids import span_id_hex
 
 
 def duplicate_of(
@@ -40,7 +41,7 @@ def duplicate_of(
     if not matches:
         return None
     first = min(matches, key=_end_key)
-    return format(first.context.span_id, "016x") if first.context is not None else None
+    return span_id_hex(first.context.span_id) if first.context is not None else None
 
 
 def could_record_one_call(other: ReadableSpan, span: ReadableSpan) -> bool:

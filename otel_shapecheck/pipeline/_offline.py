@@ -12,13 +12,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
-from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
 from opentelemetry.sdk._logs import ReadWriteLogRecord
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_shapecheck.checks._base import Check
-from otel_shapecheck.pipeline._enrich import is_verdict_attribute, is_verdict_event
+from otel_shapecheck.otlp._span_copy import copy_span
+from otel_shapecheck.outputs._enrich import is_verdict_attribute, is_verdict_event
 from otel_shapecheck.pipeline._log_processor import ShapecheckLogRecordProcessor
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
@@ -132,21 +132,8 @@ def _without_verdicts(span: ReadableSpan) -> ReadableSpan:
     stale_events = any(is_verdict_event(event.name, event.attributes) for event in span.events)
     if not stale_attributes and not stale_events:
         return span
-    return ReadableSpan(
-        name=span.name,
-        context=span.context,
-        parent=span.parent,
-        resource=span.resource,
-        attributes=BoundedAttributes(
-            attributes={key: value for key, value in attributes.items() if not is_verdict_attribute(key)},
-            immutable=True,
-            max_value_len=None,
-        ),
-        events=tuple(event for event in span.events if not is_verdict_event(event.name, event.attributes)),
-        links=span.links,
-        kind=span.kind,
-        status=span.status,
-        start_time=span.start_time,
-        end_time=span.end_time,
-        instrumentation_scope=span.instrumentation_scope,
+    return copy_span(
+        span,
+        attributes={key: value for key, value in attributes.items() if not is_verdict_attribute(key)},
+        events=[event for event in span.events if not is_verdict_event(event.name, event.attributes)],
     )

@@ -4,7 +4,7 @@ Like the SDK's ``SpanLimits``, each setting left out (or ``None``) is read from 
 variable, else its default; a bad argument raises ``ValueError`` naming it, a bad variable logs one
 warning and the default applies. ``ShapecheckSpanProcessor``, ``Shapecheck``, ``configure()``, the
 gateway and the offline ``check`` all take the same object, so a setting is named and validated in one
-place.
+place: the table of ``otel_shapecheck._settings_table``.
 """
 
 from __future__ import annotations
@@ -13,32 +13,9 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from otel_shapecheck._settings import boolean, names, positive_int
-from otel_shapecheck.environment_variables import (
-    OTEL_SHAPECHECK_ANSWER_TOOLS,
-    OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE,
-    OTEL_SHAPECHECK_MAX_FACT_BYTES,
-    OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE,
-    OTEL_SHAPECHECK_MAX_PENDING_SPANS,
-    OTEL_SHAPECHECK_MAX_QUEUE_SIZE,
-    OTEL_SHAPECHECK_MAX_TRACES,
-    OTEL_SHAPECHECK_MAX_WAIT_MILLIS,
-    OTEL_SHAPECHECK_METRICS_TOOL_NAMES,
-    OTEL_SHAPECHECK_SCHEDULE_DELAY_MILLIS,
-    OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS,
-)
+from otel_shapecheck._settings_table import DEFAULT_ANSWER_TOOLS, PROCESSOR
 
-_DEFAULT_MAX_WAIT_MILLIS = 30_000
-_DEFAULT_MAX_PENDING_SPANS = 10_000
-_DEFAULT_MAX_QUEUE_SIZE = 2048
-_DEFAULT_MAX_EVALUATION_BATCH_SIZE = 64
-_DEFAULT_SCHEDULE_DELAY_MILLIS = 200
-_DEFAULT_MAX_TRACES = 1000
-_DEFAULT_MAX_FACTS_PER_TRACE = 512
-_DEFAULT_MAX_FACT_BYTES = 64 * 1024 * 1024
-_DEFAULT_SHUTDOWN_TIMEOUT_MILLIS = 30_000
-DEFAULT_ANSWER_TOOLS = ("final_answer", "final_result", "final_result_*")
-"""smolagents' ``final_answer``; pydantic-ai's output tools (``final_result``, ``final_result_<Type>``)."""
+__all__ = ["DEFAULT_ANSWER_TOOLS", "ProcessorOptions"]
 
 
 @dataclass(frozen=True, init=False)
@@ -106,58 +83,10 @@ class ProcessorOptions:
         answer_tools: Sequence[str] | None = None,
         metrics_tool_names: bool | None = None,
     ) -> None:
-        resolved: dict[str, object] = {
-            "max_wait_millis": positive_int(
-                "max_wait_millis", max_wait_millis, OTEL_SHAPECHECK_MAX_WAIT_MILLIS, _DEFAULT_MAX_WAIT_MILLIS
-            ),
-            "max_pending_spans": positive_int(
-                "max_pending_spans",
-                max_pending_spans,
-                OTEL_SHAPECHECK_MAX_PENDING_SPANS,
-                _DEFAULT_MAX_PENDING_SPANS,
-            ),
-            "max_queue_size": positive_int(
-                "max_queue_size", max_queue_size, OTEL_SHAPECHECK_MAX_QUEUE_SIZE, _DEFAULT_MAX_QUEUE_SIZE
-            ),
-            "max_evaluation_batch_size": positive_int(
-                "max_evaluation_batch_size",
-                max_evaluation_batch_size,
-                OTEL_SHAPECHECK_MAX_EVALUATION_BATCH_SIZE,
-                _DEFAULT_MAX_EVALUATION_BATCH_SIZE,
-            ),
-            "schedule_delay_millis": positive_int(
-                "schedule_delay_millis",
-                schedule_delay_millis,
-                OTEL_SHAPECHECK_SCHEDULE_DELAY_MILLIS,
-                _DEFAULT_SCHEDULE_DELAY_MILLIS,
-            ),
-            "max_traces": positive_int(
-                "max_traces", max_traces, OTEL_SHAPECHECK_MAX_TRACES, _DEFAULT_MAX_TRACES
-            ),
-            "max_facts_per_trace": positive_int(
-                "max_facts_per_trace",
-                max_facts_per_trace,
-                OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE,
-                _DEFAULT_MAX_FACTS_PER_TRACE,
-            ),
-            "max_fact_bytes": positive_int(
-                "max_fact_bytes", max_fact_bytes, OTEL_SHAPECHECK_MAX_FACT_BYTES, _DEFAULT_MAX_FACT_BYTES
-            ),
-            "shutdown_timeout_millis": positive_int(
-                "shutdown_timeout_millis",
-                shutdown_timeout_millis,
-                OTEL_SHAPECHECK_SHUTDOWN_TIMEOUT_MILLIS,
-                _DEFAULT_SHUTDOWN_TIMEOUT_MILLIS,
-            ),
-            "answer_tools": names(
-                "answer_tools", answer_tools, OTEL_SHAPECHECK_ANSWER_TOOLS, DEFAULT_ANSWER_TOOLS
-            ),
-            "metrics_tool_names": boolean(
-                "metrics_tool_names", metrics_tool_names, OTEL_SHAPECHECK_METRICS_TOOL_NAMES, False
-            ),
-        }
-        for name, value in resolved.items():
-            object.__setattr__(self, name, value)  # frozen: the only writes happen here
+        arguments = locals()
+        for setting in PROCESSOR:  # the fields, their variables and defaults: one row each in the table
+            # frozen: the only writes happen here
+            object.__setattr__(self, setting.name, setting.resolve(arguments[setting.name]))
 
     def replace(self, **changes: object) -> ProcessorOptions:
         """A copy with ``changes`` applied (validated like constructor arguments)."""

@@ -39,14 +39,14 @@ from opentelemetry.trace import SpanContext
 
 from otel_shapecheck._attributes import ANALYST_ATTEMPT
 from otel_shapecheck.checks._base import Check
-from otel_shapecheck.pipeline._bounded_call import BoundedCall
+from otel_shapecheck.outputs._bounded_call import BoundedCall
+from otel_shapecheck.outputs._sinks import VerdictSink
 from otel_shapecheck.pipeline._intake import LedgerIntake
 from otel_shapecheck.pipeline._ledger import Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters, ProcessorCounts
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._recorder import SPAN_ID, SpanRecorder
 from otel_shapecheck.pipeline._sdk_fields import NO_OP_ON_ENDING, NO_OP_ON_START
-from otel_shapecheck.pipeline._sinks import VerdictSink
 from otel_shapecheck.pipeline._verdict_metrics import VerdictMetrics
 from otel_shapecheck.pipeline._worker import EvaluationWorker
 from otel_shapecheck.readers._classify import CLASSIFYING_KEYS

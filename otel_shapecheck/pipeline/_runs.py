@@ -3,7 +3,8 @@
 A *run* is the outermost agent span of a trace (OTel GenAI ``invoke_agent``, OpenInference ``AGENT``,
 a Traceloop ``workflow`` or ``agent``). The worker tallies each evaluated span's verdicts
 (:func:`tally_verdicts`), the ledger adds the tallies up per run, and when the run settles its agent
-span is forwarded as a copy carrying ``shapecheck.run.*`` (:func:`run_copy`). The counts follow the
+span is forwarded as a copy carrying ``shapecheck.run.*`` (:func:`run_attributes`, written by
+:func:`otel_shapecheck.outputs._enrich.run_copy`). The counts follow the
 seed recorder's ``getSummary`` (calls with tools, choices, scored, narrow, disagreement, skipped) and
 ``check``'s per-check tallies, so a run reads the same on the span and in the report.
 """
@@ -13,9 +14,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-from opentelemetry.attributes import BoundedAttributes
-from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck._attributes import (
     CONFORMANCE_COLLAPSED,
@@ -56,7 +54,6 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_SKIPPED,
 )
 from otel_shapecheck.checks._base import AttributeValue, Verdict
-from otel_shapecheck.pipeline._enrich import EnrichedSpan
 
 
 @dataclass(slots=True)
@@ -191,16 +188,6 @@ def run_attributes(tally: RunTally, incomplete: bool) -> dict[str, AttributeValu
         RUN_INCOMPLETE: incomplete or tally.incomplete > 0,
         FLAGGED: tally.flagged > 0,
     }
-
-
-def run_copy(span: ReadableSpan, tally: RunTally, incomplete: bool) -> EnrichedSpan:
-    """``span`` (a run's agent span) with its run summary; its own attributes and events are kept."""
-    attributes = BoundedAttributes(
-        attributes={**(span.attributes or {}), **run_attributes(tally, incomplete)},
-        immutable=True,
-        max_value_len=None,
-    )
-    return EnrichedSpan(span, attributes, list(span.events))
 
 
 def _count(value: object) -> int:

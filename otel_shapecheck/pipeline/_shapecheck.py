@@ -15,11 +15,11 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import SpanProcessor
 
 from otel_shapecheck.checks._base import Check
+from otel_shapecheck.outputs._sinks import VerdictSink
 from otel_shapecheck.pipeline._log_processor import ShapecheckLogRecordProcessor
 from otel_shapecheck.pipeline._metrics import ProcessorCounts
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
-from otel_shapecheck.pipeline._sinks import VerdictSink
 
 
 class Shapecheck:

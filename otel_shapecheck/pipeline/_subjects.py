@@ -14,6 +14,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck._model import AnalystAttempt, AnalystRun, LLMCall, ToolExecution, ToolResult
 from otel_shapecheck.checks._base import Subject
+from otel_shapecheck.otlp._ids import span_id_hex, trace_id_hex
 from otel_shapecheck.pipeline._duplicates import could_record_one_call, duplicate_of, one_instrumentation
 from otel_shapecheck.pipeline._facts import ExecutionFact, HeldSpan, Release
 from otel_shapecheck.readers._answer_tools import is_answer_tool, with_answer_tools
@@ -155,8 +156,8 @@ def _subject(held: HeldSpan, release: Release, call: LLMCall | None, answer_tool
         and not is_answer_tool(execution.name, answer_names)  # an answer is no basis for itself
     )
     return Subject(
-        span_id=format(held.span_id, "016x"),
-        trace_id=format(held.trace_id, "032x"),
+        span_id=span_id_hex(held.span_id),
+        trace_id=trace_id_hex(held.trace_id),
         llm_call=call,
         analyst_run=_analyst_run(held, release) if held.analyst else None,
         trace_tool_results=results,
@@ -173,10 +174,10 @@ def _analyst_run(held: HeldSpan, release: Release) -> AnalystRun:
     attempts.sort(key=lambda attempt: attempt.attempt)
     parent = held.span.parent
     return AnalystRun(
-        span_id=format(held.span_id, "016x"),
-        trace_id=format(held.trace_id, "032x"),
+        span_id=span_id_hex(held.span_id),
+        trace_id=trace_id_hex(held.trace_id),
         attempts=tuple(attempts),
-        parent_id=format(parent.span_id, "016x") if parent is not None else None,
+        parent_id=span_id_hex(parent.span_id) if parent is not None else None,
     )
 
 

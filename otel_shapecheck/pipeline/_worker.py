@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from otel_shapecheck.checks._base import Check, Subject, Verdict
-from otel_shapecheck.pipeline._enrich import duplicate_copy, enriched_copy
+from otel_shapecheck.outputs._enrich import duplicate_copy, enriched_copy, run_copy
+from otel_shapecheck.outputs._sinks import VerdictSink
 from otel_shapecheck.pipeline._facts import HeldSpan, Release, attribute_mapping
 from otel_shapecheck.pipeline._ledger import Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters
-from otel_shapecheck.pipeline._runs import RunTally, run_copy, tally_verdicts
-from otel_shapecheck.pipeline._sinks import VerdictSink
+from otel_shapecheck.pipeline._runs import RunTally, run_attributes, tally_verdicts
 from otel_shapecheck.pipeline._subjects import build_subjects
 from otel_shapecheck.pipeline._verdict_metrics import VerdictMetrics
 from otel_shapecheck.readers._classify import carries_message_content
@@ -176,7 +176,7 @@ class EvaluationWorker:
         """Forward a run's agent span with its run summary (as it came if building the copy fails)."""
         try:
             tally, incomplete = self._ledger.finish_run(held)
-            copy = run_copy(held.span, tally, incomplete)
+            copy = run_copy(held.span, run_attributes(tally, incomplete))
         except Exception:
             self._counters.error("run", "Summarising a run failed; forwarding its agent span as it is")
             self._forward(held.span)

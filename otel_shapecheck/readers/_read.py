@@ -25,6 +25,7 @@ from otel_shapecheck._attributes import (
     ROWS_UNREADABLE,
 )
 from otel_shapecheck._model import AnalystAttempt, LLMCall, ToolExecution, read_row_count
+from otel_shapecheck.otlp._ids import span_id_hex, trace_id_hex
 from otel_shapecheck.readers._classify import (
     AnyLogRecord,
     Convention,
@@ -195,14 +196,14 @@ def _span_ref(span: ReadableSpan) -> SpanRef | None:
     if ref is None:
         return None
     parent = span.parent
-    parent_id = format(parent.span_id, "016x") if parent is not None and parent.span_id else None
+    parent_id = span_id_hex(parent.span_id) if parent is not None and parent.span_id else None
     return SpanRef(ref.span_id, ref.trace_id, parent_id=parent_id, end_time_ns=span.end_time)
 
 
 def _ids_ref(span_id: object, trace_id: object) -> SpanRef | None:
     if not _positive_int(span_id) or not _positive_int(trace_id):
         return None
-    return SpanRef(span_id=format(span_id, "016x"), trace_id=format(trace_id, "032x"))
+    return SpanRef(span_id=span_id_hex(span_id), trace_id=trace_id_hex(trace_id))
 
 
 def _positive_int(value: object) -> TypeGuard[int]:

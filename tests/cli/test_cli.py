@@ -388,6 +388,28 @@ class TestCheck:
         assert_scenario_verdicts(read_spans(out))
         assert check_json(str(out))["summary"] == check_json(str(demo_dir / "traces.jsonl"))["summary"]
 
+    def test_recheck_keeps_the_exports_dropped_counts(self, demo_dir: Path, tmp_path: Path) -> None:
+        """Re-checking an enriched export writes every span's dropped attribute, event and link counts
+        as the export recorded them, on evaluated spans, run spans and untouched spans alike."""
+        dropped = {"droppedAttributesCount": 3, "droppedEventsCount": 2, "droppedLinksCount": 1}
+        given = tmp_path / "dropped.jsonl"
+        given.write_text(_with_fields(demo_dir / "traces.jsonl", dropped))
+        out = tmp_path / "rechecked.jsonl"
+        completed = run_cli("check", "--embedder", "hashing", "--out", str(out), str(given))
+        assert completed.returncode == 0, completed.stderr
+        written = [
+            span
+            for line in out.read_text().splitlines()
+            for resource_spans in json.loads(line)["resourceSpans"]
+            for scope_spans in resource_spans["scopeSpans"]
+            for span in scope_spans["spans"]
+        ]
+        names = {span["name"] for span in written}
+        assert {"invoke_agent storage-ops", "analyst incident-triage"} <= names
+        assert len(written) == len(read_spans(demo_dir / "traces.jsonl"))
+        assert [{key: span.get(key) for key in dropped} for span in written] == [dropped] * len(written)
+        assert_scenario_verdicts(read_spans(out))
+
     def test_rich_summary_is_the_default_output(self, demo_dir: Path) -> None:
         """Without --json the table lists span, check, verdict, score and why."""
         completed = run_cli("check", "--embedder", "hashing", str(demo_dir / "traces.jsonl"))
@@ -461,6 +483,19 @@ def _shift_ids(node: Any, copy: int) -> Any:
     if isinstance(node, list):
         return [_shift_ids(item, copy) for item in node]
     return node
+
+
+def _with_fields(path: Path, fields: Mapping[str, Any]) -> str:
+    """An OTLP/JSON Lines file with ``fields`` set on every span."""
+    lines = []
+    for line in path.read_text().splitlines():
+        document = json.loads(line)
+        for resource_spans in document["resourceSpans"]:
+            for scope_spans in resource_spans["scopeSpans"]:
+                for span in scope_spans["spans"]:
+                    span.update(fields)
+        lines.append(json.dumps(document))
+    return "\n".join(lines) + "\n"
 
 
 def _only_trace(path: Path, trace_id: str) -> str:

@@ -14,8 +14,8 @@ from otel_shapecheck._model import AnalystAttempt, AnalystRun, LLMCall, OfferedT
 from otel_shapecheck.checks._base import Subject, Verdict, enrichment_attributes
 from otel_shapecheck.checks.conformance._check import ConformanceCheck
 from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
-from otel_shapecheck.checks.tool_choice._embedders import FloatMatrix
 from otel_shapecheck.cli._report import json_report, summary, verdict_rows
+from otel_shapecheck.embedding._embedders import FloatMatrix
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 MENU = (

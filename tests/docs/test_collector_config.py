@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from otel_shapecheck import _attributes
-from otel_shapecheck.pipeline._options import _DEFAULT_MAX_WAIT_MILLIS
+from otel_shapecheck._settings_table import PROCESSOR, by_name
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "collector-config"
 CONFIG_FILES = sorted(CONFIG_DIR.glob("*.yaml")) + sorted(CONFIG_DIR.glob("*.yml"))
@@ -201,7 +201,7 @@ class TestConfiguration:
         wait = re.fullmatch(r"(\d+)(ms|s|m)", sampling["decision_wait"])
         assert wait is not None, sampling["decision_wait"]
         millis = int(wait[1]) * {"ms": 1, "s": 1000, "m": 60_000}[wait[2]]
-        assert millis > _DEFAULT_MAX_WAIT_MILLIS
+        assert millis > by_name(PROCESSOR, "max_wait_millis").default
 
 
 def test_the_front_collector_reaches_the_gateways_over_tls_with_a_bearer_token() -> None:

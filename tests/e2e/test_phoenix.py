@@ -18,7 +18,7 @@ import otel_shapecheck
 from otel_shapecheck import _attributes as attrs
 from otel_shapecheck.checks.figures._check import FiguresCheck
 from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
-from otel_shapecheck.checks.tool_choice._embedders import HashingEmbedder
+from otel_shapecheck.embedding._embedders import HashingEmbedder
 
 from .phoenix import PhoenixServer
 

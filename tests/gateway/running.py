@@ -18,7 +18,7 @@ from otel_shapecheck.gateway._counts import ExportAnswer
 from otel_shapecheck.gateway._decode import Kind, read_request
 from otel_shapecheck.gateway._gateway import Gateway
 from otel_shapecheck.gateway._service import GatewayService
-from otel_shapecheck.pipeline._events import EvaluationEventEmitter
+from otel_shapecheck.outputs._events import EvaluationEventEmitter
 
 FAST_MILLIS = 50
 _SERVICE_OPTIONS = ("tls", "tokens", "request_timeout_seconds", "idle_timeout_seconds", "max_connections")

@@ -14,6 +14,7 @@ from otlp_receiver import OTLPReceiver
 
 from gateway.otlp_requests import plain_spans, post, trace_request
 from gateway.running import eventually, grpc_span_exporter, http_span_exporter, running_gateway
+from otel_shapecheck.gateway._options import GatewayOptions
 from otel_shapecheck.gateway._spool import MemorySpool
 
 CAPACITY = 10
@@ -40,7 +41,9 @@ class TestHttpBackpressure:
         """While a slow downstream holds the spool, a request that does not fit gets 429 + Retry-After."""
         receiver.behave(delay_seconds=1.0)
         with running_gateway(
-            receiver, max_queue_size=CAPACITY, retry_after_seconds=1, spool=_small_spool()
+            receiver,
+            options=GatewayOptions(max_queue_size=CAPACITY, retry_after_millis=1000),
+            spool=_small_spool(),
         ) as service:
             first = post(service.http_port, "/v1/traces", trace_request(plain_spans(8)).SerializeToString())
             assert first.status == 200
@@ -64,7 +67,7 @@ class TestHttpBackpressure:
 
     def test_request_larger_than_the_queue_is_refused_for_good(self, receiver: OTLPReceiver) -> None:
         """More spans than the whole queue can never fit: 413 asking for smaller batches, no retry hint."""
-        with running_gateway(receiver, max_queue_size=CAPACITY) as service:
+        with running_gateway(receiver, options=GatewayOptions(max_queue_size=CAPACITY)) as service:
             answer = post(
                 service.http_port, "/v1/traces", trace_request(plain_spans(CAPACITY + 1)).SerializeToString()
             )
@@ -80,7 +83,9 @@ class TestGrpcBackpressure:
         receiver.behave(delay_seconds=1.0)
         with (
             running_gateway(
-                receiver, max_queue_size=CAPACITY, retry_after_seconds=0.25, spool=_small_spool()
+                receiver,
+                options=GatewayOptions(max_queue_size=CAPACITY, retry_after_millis=250),
+                spool=_small_spool(),
             ) as service,
             grpc.insecure_channel(f"127.0.0.1:{service.grpc_port}") as channel,
         ):
@@ -125,7 +130,9 @@ class TestSdkExportersRetry:
         batches = {"grpc": _ended_spans(8, "grpc"), "http": _ended_spans(8, "http")}
         results: dict[str, SpanExportResult] = {}
         with running_gateway(
-            receiver, max_queue_size=CAPACITY, retry_after_seconds=0.3, spool=_small_spool()
+            receiver,
+            options=GatewayOptions(max_queue_size=CAPACITY, retry_after_millis=300),
+            spool=_small_spool(),
         ) as service:
             exporters = {"grpc": grpc_span_exporter(service), "http": http_span_exporter(service)}
 
@@ -154,7 +161,7 @@ class TestFailingDownstream:
     ) -> None:
         """Batches the destination refuses are tried again; once it accepts, every span arrives."""
         receiver.behave(error_status=400)
-        with running_gateway(receiver, max_queue_size=CAPACITY) as service:
+        with running_gateway(receiver, options=GatewayOptions(max_queue_size=CAPACITY)) as service:
             body = trace_request(plain_spans(8)).SerializeToString()
             assert post(service.http_port, "/v1/traces", body).status == 200
             assert eventually(lambda: service.gateway.counts().export_retries >= 1, timeout=30)
@@ -169,7 +176,9 @@ class TestFailingDownstream:
     def test_given_up_batches_are_dropped_and_counted(self, receiver: OTLPReceiver) -> None:
         """With give_up_after_seconds, a batch refused that long is dropped, counted, and frees its room."""
         receiver.behave(error_status=400)
-        with running_gateway(receiver, max_queue_size=CAPACITY, give_up_after_seconds=0.2) as service:
+        with running_gateway(
+            receiver, options=GatewayOptions(max_queue_size=CAPACITY), give_up_after_seconds=0.2
+        ) as service:
             body = trace_request(plain_spans(8)).SerializeToString()
             assert post(service.http_port, "/v1/traces", body).status == 200
             assert eventually(lambda: service.gateway.counts().dropped == 8, timeout=30)

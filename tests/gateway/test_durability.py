@@ -53,7 +53,7 @@ class TestStopWithTheDestinationDown:
         the next start with the destination up forwards all of them."""
         spool = tmp_path / "spool"
         down, _ = unused_endpoint()
-        with ServeProcess(f"http://{down}", spool, "--shutdown-timeout", "2") as gateway:
+        with ServeProcess(f"http://{down}", spool, "--shutdown-timeout-seconds", "2") as gateway:
             acknowledged = _send(gateway.ports["http"], 20)
             code = gateway.stop()
         summary = parse_summary(gateway.stderr)
@@ -74,7 +74,7 @@ class TestStopWithTheDestinationDown:
         """Destination slow at SIGTERM: forwarded + left in the spool = accepted, nothing unaccounted."""
         receiver.behave(delay_seconds=1.5)
         with ServeProcess(
-            f"http://{receiver.grpc_endpoint}", tmp_path / "spool", "--shutdown-timeout", "3"
+            f"http://{receiver.grpc_endpoint}", tmp_path / "spool", "--shutdown-timeout-seconds", "3"
         ) as gw:
             acknowledged = _send(gw.ports["http"], 30)
             code = gw.stop()
@@ -86,7 +86,7 @@ class TestStopWithTheDestinationDown:
     def test_without_a_spool_what_is_left_is_reported_lost(self, receiver: OTLPReceiver) -> None:
         """With --no-spool and the destination down, the stop says how many were lost and exits 5."""
         down, _ = unused_endpoint()
-        with ServeProcess(f"http://{down}", None, "--shutdown-timeout", "1") as gateway:
+        with ServeProcess(f"http://{down}", None, "--shutdown-timeout-seconds", "1") as gateway:
             acknowledged = _send(gateway.ports["http"], 3)
             code = gateway.stop()
         summary = parse_summary(gateway.stderr)

@@ -42,7 +42,7 @@ from otel_shapecheck import _attributes as attrs
 from otel_shapecheck.gateway._gateway import Gateway
 from otel_shapecheck.gateway._service import GatewayService
 from otel_shapecheck.otlp._convert import spans_to_otlp_json
-from otel_shapecheck.pipeline._events import EvaluationEventEmitter
+from otel_shapecheck.outputs._events import EvaluationEventEmitter
 
 AGENT_RESOURCE = {"service.name": "capacity-agent", "deployment.environment.name": "test"}
 

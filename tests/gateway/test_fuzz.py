@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from gateway.otlp_requests import TRACE_ID, plain_spans, trace_request
 from otel_shapecheck.gateway._gateway import Gateway
 from otel_shapecheck.gateway._http import OTLPApplication
+from otel_shapecheck.gateway._options import GatewayOptions
 
 VALID = trace_request(plain_spans(3)).SerializeToString()
 CONTENT_TYPES = st.sampled_from(["application/x-protobuf", "application/json", "text/plain", ""])
@@ -30,7 +31,10 @@ ALLOWED = {200, 400, 404, 405, 408, 411, 413, 415, 429, 503}
 @pytest.fixture(name="app", scope="module")
 def _app() -> Iterator[OTLPApplication]:
     gateway = Gateway(
-        InMemorySpanExporter(), evaluate=False, schedule_delay_millis=50, max_request_bytes=1 << 16
+        InMemorySpanExporter(),
+        evaluate=False,
+        schedule_delay_millis=50,
+        options=GatewayOptions(max_request_bytes=1 << 16),
     )
     app = OTLPApplication(gateway, workers=2)
     yield app

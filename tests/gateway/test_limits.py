@@ -14,6 +14,7 @@ from otlp_receiver import OTLPReceiver
 
 from gateway.otlp_requests import plain_spans, post, trace_request
 from gateway.running import running_gateway
+from otel_shapecheck.gateway._options import GatewayOptions
 
 LIMIT = 4096
 
@@ -27,7 +28,7 @@ class TestSizeLimits:
         """A body larger than the limit is refused before it is read, with both sizes in the message."""
         body = trace_request(plain_spans(80)).SerializeToString()
         assert len(body) > LIMIT
-        with running_gateway(receiver, max_request_bytes=LIMIT) as service:
+        with running_gateway(receiver, options=GatewayOptions(max_request_bytes=LIMIT)) as service:
             answer = post(service.http_port, "/v1/traces", body)
         assert answer.status == 413
         assert _message(answer.body) == (
@@ -39,7 +40,7 @@ class TestSizeLimits:
         """The limit applies after decompression: a small gzip body that inflates past it is refused."""
         bomb = gzip.compress(b"\0" * 1_000_000)
         assert len(bomb) < LIMIT
-        with running_gateway(receiver, max_request_bytes=LIMIT) as service:
+        with running_gateway(receiver, options=GatewayOptions(max_request_bytes=LIMIT)) as service:
             answer = post(service.http_port, "/v1/traces", bomb, {"Content-Encoding": "gzip"})
         assert answer.status == 413
         assert "inflates to more than the limit of 4096 bytes" in _message(answer.body)
@@ -47,7 +48,7 @@ class TestSizeLimits:
     def test_gzip_body_within_the_limit_is_read(self, receiver: OTLPReceiver) -> None:
         """A gzip-compressed protobuf body is decompressed and forwarded."""
         body = gzip.compress(trace_request(plain_spans(3)).SerializeToString())
-        with running_gateway(receiver, max_request_bytes=LIMIT) as service:
+        with running_gateway(receiver, options=GatewayOptions(max_request_bytes=LIMIT)) as service:
             answer = post(service.http_port, "/v1/traces", body, {"Content-Encoding": "gzip"})
             assert answer.status == 200
             assert receiver.wait_for(lambda r: len(r.spans) == 3)
@@ -56,7 +57,7 @@ class TestSizeLimits:
         """gRPC refuses a message past the limit with RESOURCE_EXHAUSTED naming both sizes."""
         request = trace_request(plain_spans(80))
         with (
-            running_gateway(receiver, max_request_bytes=LIMIT) as service,
+            running_gateway(receiver, options=GatewayOptions(max_request_bytes=LIMIT)) as service,
             grpc.insecure_channel(f"127.0.0.1:{service.grpc_port}") as channel,
             pytest.raises(grpc.RpcError) as refused,
         ):

@@ -18,7 +18,7 @@ from gateway.otlp_requests import TRACE_ID, plain_spans, post, trace_request
 from gateway.running import build_gateway, eventually, offer, running_gateway
 from otel_shapecheck import _attributes as attrs
 from otel_shapecheck.gateway._admission import Admission
-from otel_shapecheck.gateway._settings import gateway_processor_options
+from otel_shapecheck.gateway._options import GatewayOptions
 
 TOOLS = [
     {"type": "function", "name": "get_capacity", "description": "Get the storage capacity of a cluster"},
@@ -57,7 +57,7 @@ class TestGracefulStop:
         """A span still waiting for facts and every plain span reach the receiver by the time stop returns."""
         service_spans = [*plain_spans(20), _waiting_chat_span()]
         with running_gateway(
-            receiver, options=gateway_processor_options(16_384, max_wait_millis=60_000)
+            receiver, processor_options=GatewayOptions().processor_options(max_wait_millis=60_000)
         ) as service:
             answer = post(service.http_port, "/v1/traces", trace_request(service_spans).SerializeToString())
             assert answer.status == 200

@@ -29,7 +29,7 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_CHOSEN,
     TOOL_CHOICE_MARGIN,
 )
-from otel_shapecheck.pipeline._enrich import _bounded
+from otel_shapecheck.outputs._enrich import _bounded
 
 from .agent import RecordingCheck, tool_turn
 

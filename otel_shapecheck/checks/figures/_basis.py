@@ -17,8 +17,9 @@ from typing import Final, NamedTuple
 import numpy as np
 
 from otel_shapecheck._model import ToolResult
+from otel_shapecheck.checks.figures._carried import CarriedPath, path_text
 from otel_shapecheck.checks.figures._columns import DerivedValues, is_percent_key
-from otel_shapecheck.checks.figures._fold import BasisBuilder, CarriedPath, path_text
+from otel_shapecheck.checks.figures._fold import BasisBuilder
 from otel_shapecheck.checks.figures._text import written_decimals
 
 UNIT_SCALES: Final = tuple(
@@ -64,7 +65,7 @@ class BasisStructure(NamedTuple):
     paths: Sequence[CarriedPath]
     keys: Sequence[str | None]
     marks: Mapping[int, int]
-    """Position → ``MARK_*`` bits of :mod:`._fold` (text token, written with ``%``, accounting negative)."""
+    """Position → ``MARK_*`` bits of :mod:`._carried` (text token, written with ``%``, a negative)."""
     labels: Mapping[str, str]
     """Container path → its first text (a row's label)."""
 

@@ -26,14 +26,14 @@ from typing import Final, Literal
 import numpy as np
 
 from otel_shapecheck.checks.figures._basis import BasisStructure
-from otel_shapecheck.checks.figures._columns import is_percent_key
-from otel_shapecheck.checks.figures._fold import (
+from otel_shapecheck.checks.figures._carried import (
     MARK_NEGATIVE,
     MARK_PERCENT,
     MARK_TEXT,
     CarriedPath,
     path_text,
 )
+from otel_shapecheck.checks.figures._columns import is_percent_key
 
 MAX_GROUP_CELLS: Final = 32
 """Cells of one row, column or text that are paired; larger groups are not paired at all."""

@@ -14,9 +14,10 @@ within ±0.05 and does not match a carried 61.1, where the reference's normalisa
 first. The extended layer is asked only of figures the closed set leaves unsupported, so it never
 changes a closed verdict; ``derivations="closed"`` is the reference's set alone.
 
-The parts are ``_text`` (figures and numbers in text), ``_fold`` and ``_columns`` (tool results folded
-into carried numbers and column derivations), ``_basis`` (the fold indexed, and the closed question),
-``_cells``, ``_extended`` and ``_coincidence`` (the extended layer and its bound).
+The parts are ``_text`` (figures and numbers in text), ``_fold``, ``_carried`` and ``_columns`` (tool
+results walked and folded into carried numbers and column derivations), ``_basis`` (the fold indexed,
+and the closed question), ``_cells``, ``_extended`` and ``_coincidence`` (the extended layer and its
+bound).
 """
 
 from __future__ import annotations

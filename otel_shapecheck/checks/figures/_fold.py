@@ -2,7 +2,8 @@
 
 Content is walked iteratively (nesting cannot exhaust the stack) within bounds on nodes, depth, rows,
 fields and recorded numbers; every bound that cuts the fold sets ``truncated``, which can only flag
-more figures, never fewer. The result is kept as parallel columns, read by :class:`FigureBasis`.
+more figures, never fewer. The result is kept as parallel columns (:class:`~._carried.CarriedNumbers`,
+which this walk fills), read by :class:`FigureBasis`.
 """
 
 from __future__ import annotations
@@ -11,25 +12,27 @@ import json
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import islice, repeat
+from itertools import islice
 from operator import itemgetter
 from typing import Final, cast
 
 from otel_shapecheck._model import JSONValue
 from otel_shapecheck.checks.figures._bounded_json import STRUCTURED_DEPTH, TALLY_DEPTH, read_bounded_json
-from otel_shapecheck.checks.figures._columns import DerivedValues, RowTable
+from otel_shapecheck.checks.figures._carried import (
+    DIGIT_RE,
+    MARK_TEXT,
+    MAX_BASIS_NUMBERS,
+    CarriedNumbers,
+    finite_or_nan,
+    text_label,
+)
+from otel_shapecheck.checks.figures._columns import RowTable
 from otel_shapecheck.checks.figures._text import (
     may_state_a_number,
     normalize_token,
     numbers_in_text,
     plain_number,
 )
-
-MAX_BASIS_NUMBERS: Final = 50_000
-"""Carried numbers kept per basis."""
-
-MAX_DERIVED: Final = 50_000
-"""Column-derived values (sums, ratios, differences, complements) kept per basis."""
 
 MAX_ROWS: Final = 5_000
 """Rows of one list folded into columns."""
@@ -43,9 +46,6 @@ MAX_DEPTH: Final = 64
 MAX_NODES: Final = 500_000
 """JSON nodes walked per basis, so one huge result costs bounded time."""
 
-MAX_LABEL_CHARS: Final = 60
-"""Characters kept of a row's label (its first text), which names the row in an inferred derivation."""
-
 BOUNDED_READ_CHARS: Final = 1 << 16
 """Length from which a JSON text is read only as far as the fold can walk it (shorter ones are parsed
 whole: they are cheap, and cannot hold more than the basis keeps)."""
@@ -54,29 +54,10 @@ BOUNDED_READ_LEVELS: Final = STRUCTURED_DEPTH + TALLY_DEPTH + 4
 """Levels below a JSON text within which the bounded reader counts numbers (its outer levels, an
 element's nesting, and the levels the fold adds), kept under :data:`MAX_DEPTH`."""
 
-MARK_TEXT: Final = 1
-"""A carried number read out of a longer text, not a value of its own (structure mode only)."""
-MARK_PERCENT: Final = 2
-"""A carried number written with a ``%`` sign (``"12.5%"``)."""
-MARK_NEGATIVE: Final = 4
-"""A carried number written as an accounting negative (``"(1,234)"``, ``"$(2,227)"``)."""
-
-_ACCOUNTING_NEGATIVE_RE: Final = re.compile(
-    r"\s*[$€£]?\s*\(\s*[$€£]?\s*[0-9][0-9,]*(?:\.[0-9]+)?\s*\)\s*%?\s*"
-)
 _LONE_NUMBER_RE: Final = re.compile(r"[\s$€£¥(+\-]*[0-9][0-9,]*(?:\.[0-9]+)?[\s)%]*")
 """A string that is one number and currency or sign punctuation around it (``"$ 1,997.8"``): a cell."""
 _JSON_OPENERS: Final = frozenset("[{")
-_DIGIT_RE: Final = re.compile(r"[0-9]")
 _NUMBER_KINDS: Final = frozenset({int, float, type(None)})
-
-CarriedPath = str | tuple[str, str]
-"""A carried number's path: the text itself, or (row path, field name) joined only when asked for."""
-
-
-def path_text(path: CarriedPath) -> str:
-    """A carried number's path as text (``rows[0].used_pct``)."""
-    return path if isinstance(path, str) else f"{path[0]}.{path[1]}"
 
 
 class _ChildPaths:
@@ -95,7 +76,7 @@ class _ChildPaths:
         return str(name) if self._keyed else None
 
 
-class BasisBuilder:
+class BasisBuilder(CarriedNumbers):
     """Folds tool-result content into parallel columns: carried numbers, their paths and fields, derivations.
 
     The walk is iterative (no recursion, so nesting cannot exhaust the stack). With ``structure`` it also
@@ -105,18 +86,8 @@ class BasisBuilder:
     """
 
     def __init__(self, structure: bool = False) -> None:
+        super().__init__()
         self.structure = structure
-        self.marks: dict[int, int] = {}
-        """Position of a carried number → its ``MARK_*`` bits (structure mode; unmarked numbers absent)."""
-        self.labels: dict[str, str] = {}
-        """Container path → its first text that is not a number (structure mode)."""
-        self.values: list[float] = []
-        self.paths: list[CarriedPath] = []
-        self.keys: list[str | None] = []
-        self.derived = DerivedValues()
-        self.named: set[float] = set()
-        """Numbers written as field names (``{"2024": …}``): carried as-is, never derived from."""
-        self.truncated = False
         self._nodes = 0
         self._stack: list[tuple[JSONValue, str, str | None, int]] = []
 
@@ -143,11 +114,6 @@ class BasisBuilder:
                 self.truncated |= any(_may_add(node, depth) for node, _, _, depth in self._stack)
                 self._stack.clear()
                 return
-
-    @property
-    def full(self) -> bool:
-        """Whether :data:`MAX_BASIS_NUMBERS` numbers are carried (the basis bound)."""
-        return len(self.values) >= MAX_BASIS_NUMBERS
 
     def _visit(self, node: JSONValue, at: str, key: str | None, depth: int) -> None:
         if isinstance(node, dict | list):
@@ -193,11 +159,6 @@ class BasisBuilder:
                 rows = [(f"{at}[{name}]", None, row) for name, row in islice(children, MAX_ROWS)]
             self._read_rows(rows, at or "result", depth + 1)
         self._read_children(children, child, depth + 1)
-
-    def _note_names(self, names: Iterable[str]) -> None:
-        for name in names:
-            if type(name) is str and _DIGIT_RE.search(name) and len(self.named) < MAX_BASIS_NUMBERS:
-                self.named.update(numbers_in_text(name))
 
     def _read_children(
         self, children: Iterator[tuple[str | int, JSONValue]], child: _ChildPaths, depth: int
@@ -261,7 +222,7 @@ class BasisBuilder:
                 for path, text in zip(row_paths, strings, strict=True):
                     if text and labels is not None and path not in labels and len(labels) < MAX_BASIS_NUMBERS:
                         if text not in label_of:
-                            label_of[text] = _label(text)
+                            label_of[text] = text_label(text)
                         row_label = label_of[text]
                         if row_label is not None:
                             labels[path] = row_label
@@ -280,41 +241,6 @@ class BasisBuilder:
         else:
             numeric[name] = column
 
-    def _carry_column(
-        self, name: str, cells: list[float | None], row_paths: list[str], gaps: bool
-    ) -> list[float]:
-        """Carry a column of JSON numbers (nulls and gaps allowed); returns it with NaN for the gaps."""
-        if not gaps and len(cells) <= MAX_BASIS_NUMBERS - len(self.values):
-            try:
-                numbers = list(map(float, cells))  # type: ignore[arg-type]  # no gaps: no None
-            except OverflowError:
-                pass
-            else:
-                if math.isfinite(sum(numbers)):  # hence every number is finite: all of them are carried
-                    self.values.extend(numbers)
-                    self.paths.extend(zip(row_paths, repeat(name)))
-                    self.keys.extend([name] * len(numbers))
-                    return numbers
-        try:
-            column = [math.nan if cell is None else float(cell) for cell in cells]
-        except OverflowError:
-            column = [math.nan if cell is None else _finite_or_nan(cell) for cell in cells]
-        present = [index for index, number in enumerate(column) if number - number == 0.0]
-        if len(present) < len(column):
-            column = [number if number - number == 0.0 else math.nan for number in column]
-        room = MAX_BASIS_NUMBERS - len(self.values)
-        if len(present) > room:
-            self.truncated = True
-            present = present[: max(room, 0)]
-        if len(present) == len(column):
-            self.values.extend(column)
-            self.paths.extend(zip(row_paths, repeat(name)))
-        else:
-            self.values.extend([column[index] for index in present])
-            self.paths.extend([(row_paths[index], name) for index in present])
-        self.keys.extend([name] * len(present))
-        return column
-
     def _read_mixed_column(
         self,
         name: str,
@@ -328,7 +254,7 @@ class BasisBuilder:
         has_numbers = False
         for index, ((path, _), cell) in enumerate(zip(table, cells, strict=True)):
             if isinstance(cell, int | float) and not isinstance(cell, bool):
-                column[index] = _finite_or_nan(cell)
+                column[index] = finite_or_nan(cell)
                 has_numbers = True
                 self._carry(cell, (path, name), name)
             elif isinstance(cell, dict | list):
@@ -337,18 +263,8 @@ class BasisBuilder:
                 self._visit_scalar(cell, f"{path}.{name}", name, depth)
         return column if has_numbers else None
 
-    def _carry(self, value: float, at: CarriedPath, key: str | None) -> None:
-        if len(self.values) >= MAX_BASIS_NUMBERS:
-            self.truncated = True
-            return
-        number = _finite_or_nan(value)
-        if number == number:  # not NaN
-            self.values.append(number)
-            self.paths.append(at or "result")
-            self.keys.append(key)
-
     def _read_string(self, text: str, at: str, key: str | None, depth: int) -> None:
-        if _DIGIT_RE.search(text) is None:
+        if DIGIT_RE.search(text) is None:
             return
         stripped = text.lstrip()
         if stripped[:1] in _JSON_OPENERS and depth < MAX_DEPTH:
@@ -394,58 +310,6 @@ class BasisBuilder:
                 return read.value, read.rest
         return _json_prefix(text)
 
-    def _mark_cell(self, text: str) -> None:
-        """Note how the string the last carried number came from wrote it: with ``%``, in parentheses."""
-        mark = (MARK_PERCENT if "%" in text else 0) | (
-            MARK_NEGATIVE if "(" in text and _ACCOUNTING_NEGATIVE_RE.fullmatch(text) else 0
-        )
-        if mark and self.values:
-            self.marks[len(self.values) - 1] = mark
-
-    def _note_label(self, container: str, text: str) -> None:
-        """Keep ``text`` as the container's label when it is its first text that is not a number."""
-        if container in self.labels or len(self.labels) >= MAX_BASIS_NUMBERS:
-            return
-        label = _label(text)
-        if label is not None:
-            self.labels[container] = label
-
-    def _fold(self, table: RowTable, label: str) -> None:
-        """Record the column derivations over all rows, then over each group of a grouping text field."""
-        complete = self._derive(table, table.totals(), table.row_count, f"{label}[]")
-        for name, group, group_totals, group_rows in table.groupings():
-            for value, totals, rows in zip(group, group_totals, group_rows, strict=True):
-                complete = complete and self._derive(table, totals, rows, f"{label}[{name}={value}]")
-            if not complete:
-                break
-        self.truncated |= table.truncated
-
-    def _derive(self, table: RowTable, totals: dict[str, float], rows: int, label: str) -> bool:
-        """Record the sums, ratios, differences and complements of some rows' column totals."""
-        derived: list[tuple[float, tuple[str, str, str, str]]] = []
-        if rows > 1:
-            derived.extend((total, ("column-sum", label, name, "")) for name, total in totals.items())
-        for a, b in table.like_unit_pairs:
-            if a not in totals or b not in totals:
-                continue
-            sum_a, sum_b = totals[a], totals[b]
-            if sum_b != 0:
-                ratio = 100 * sum_a / sum_b
-                derived.append((ratio, ("column-ratio", label, a, b)))
-                if 0 <= ratio <= 100:
-                    derived.append((100 - ratio, ("complement", label, a, b)))
-            if sum_b - sum_a > 0:
-                derived.append((sum_b - sum_a, ("column-difference", label, a, b)))
-        for value, how in derived:
-            if value - value != 0.0:  # not finite
-                continue
-            if len(self.derived.values) >= MAX_DERIVED:
-                self.truncated = True
-                return False
-            self.derived.values.append(value)
-            self.derived.how.append(how)
-        return True
-
 
 def _field_names(rows: list[dict[str, JSONValue]]) -> tuple[list[str], bool]:
     """Every field of the rows in first-seen order (one look when all rows share the first row's fields),
@@ -467,14 +331,6 @@ def _columns(
     return ([row.get(name) for row in rows] for name in names)
 
 
-def _label(text: str) -> str | None:
-    """``text`` as a row's label (stripped, cut to :data:`MAX_LABEL_CHARS`); ``None`` when it is a number."""
-    label = text.strip()
-    if label and plain_number(normalize_token(label)) is None:
-        return label[:MAX_LABEL_CHARS]
-    return None
-
-
 def _may_add(node: JSONValue, depth: int) -> bool:
     """Whether walking ``node`` could add to a full basis (a named number, a derivation) or would have
     set ``truncated`` itself: anything but ``null``, booleans, text without a digit and empty containers
@@ -482,7 +338,7 @@ def _may_add(node: JSONValue, depth: int) -> bool:
     if node is None or isinstance(node, bool):
         return False
     if isinstance(node, str):
-        return _DIGIT_RE.search(node) is not None
+        return DIGIT_RE.search(node) is not None
     if isinstance(node, dict | list):
         return bool(node) or depth >= MAX_DEPTH
     return True
@@ -495,17 +351,9 @@ def _all_dicts(values: Iterable[JSONValue]) -> bool:
 
 def _may_carry(text: str) -> bool:
     """Whether a string can carry a number: JSON to parse, or a token that can start a number."""
-    if _DIGIT_RE.search(text) is None:
+    if DIGIT_RE.search(text) is None:
         return False
     return text.lstrip()[:1] in _JSON_OPENERS or may_state_a_number(text)
-
-
-def _finite_or_nan(value: float) -> float:
-    try:
-        number = float(value)
-    except OverflowError:
-        return math.nan
-    return number if math.isfinite(number) else math.nan
 
 
 def _json_prefix(text: str) -> tuple[JSONValue, str]:

@@ -8,9 +8,9 @@ margins included) and a top-scored tool the model did not choose is a ``proxy_di
 margin is an embedding-geometry proxy for the model's selection, never an account of why the model chose.
 
 Nothing is embedded where calls are recorded: the processor's worker calls :meth:`ToolChoiceCheck.evaluate`
-in batches (one embed call per batch), and :meth:`ToolChoiceCheck.record` only keeps strings that the
-first read of :meth:`~ToolChoiceCheck.calls`, :meth:`~ToolChoiceCheck.flagged` or
-:meth:`~ToolChoiceCheck.summary` scores and memoises.
+in batches (one embed call per batch, made by its :class:`~._batch_scorer.BatchScorer`), and
+:meth:`ToolChoiceCheck.record` only keeps strings that the first read of :meth:`~ToolChoiceCheck.calls`,
+:meth:`~ToolChoiceCheck.flagged` or :meth:`~ToolChoiceCheck.summary` scores and memoises.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import replace
 
 from otel_shapecheck import _settings
 from otel_shapecheck._attributes import (
@@ -35,11 +34,9 @@ from otel_shapecheck._attributes import (
 )
 from otel_shapecheck._model import LLMCall, OfferedTool
 from otel_shapecheck.checks._base import AttributeValue, Subject, Verdict
-from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache, cached
+from otel_shapecheck.checks.tool_choice._batch_scorer import BatchScorer
 from otel_shapecheck.checks.tool_choice._calls import ToolChoiceCall, ToolChoiceSummary
-from otel_shapecheck.checks.tool_choice._embedders import Embedder, FloatMatrix, MiniLMEmbedder
 from otel_shapecheck.checks.tool_choice._history import CallHistory
-from otel_shapecheck.checks.tool_choice._index import ToolIndex
 from otel_shapecheck.checks.tool_choice._labels import (
     SKIP_ANSWER_TOOL,
     SKIP_MENU_TOO_LARGE,
@@ -48,31 +45,19 @@ from otel_shapecheck.checks.tool_choice._labels import (
     result_attributes,
     skip_reason,
 )
-from otel_shapecheck.checks.tool_choice._large import build_menu_index, score_large
-from otel_shapecheck.checks.tool_choice._lexical import menu_lexicon
-from otel_shapecheck.checks.tool_choice._margin import (
-    DEFAULT_MAX_SLOT_CHARS,
-    MarginResult,
-    choice_context,
-    score_margin,
-)
-from otel_shapecheck.checks.tool_choice._menu_index import INDEX_MENU_TOOLS, MenuIndexes
+from otel_shapecheck.checks.tool_choice._large_menu_scan import MenuIndexes
+from otel_shapecheck.checks.tool_choice._margin import DEFAULT_MAX_SLOT_CHARS, choice_context
 from otel_shapecheck.checks.tool_choice._plan import MenuPlan, PlanCache
 from otel_shapecheck.checks.tool_choice._scoring import (
-    CALIBRATED_LEXICAL_WEIGHT,
     SCORING_CALIBRATED,
     SCORINGS,
-    calibrated_margin,
     default_threshold,
     needs_segments,
     segment_texts,
 )
-from otel_shapecheck.checks.tool_choice._small_menu import (
-    MAX_LEAN_TOOLS,
-    MenuMatrices,
-    menu_matrices,
-    small_margin,
-)
+from otel_shapecheck.embedding._cache import EmbeddingCache, cached
+from otel_shapecheck.embedding._embedders import Embedder, MiniLMEmbedder
+from otel_shapecheck.embedding._tool_index import ToolIndex
 from otel_shapecheck.environment_variables import (
     OTEL_SHAPECHECK_MARGIN_THRESHOLD,
     OTEL_SHAPECHECK_MAX_MENU_BYTES,
@@ -179,8 +164,14 @@ class ToolChoiceCheck:
         self._pending = CallHistory(max_recorded, recorded_bytes)
         self._history = CallHistory(max_recorded, recorded_bytes)
         self._plans = PlanCache()
+        self._scorer = BatchScorer(
+            self._index,
+            self._plans,
+            scoring=self._scoring,
+            threshold=self._threshold,
+            max_indexed_tools=indexed,
+        )
         self._lock = threading.Lock()  # one scoring of pending calls at a time
-        self._menu_indexes = MenuIndexes(indexed)
 
     @property
     def embedder(self) -> Embedder:
@@ -225,12 +216,12 @@ class ToolChoiceCheck:
     @property
     def menu_indexes(self) -> MenuIndexes:
         """The indexes of large menus (more than 2 048 tools) scored by search."""
-        return self._menu_indexes
+        return self._scorer.menu_indexes
 
     def evaluate(self, subjects: Sequence[Subject]) -> list[Verdict | None]:
         """One verdict per subject whose LLM call offered or invoked tools, else ``None``; one embed call."""
         calls = [self._call_of(subject) for subject in subjects]
-        scored = self._scored([call for call in calls if call is not None])
+        scored = self._scorer.scored([call for call in calls if call is not None])
         in_order = iter(scored)
         verdicts = [self._verdict(next(in_order)) if call is not None else None for call in calls]
         if self._keep_calls:
@@ -253,7 +244,7 @@ class ToolChoiceCheck:
             pending = self._pending.take()
             if pending:
                 try:
-                    scored = self._scored(pending)
+                    scored = self._scorer.scored(pending)
                 except Exception:
                     self._pending.put_back(pending)
                     raise
@@ -334,114 +325,6 @@ class ToolChoiceCheck:
             truncated=cut or (plan is not None and plan.cut),
             menu_bytes=plan.nbytes if plan is not None else 0,
             _menu=plan if skipped is None else None,
-        )
-
-    def _scored(self, calls: Sequence[ToolChoiceCall]) -> list[ToolChoiceCall]:
-        """``calls`` with rankings filled in, from one embed call over the distinct new texts."""
-        to_score = [call for call in calls if call.skipped is None and call.result is None and call._menu]
-        if not to_score:
-            return list(calls)
-        calibrated = self._scoring == SCORING_CALIBRATED
-        index_key = id(self._index)
-        small = [call for call in to_score if len(call.offered) <= INDEX_MENU_TOOLS]
-        tool_texts: list[str] = []
-        for call in small:
-            plan = call._menu
-            assert plan is not None
-            known = plan.rows.get(index_key)
-            if known is None or known[0] != self._index.resets:
-                tool_texts.extend(plan.seed_texts)
-                if calibrated:
-                    tool_texts.extend(plan.parameter_texts)
-        missing = self._index.missing(tool_texts) if tool_texts else []
-        views = [text for call in to_score for text in (call.context_text, *call.segments)]
-        batch = list(dict.fromkeys(views + missing))
-        vectors = dict(zip(batch, self._index.embedder.embed(batch), strict=True))
-        fresh = {text: vectors[text] for text in missing}
-        results: dict[int, MarginResult] = {}
-        for call in to_score:
-            plan = call._menu
-            assert plan is not None
-            if len(call.offered) > INDEX_MENU_TOOLS:
-                results[id(call)] = self._score_large(call, plan, vectors)
-            else:
-                results[id(call)] = self._score_small(call, plan, vectors, fresh, calibrated)
-        return [replace(call, result=results[id(call)]) if id(call) in results else call for call in calls]
-
-    def _score_small(
-        self,
-        call: ToolChoiceCall,
-        plan: MenuPlan,
-        vectors: dict[str, FloatMatrix],
-        fresh: dict[str, FloatMatrix],
-        calibrated: bool,
-    ) -> MarginResult:
-        index_key = id(self._index)
-        matrices = self._plans.matrices(plan, index_key, self._index.resets)
-        if matrices is None:
-            matrices = self._menu_matrices(plan, fresh, calibrated)
-            self._plans.keep_matrices(plan, matrices)
-        context = vectors[call.context_text]
-        per_tool = calibrated and needs_segments(len(plan.names), len(set(call.chosen)))
-        if len(plan.names) <= MAX_LEAN_TOOLS and not per_tool:
-            return small_margin(
-                call.context_text,
-                context,
-                plan.names,
-                matrices,
-                call.chosen,
-                threshold=self._threshold,
-                lexical_weight=CALIBRATED_LEXICAL_WEIGHT,
-            )
-        if not calibrated:
-            return score_margin(context, plan.names, matrices.seed, call.chosen, threshold=self._threshold)
-        return calibrated_margin(
-            call.context_text,
-            context,
-            plan.names,
-            matrices.seed,
-            matrices.parameter,
-            plan.parameter_texts,
-            call.chosen,
-            threshold=self._threshold,
-            segments=[(text, vectors[text]) for text in call.segments],
-        )
-
-    def _menu_matrices(self, plan: MenuPlan, fresh: dict[str, FloatMatrix], calibrated: bool) -> MenuMatrices:
-        """The menu's scoring matrices, read from the tool index (its rows remembered on the plan)."""
-        index_key = id(self._index)
-        known = plan.rows.get(index_key)
-        seed_known = (known[0], known[1]) if known is not None else None
-        seed_rows, seed_vectors = self._index.lookup(plan.seed_texts, fresh, seed_known)
-        if not calibrated:
-            plan.rows[index_key] = (seed_rows[0], seed_rows[1], seed_rows[1])
-            return menu_matrices(index_key, seed_rows[0], seed_vectors, None, None)
-        parameter_known = (known[0], known[2]) if known is not None else None
-        parameter_rows, parameter_vectors = self._index.lookup(plan.parameter_texts, fresh, parameter_known)
-        if seed_rows[0] == parameter_rows[0]:
-            plan.rows[index_key] = (seed_rows[0], seed_rows[1], parameter_rows[1])
-        else:  # the index started over in between: the seed rows are stale, read them again
-            seed_rows, seed_vectors = self._index.lookup(plan.seed_texts, fresh)
-        lexicon = menu_lexicon(plan.parameter_texts)
-        return menu_matrices(index_key, seed_rows[0], seed_vectors, parameter_vectors, lexicon)
-
-    def _score_large(
-        self, call: ToolChoiceCall, plan: MenuPlan, vectors: dict[str, FloatMatrix]
-    ) -> MarginResult:
-        calibrated = self._scoring == SCORING_CALIBRATED
-        menu = self._menu_indexes.get(
-            plan.key + self._scoring.encode(),
-            lambda: build_menu_index(plan, self._index.embedder, calibrated=calibrated),
-        )
-        return score_large(
-            menu,
-            call.context_text,
-            vectors[call.context_text],
-            call.chosen,
-            calibrated=calibrated,
-            threshold=self._threshold,
-            lexical_weight=CALIBRATED_LEXICAL_WEIGHT,
-            segments=[(text, vectors[text]) for text in call.segments],
         )
 
     def _verdict(self, call: ToolChoiceCall) -> Verdict:

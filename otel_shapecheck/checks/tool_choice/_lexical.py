@@ -20,7 +20,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from otel_shapecheck.checks.tool_choice._index import tokenised_name
+from otel_shapecheck.embedding._tool_index import tokenised_name
 
 K1: Final = 1.2
 """BM25 term-frequency saturation (the usual value)."""

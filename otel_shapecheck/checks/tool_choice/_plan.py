@@ -4,8 +4,8 @@ A menu recurs on every call of an agent (the readers hand every call with the sa
 string the same tuple), so the work that depends on the menu alone is done once and kept: repeated
 names removed (first wins), both tool texts of each tool (capped), whether a cap cut any of them, the
 menu's size in characters, and its vector rows in the tool index. The cache also keeps each small
-menu's scoring matrices (:class:`~._small_menu.MenuMatrices`) beside its plan, counted in its byte bound
-and dropped with the plan, so a call of a known menu reads no index rows and converts nothing.
+menu's scoring matrices (:class:`~._small_menu_scoring.MenuMatrices`) beside its plan, counted in its
+byte bound and dropped with the plan, so a call of a known menu reads no index rows and converts nothing.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import numpy as np
 import numpy.typing as npt
 
 from otel_shapecheck._model import OfferedTool
-from otel_shapecheck.checks.tool_choice._index import tool_texts
-from otel_shapecheck.checks.tool_choice._small_menu import MenuMatrices
+from otel_shapecheck.checks.tool_choice._small_menu_scoring import MenuMatrices
+from otel_shapecheck.embedding._tool_index import tool_texts
 
 MAX_PLANS: Final = 256
 MAX_PLAN_BYTES: Final = 64 * 1024 * 1024

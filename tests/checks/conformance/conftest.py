@@ -1,23 +1,10 @@
-"""Fixtures for the conformance tests: a real tracer provider exporting to the SDK's in-memory exporter."""
+"""Fixtures for the conformance tests: the analyst tests' tracer provider, exporting to memory.
+
+The conformance check reads the spans the retry wrapper writes, so both folders share one provider.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from analyst.conftest import _span_exporter, _tracer_provider
 
-import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-
-@pytest.fixture(name="span_exporter")
-def _span_exporter() -> InMemorySpanExporter:
-    return InMemorySpanExporter()
-
-
-@pytest.fixture(name="tracer_provider")
-def _tracer_provider(span_exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
-    provider = TracerProvider(shutdown_on_exit=False)
-    provider.add_span_processor(SimpleSpanProcessor(span_exporter))
-    yield provider
-    provider.shutdown()
+__all__ = ["_span_exporter", "_tracer_provider"]

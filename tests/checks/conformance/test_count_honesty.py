@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from analyst.analysts import RecordingContext
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -25,8 +26,6 @@ from otel_shapecheck._attributes import (
 from otel_shapecheck._model import AnalystAttempt, AnalystRun, read_row_count
 from otel_shapecheck.checks._base import Verdict
 from otel_shapecheck.readers._read import read_analyst_attempt
-
-from .analysts import RecordingContext
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 RUN_SPAN_ID = "00f067aa0ba902b7"

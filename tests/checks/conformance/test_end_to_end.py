@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import openai
 import pytest
+from analyst.analysts import RecordingContext
 from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -51,8 +52,6 @@ from otel_shapecheck.checks.conformance._record import conformance_attributes
 from otel_shapecheck.cli.demo._script import ScriptedReply
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
 from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
-
-from .analysts import RecordingContext
 
 
 class Finding(BaseModel):

@@ -9,12 +9,11 @@ import pytest
 
 from otel_shapecheck._model import JSONValue, ToolResult
 from otel_shapecheck.checks.figures._basis import CarriedNumber, explain_figure, figure_basis
+from otel_shapecheck.checks.figures._carried import MAX_BASIS_NUMBERS, MAX_DERIVED
 from otel_shapecheck.checks.figures._columns import MAX_GROUP_FIELDS
 from otel_shapecheck.checks.figures._findings import check_figures
 from otel_shapecheck.checks.figures._fold import (
-    MAX_BASIS_NUMBERS,
     MAX_DEPTH,
-    MAX_DERIVED,
     MAX_NODES,
     MAX_NUMERIC_FIELDS,
     MAX_ROWS,

@@ -16,10 +16,10 @@ from benchmarks.bench_figures import answer_with_30_figures, capacity_rows
 from otel_shapecheck._model import JSONValue, ToolResult
 from otel_shapecheck.checks.figures import _fold
 from otel_shapecheck.checks.figures._bounded_json import read_bounded_json
+from otel_shapecheck.checks.figures._carried import MAX_BASIS_NUMBERS
 from otel_shapecheck.checks.figures._findings import check_figures
 from otel_shapecheck.checks.figures._fold import (
     BOUNDED_READ_CHARS,
-    MAX_BASIS_NUMBERS,
     MAX_NODES,
     MAX_ROWS,
     BasisBuilder,

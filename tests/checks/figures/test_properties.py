@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from otel_shapecheck._model import JSONValue, ToolResult
 from otel_shapecheck.checks.figures._basis import figure_basis
+from otel_shapecheck.checks.figures._carried import MAX_BASIS_NUMBERS, MAX_DERIVED
 from otel_shapecheck.checks.figures._findings import check_figures
-from otel_shapecheck.checks.figures._fold import MAX_BASIS_NUMBERS, MAX_DERIVED
 from otel_shapecheck.checks.figures._text import figures_in, normalize_token, numbers_in_text
 
 SCALES = [float(base**power) for power in range(1, 6) for base in (1000, 1024)]

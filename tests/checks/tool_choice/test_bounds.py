@@ -11,18 +11,15 @@ from otel_shapecheck import HashingEmbedder, Subject, ToolChoiceCheck
 from otel_shapecheck._attributes import TOOL_CHOICE_SKIPPED, TOOL_CHOICE_TRUNCATED
 from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall, ToolParameter
 from otel_shapecheck.checks._builtin import build_checks, builtin_checks
-from otel_shapecheck.checks.tool_choice import _check
-from otel_shapecheck.checks.tool_choice._buckets import length_buckets, padded_tokens
-from otel_shapecheck.checks.tool_choice._margin import MarginResult, choice_context, cosine_scores
-from otel_shapecheck.checks.tool_choice._menu_index import (
+from otel_shapecheck.checks.tool_choice import _batch_scorer
+from otel_shapecheck.checks.tool_choice._large_menu_scan import (
     INDEX_MENU_TOOLS,
     Query,
     ToolMatrix,
     best_excluding,
     cosine_error,
 )
-from otel_shapecheck.checks.tool_choice._neighbours import approximate_pairs, exact_pairs
-from otel_shapecheck.checks.tool_choice._vectors import l2_normalised
+from otel_shapecheck.checks.tool_choice._margin import MarginResult, choice_context, cosine_scores
 
 TRACE = "2" * 32
 _WORDS = [
@@ -82,7 +79,7 @@ class TestLargeMenus:
         embedder = HashingEmbedder()
         indexed = ToolChoiceCheck(embedder, scoring=scoring)
         indexed.evaluate(subjects)
-        monkeypatch.setattr(_check, "INDEX_MENU_TOOLS", 10**9)
+        monkeypatch.setattr(_batch_scorer, "INDEX_MENU_TOOLS", 10**9)
         whole = ToolChoiceCheck(embedder, scoring=scoring)
         whole.evaluate(subjects)
         assert len(indexed.menu_indexes) == 1 and len(whole.menu_indexes) == 0
@@ -100,7 +97,7 @@ class TestLargeMenus:
         subjects = [_subject(0, menu, (menu[1500].name,), "¿¡ ¿¡ ¡¡"), _subject(1, menu, (menu[3].name,), "")]
         indexed = ToolChoiceCheck(HashingEmbedder(), scoring=scoring)
         indexed.evaluate(subjects)
-        monkeypatch.setattr(_check, "INDEX_MENU_TOOLS", 10**9)
+        monkeypatch.setattr(_batch_scorer, "INDEX_MENU_TOOLS", 10**9)
         whole = ToolChoiceCheck(HashingEmbedder(), scoring=scoring)
         whole.evaluate(subjects)
         for a, b in zip(indexed.calls(), whole.calls(), strict=True):
@@ -119,7 +116,7 @@ class TestLargeMenus:
         user = f"{menu[40].description} and then {menu[900].description}"
         embedder = HashingEmbedder()
         probe = ToolChoiceCheck(embedder, scoring=scoring)
-        monkeypatch.setattr(_check, "INDEX_MENU_TOOLS", 10**9)
+        monkeypatch.setattr(_batch_scorer, "INDEX_MENU_TOOLS", 10**9)
         probe.evaluate([_subject(0, menu, (menu[0].name,), user)])
         (ranked,) = probe.calls()
         assert ranked.result is not None and ranked.result.ranked_all
@@ -134,7 +131,7 @@ class TestLargeMenus:
         subjects = [_subject(span, menu, chosen, user) for span, chosen in enumerate(picks)]
         whole = ToolChoiceCheck(embedder, scoring=scoring)
         whole.evaluate(subjects)
-        monkeypatch.setattr(_check, "INDEX_MENU_TOOLS", INDEX_MENU_TOOLS)
+        monkeypatch.setattr(_batch_scorer, "INDEX_MENU_TOOLS", INDEX_MENU_TOOLS)
         indexed = ToolChoiceCheck(embedder, scoring=scoring)
         indexed.evaluate(subjects)
         assert len(indexed.menu_indexes) == 1
@@ -165,7 +162,7 @@ class TestLargeMenus:
         ]
         indexed = ToolChoiceCheck(embedder, scoring=scoring)
         indexed.evaluate(subjects)
-        monkeypatch.setattr(_check, "INDEX_MENU_TOOLS", 10**9)
+        monkeypatch.setattr(_batch_scorer, "INDEX_MENU_TOOLS", 10**9)
         whole = ToolChoiceCheck(embedder, scoring=scoring)
         whole.evaluate(subjects)
         for a, b in zip(indexed.calls(), whole.calls(), strict=True):
@@ -189,7 +186,7 @@ class TestLargeMenus:
         subject = _subject(0, menu, (menu[7].name,), text)
         indexed = ToolChoiceCheck(HashingEmbedder())
         indexed.evaluate([subject])
-        monkeypatch.setattr(_check, "INDEX_MENU_TOOLS", 10**9)
+        monkeypatch.setattr(_batch_scorer, "INDEX_MENU_TOOLS", 10**9)
         whole = ToolChoiceCheck(HashingEmbedder())
         whole.evaluate([subject])
         (a,), (b,) = indexed.calls(), whole.calls()
@@ -372,35 +369,3 @@ class TestHistory:
         """keep_calls must be a bool."""
         with pytest.raises(ValueError, match="keep_calls"):
             ToolChoiceCheck(HashingEmbedder(), keep_calls="yes")  # type: ignore[arg-type]
-
-
-class TestBuckets:
-    @pytest.mark.parametrize("seed", range(5))
-    def test_buckets_cover_every_text_within_the_bounds(self, seed: int) -> None:
-        """Each text runs once; every run is within the token and size bounds; padding stays small."""
-        rng = random.Random(seed)
-        lengths = [rng.choice([rng.randint(3, 30), rng.randint(30, 256)]) for _ in range(300)]
-        groups = length_buckets(lengths, max_batch_tokens=512, max_batch_size=64)
-        assert sorted(i for group in groups for i in group) == list(range(len(lengths)))
-        for group in groups:
-            assert len(group) <= 64 and len(group) * max(lengths[i] for i in group) <= 512
-        assert padded_tokens(lengths, groups) <= 1.3 * sum(lengths)
-
-    def test_a_text_longer_than_the_budget_runs_alone(self) -> None:
-        """A 256-token text under a 100-token budget is its own run."""
-        assert length_buckets([256, 5, 5], max_batch_tokens=100, max_batch_size=64) == [[1, 2], [0]]
-
-
-class TestNeighbours:
-    def test_the_index_finds_what_exact_search_finds(self) -> None:
-        """On clustered vectors the FAISS index recalls at least 99 % of the exact pairs."""
-        rng = np.random.default_rng(5)
-        centres = rng.normal(size=(300, 64))
-        vectors = l2_normalised(
-            centres[rng.integers(0, 300, size=6000)] + rng.normal(scale=0.25, size=(6000, 64))
-        )
-        exact = exact_pairs(vectors, min_similarity=0.8, min_k=1)
-        found = approximate_pairs(vectors, min_similarity=0.8, min_k=1)
-        above = {pair for pair, sim in exact.items() if sim >= 0.8}
-        recall = len(above & set(found)) / len(above)
-        assert recall >= 0.99

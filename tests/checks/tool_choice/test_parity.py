@@ -1,19 +1,19 @@
-"""Parity vectors M1–M8, L1–L3 and H1 of the ported reference, and its exact text constructions."""
+"""Parity vectors M1–M8 of the ported reference, and its exact text constructions.
+
+Its lint vectors L1–L3 are in ``tests/catalog/test_parity.py``, its hash vectors H1 in
+``tests/embedding/test_parity.py``.
+"""
 
 from __future__ import annotations
 
 import pytest
+from embedding.embedders import CharCountEmbedder, CountingEmbedder, PlantedEmbedder
 
-from checks.tool_choice.embedders import CharCountEmbedder
-from otel_shapecheck import Subject, ToolChoiceCheck, lint_catalog
+from otel_shapecheck import Subject, ToolChoiceCheck
 from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall, ToolResult
-from otel_shapecheck.catalog._rules import CatalogTool
-from otel_shapecheck.checks.tool_choice._cache import content_hash
 from otel_shapecheck.checks.tool_choice._calls import ToolChoiceSummary
-from otel_shapecheck.checks.tool_choice._index import confusability_text
 from otel_shapecheck.checks.tool_choice._margin import MarginResult, choice_context, score_margin
-
-from .embedders import CountingEmbedder, PlantedEmbedder
+from otel_shapecheck.embedding._tool_index import confusability_text
 
 CONTEXT = "query the FC name server database registrations from influx time series"
 INFLUX = ("influx_get_fcns_database", "Get FC name server database registrations from influx time series.")
@@ -140,61 +140,6 @@ class TestPlantedVectors:
         (call,) = check.calls()
         assert call.result is not None and call.result.margin == pytest.approx(0.98058, abs=1e-5)
         assert check.flagged() == ()
-
-
-LINT_PLANTED = PlantedEmbedder([("twin a", [1, 0.1, 0]), ("twin b", [1, 0.3, 0])], fallback=[0, 0, 1])
-LINT_CATALOG = [
-    CatalogTool("twin_a", "Twin a: reads the port counters of one switch, for when a port flaps."),
-    CatalogTool("twin_b", "Twin b: reads the port counters of the fabric, for when many ports flap."),
-    CatalogTool("unrelated", "Sends a summary email to the on-call engineer after triage is done."),
-]
-
-
-class TestCatalogLintParity:
-    def test_l1_confusable_pair_fails_the_gate(self) -> None:
-        """L1: the twins' cosine 0.98166 is over a 0.95 threshold: one confusable pair, not ok."""
-        report = lint_catalog(LINT_CATALOG, embedder=LINT_PLANTED, threshold=0.95)
-        assert [(p.a, p.b) for p in report.confusable] == [("twin_a", "twin_b")]
-        assert report.confusable[0].similarity == pytest.approx(0.98166, abs=1e-5)
-        assert not report.ok
-
-    def test_l2_watch_pair_is_advisory(self) -> None:
-        """L2: at threshold 0.999 with band 0.02 the twins are one watch pair and the gate passes."""
-        report = lint_catalog(LINT_CATALOG, embedder=LINT_PLANTED, threshold=0.999, watch_band=0.02)
-        assert report.confusable == ()
-        assert [(p.a, p.b) for p in report.watch] == [("twin_a", "twin_b")]
-        assert report.ok
-
-    def test_l3_bare_tool_without_embedder(self) -> None:
-        """L3: a bare tool with no embedder is not analysed and fails on the missing description."""
-        report = lint_catalog([CatalogTool("bare")])
-        assert not report.analyzed
-        assert [(f.rule, f.severity) for f in report.structural] == [
-            ("description-missing-or-short", "error")
-        ]
-        assert not report.ok
-
-    def test_l3_short_description_passes_unless_strict(self) -> None:
-        """L3: a 14-character description only warns: ok by default, not ok when warnings fail the gate."""
-        tool = CatalogTool("bare", "Reads a value.")
-        assert len(tool.description or "") == 14
-        assert lint_catalog([tool]).ok
-        assert not lint_catalog([tool], fail_on="warn").ok
-
-
-class TestContentHash:
-    @pytest.mark.parametrize(
-        ("text", "key"),
-        [("", "0-811c9dc5cbf29ce4"), ("a", "1-e40c292cc3b6d773"), ("hello", "5-4f9f2cab6e750d18")],
-    )
-    def test_h1_vectors(self, text: str, key: str) -> None:
-        """H1: the two-lane FNV-1a key matches the reference's vectors."""
-        assert content_hash(text) == key
-
-    def test_counts_utf16_code_units(self) -> None:
-        """A character outside the BMP is two UTF-16 code units, as in the reference's JavaScript."""
-        assert content_hash("😀").startswith("2-")
-        assert content_hash("x" * 36).startswith("10-")
 
 
 class TestTextConstruction:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from embedding.embedders import CountingEmbedder, PlantedEmbedder
 
 from otel_shapecheck import HashingEmbedder, Subject, ToolChoiceCheck
 from otel_shapecheck._attributes import (
@@ -13,7 +14,6 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_WEAKEST,
 )
 from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall, ToolParameter
-from otel_shapecheck.checks.tool_choice._index import confusability_text, parameter_text
 from otel_shapecheck.checks.tool_choice._lexical import lexical_scores, lexical_terms
 from otel_shapecheck.checks.tool_choice._margin import choice_context, cosine_scores, score_margin
 from otel_shapecheck.checks.tool_choice._scoring import (
@@ -23,8 +23,7 @@ from otel_shapecheck.checks.tool_choice._scoring import (
     context_segments,
     segment_texts,
 )
-
-from .embedders import CountingEmbedder, PlantedEmbedder
+from otel_shapecheck.embedding._tool_index import confusability_text, parameter_text
 
 TRACE = "2" * 32
 

@@ -6,11 +6,11 @@ import random
 
 import numpy as np
 import pytest
+from embedding.embedders import CharCountEmbedder
 
 from otel_shapecheck import HashingEmbedder, Subject, ToolChoiceCheck
 from otel_shapecheck._attributes import FLAG_TOOL_CHOICE_PROXY_DISAGREEMENT
 from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall, ToolParameter
-from otel_shapecheck.checks.tool_choice._index import confusability_text, parameter_text
 from otel_shapecheck.checks.tool_choice._lexical import menu_lexicon
 from otel_shapecheck.checks.tool_choice._margin import MarginResult, choice_context, score_margin
 from otel_shapecheck.checks.tool_choice._plan import PlanCache, build_plan
@@ -20,9 +20,8 @@ from otel_shapecheck.checks.tool_choice._scoring import (
     SEED_MARGIN_THRESHOLD,
     calibrated_margin,
 )
-from otel_shapecheck.checks.tool_choice._small_menu import MenuMatrices, menu_matrices, small_margin
-
-from .embedders import CharCountEmbedder
+from otel_shapecheck.checks.tool_choice._small_menu_scoring import MenuMatrices, menu_matrices, small_margin
+from otel_shapecheck.embedding._tool_index import confusability_text, parameter_text
 
 _WORDS = [
     "storage",

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from embedding.embedders import CharCountEmbedder, CountingEmbedder
 
-from checks.tool_choice.embedders import CharCountEmbedder
 from otel_shapecheck import Check, HashingEmbedder, Subject, ToolChoiceCheck
 from otel_shapecheck._attributes import (
     EVALUATION_NAME,
@@ -27,9 +27,7 @@ from otel_shapecheck._attributes import (
 )
 from otel_shapecheck._model import AnalystRun, LLMCall, OfferedTool, ToolCall
 from otel_shapecheck.checks._base import Verdict, enrichment_attributes
-from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache
-
-from .embedders import CountingEmbedder
+from otel_shapecheck.embedding._cache import EmbeddingCache
 
 TRACE = "1" * 32
 MENU = (

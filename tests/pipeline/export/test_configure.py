@@ -15,7 +15,7 @@ from otel_shapecheck import EvaluationEventEmitter
 from otel_shapecheck import _attributes as attrs
 from otel_shapecheck.checks.figures._check import FiguresCheck
 from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
-from otel_shapecheck.checks.tool_choice._embedders import HashingEmbedder
+from otel_shapecheck.embedding._embedders import HashingEmbedder
 from otel_shapecheck.pipeline._options import ProcessorOptions
 
 from .agent_turn import ANSWER, UNSUPPORTED, instrumented, run_capacity_turn

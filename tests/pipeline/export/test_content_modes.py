@@ -20,7 +20,7 @@ from opentelemetry.util.genai.handler import TelemetryHandler
 
 from otel_shapecheck import EvaluationEventEmitter, FiguresCheck, Shapecheck, ToolChoiceCheck
 from otel_shapecheck import _attributes as attrs
-from otel_shapecheck.checks.tool_choice._embedders import HashingEmbedder
+from otel_shapecheck.embedding._embedders import HashingEmbedder
 from pipeline.agent import chat
 from pipeline.export.agent_turn import UNSUPPORTED, instrumented, run_capacity_turn
 

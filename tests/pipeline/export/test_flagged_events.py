@@ -240,7 +240,7 @@ def test_raising_exporter_is_counted_and_logged_once(
 
 def test_is_a_verdict_sink() -> None:
     """The exporter is what the span processor accepts as ``events``."""
-    from otel_shapecheck.pipeline._sinks import VerdictSink
+    from otel_shapecheck.outputs._sinks import VerdictSink
 
     events = _exporter(InMemoryLogRecordExporter())
     assert isinstance(events, VerdictSink)

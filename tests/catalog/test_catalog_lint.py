@@ -10,15 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from embedding.embedders import CharCountEmbedder, CountingEmbedder
 
-from checks.tool_choice.embedders import CharCountEmbedder
 from otel_shapecheck import HashingEmbedder, ToolChoiceCheck, lint_catalog
 from otel_shapecheck.catalog._lint import coerce_catalog, differentiation_hint
 from otel_shapecheck.catalog._rules import CatalogTool
-from otel_shapecheck.checks.tool_choice._index import confusability_text
 from otel_shapecheck.cli._lint import register, run
-
-from .embedders import CountingEmbedder
+from otel_shapecheck.embedding._tool_index import confusability_text
 
 GOOD = "Returns the port counters of one switch. Use when a single port flaps; for sweeps use another."
 

@@ -6,7 +6,7 @@ package (``_data/minilm-tokenizer.json``, Apache-2.0, see its NOTICE); nothing i
 Cost and memory, measured on the BFCL texts (``benchmarks/bench_embedding.py``):
 
 - **Padding.** Texts are tokenised once, sorted by token length and cut into runs by
-  :func:`~otel_shapecheck.checks.tool_choice._buckets.length_buckets`, so the model runs close to the
+  :func:`~otel_shapecheck.embedding._buckets.length_buckets`, so the model runs close to the
   real number of tokens instead of padding every text of a 64-text chunk to the chunk's longest.
 - **Memory.** A run's working memory grows with its padded tokens (a 64 × 256-token run took RSS from
   about 220 MB to 1.5 GB). Runs are bounded to ``max_batch_tokens`` padded tokens, the memory-pattern
@@ -35,8 +35,8 @@ import numpy as np
 
 from otel_shapecheck import _settings
 from otel_shapecheck._native import native_section
-from otel_shapecheck.checks.tool_choice._buckets import length_buckets
-from otel_shapecheck.checks.tool_choice._vectors import FloatMatrix, capped, l2_normalised
+from otel_shapecheck.embedding._buckets import length_buckets
+from otel_shapecheck.embedding._vectors import FloatMatrix, capped, l2_normalised
 from otel_shapecheck.environment_variables import OTEL_SHAPECHECK_EMBEDDER_THREADS
 
 logger = logging.getLogger(__name__)

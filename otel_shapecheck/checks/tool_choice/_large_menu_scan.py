@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from otel_shapecheck.checks.tool_choice._lexical import MenuLexicon
 from otel_shapecheck.checks.tool_choice._margin import cosine_scores
-from otel_shapecheck.checks.tool_choice._vectors import FloatMatrix
+from otel_shapecheck.embedding._vectors import FloatMatrix
 
 INDEX_MENU_TOOLS: Final = 2048
 """Menus with more tools than this are scored through a :class:`MenuIndex` (smaller ones rank whole)."""

@@ -9,12 +9,11 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from checks.tool_choice.embedders import CharCountEmbedder
 from otel_shapecheck import Embedder, HashingEmbedder
-from otel_shapecheck.checks.tool_choice._cache import CacheStats, EmbeddingCache
-from otel_shapecheck.checks.tool_choice._embedders import FloatMatrix
+from otel_shapecheck.embedding._cache import CacheStats, EmbeddingCache
+from otel_shapecheck.embedding._embedders import FloatMatrix
 
-from .embedders import CountingEmbedder
+from .embedders import CharCountEmbedder, CountingEmbedder
 
 
 class GatedEmbedder:

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from otel_shapecheck import _settings
-from otel_shapecheck.checks.tool_choice._embedders import Embedder, FloatMatrix
+from otel_shapecheck.embedding._embedders import Embedder, FloatMatrix
 from otel_shapecheck.environment_variables import (
     OTEL_SHAPECHECK_EMBEDDING_CACHE_ENTRIES,
 )

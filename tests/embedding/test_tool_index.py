@@ -7,12 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checks.tool_choice.embedders import CharCountEmbedder
 from otel_shapecheck import HashingEmbedder
-from otel_shapecheck.checks.tool_choice._embedders import l2_normalised
-from otel_shapecheck.checks.tool_choice._index import ToolIndex
+from otel_shapecheck.embedding._embedders import l2_normalised
+from otel_shapecheck.embedding._tool_index import ToolIndex
 
-from .embedders import CountingEmbedder
+from .embedders import CharCountEmbedder, CountingEmbedder
 
 
 class TestMenuVectors:

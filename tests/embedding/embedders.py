@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from otel_shapecheck import Embedder
-from otel_shapecheck.checks.tool_choice._embedders import FloatMatrix, l2_normalised
+from otel_shapecheck.embedding._embedders import FloatMatrix, l2_normalised
 
 
 class CharCountEmbedder:

@@ -7,7 +7,7 @@ a tool text at :data:`MAX_TOOL_TEXT_CHARS` (MiniLM reads about 1 000 characters 
 hostile definition costs bounded time. Vectors are keyed by a digest of the text, so each distinct tool
 text is embedded once per index however many calls offer it; they are kept in one numpy matrix, and a
 menu's vectors are rows of it. Nearest-neighbour search for the lint is
-:func:`~otel_shapecheck.checks.tool_choice._neighbours.neighbour_pairs` (exact numpy below the measured
+:func:`~otel_shapecheck.embedding._neighbours.neighbour_pairs` (exact numpy below the measured
 crossover, an approximate FAISS index above it).
 """
 
@@ -26,8 +26,8 @@ import numpy.typing as npt
 
 from otel_shapecheck import _settings
 from otel_shapecheck._model import ToolParameter
-from otel_shapecheck.checks.tool_choice._neighbours import neighbour_pairs
-from otel_shapecheck.checks.tool_choice._vectors import Embedder, FloatMatrix
+from otel_shapecheck.embedding._neighbours import neighbour_pairs
+from otel_shapecheck.embedding._vectors import Embedder, FloatMatrix
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ class ToolIndex:
         """Pairs ``(i, j)``, ``i < j``, of positions in ``texts`` (distinct texts) and their cosine.
 
         Returns every pair whose similarity is at least ``min_similarity``, plus each text's ``min_k``
-        nearest others (see :func:`~otel_shapecheck.checks.tool_choice._neighbours.neighbour_pairs`).
+        nearest others (see :func:`~otel_shapecheck.embedding._neighbours.neighbour_pairs`).
         """
         if len(texts) < 2:
             return {}

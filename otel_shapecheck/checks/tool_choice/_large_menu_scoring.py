@@ -1,4 +1,4 @@
-"""Scoring one call on a large menu through its :class:`~._menu_index.MenuIndex` (see that module)."""
+"""Scoring one call on a large menu through its :class:`~._large_menu_scan.MenuIndex` (see that module)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from otel_shapecheck.checks.tool_choice._cache import EmbeddingCache
-from otel_shapecheck.checks.tool_choice._lexical import MenuLexicon
-from otel_shapecheck.checks.tool_choice._margin import MarginResult
-from otel_shapecheck.checks.tool_choice._menu_index import (
+from otel_shapecheck.checks.tool_choice._large_menu_scan import (
     Best,
     FloatArray,
     MenuIndex,
@@ -22,9 +19,12 @@ from otel_shapecheck.checks.tool_choice._menu_index import (
     better,
     top,
 )
+from otel_shapecheck.checks.tool_choice._lexical import MenuLexicon
+from otel_shapecheck.checks.tool_choice._margin import MarginResult
 from otel_shapecheck.checks.tool_choice._plan import MenuPlan
 from otel_shapecheck.checks.tool_choice._scoring import needs_segments
-from otel_shapecheck.checks.tool_choice._vectors import Embedder, FloatMatrix
+from otel_shapecheck.embedding._cache import EmbeddingCache
+from otel_shapecheck.embedding._vectors import Embedder, FloatMatrix
 
 EMBED_CHUNK: Final = 4096
 """Texts per embed call while a large menu's vectors are built (bounds the batch's memory)."""

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from otel_shapecheck._native import native_section
-from otel_shapecheck.checks.tool_choice._vectors import FloatMatrix
+from otel_shapecheck.embedding._vectors import FloatMatrix
 
 EXACT_MAX_VECTORS: Final = 20_000
 """At or below this many vectors the lint compares all pairs exactly (the measured crossover)."""

@@ -32,29 +32,22 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import SpanContext
 
 from otel_shapecheck import _attributes as attrs
-from otel_shapecheck._settings import boolean, choice, positive_int
+from otel_shapecheck._settings_table import EVENTS, by_name
 from otel_shapecheck._version import __version__
 from otel_shapecheck.checks._base import AttributeValue, Verdict
-from otel_shapecheck.environment_variables import (
-    OTEL_SHAPECHECK_EVENTS_FLUSH_TIMEOUT_MILLIS,
-    OTEL_SHAPECHECK_EVENTS_FORWARD,
-    OTEL_SHAPECHECK_EVENTS_INCLUDE_CONTENT,
-    OTEL_SHAPECHECK_EVENTS_MAX_EXPORT_BATCH_SIZE,
-    OTEL_SHAPECHECK_EVENTS_MAX_QUEUE_SIZE,
-    OTEL_SHAPECHECK_EVENTS_SCHEDULE_DELAY_MILLIS,
-)
 from otel_shapecheck.otlp._counting import CountingLogExporter
-from otel_shapecheck.pipeline._bounded_call import BoundedCall
+from otel_shapecheck.outputs._bounded_call import BoundedCall
 
 logger = logging.getLogger(__name__)
 
 
-_DEFAULT_MAX_QUEUE_SIZE = 2048
-_DEFAULT_MAX_EXPORT_BATCH_SIZE = 512
-_DEFAULT_SCHEDULE_DELAY_MILLIS = 1000
-_DEFAULT_FLUSH_TIMEOUT_MILLIS = 10000
-
-_FORWARD_CHOICES = ("flagged", "all")
+# The emitter's settings: variables, defaults and kinds are rows of the one settings table.
+_FORWARD = by_name(EVENTS, "forward")
+_INCLUDE_CONTENT = by_name(EVENTS, "include_content")
+_MAX_QUEUE_SIZE = by_name(EVENTS, "max_queue_size")
+_MAX_EXPORT_BATCH_SIZE = by_name(EVENTS, "max_export_batch_size")
+_SCHEDULE_DELAY_MILLIS = by_name(EVENTS, "schedule_delay_millis")
+_FLUSH_TIMEOUT_MILLIS = by_name(EVENTS, "flush_timeout_millis")
 
 
 EVENT_LOGGER_NAME = "otel_shapecheck"
@@ -137,18 +130,9 @@ class EvaluationEventEmitter:
     ) -> None:
         if (log_exporter is None) == (logger_provider is None):
             raise ValueError("EvaluationEventEmitter needs exactly one of log_exporter or logger_provider")
-        self._forward_all = (
-            choice("forward", forward, OTEL_SHAPECHECK_EVENTS_FORWARD, "flagged", _FORWARD_CHOICES) == "all"
-        )
-        self._include_content = boolean(
-            "include_content", include_content, OTEL_SHAPECHECK_EVENTS_INCLUDE_CONTENT, False
-        )
-        self._flush_timeout_millis = positive_int(
-            "flush_timeout_millis",
-            flush_timeout_millis,
-            OTEL_SHAPECHECK_EVENTS_FLUSH_TIMEOUT_MILLIS,
-            _DEFAULT_FLUSH_TIMEOUT_MILLIS,
-        )
+        self._forward_all = _FORWARD.resolve(forward) == "all"
+        self._include_content: bool = _INCLUDE_CONTENT.resolve(include_content)
+        self._flush_timeout_millis: int = _FLUSH_TIMEOUT_MILLIS.resolve(flush_timeout_millis)
         self._lock = threading.Lock()
         self._counts = dict.fromkeys(
             ("received", "skipped", "emitted", "dropped_queue_full", "dropped_after_shutdown", "errors"), 0
@@ -190,15 +174,9 @@ class EvaluationEventEmitter:
         max_export_batch_size: int | None,
         schedule_delay_millis: int | None,
     ) -> LoggerProvider:
-        self._max_queue_size = positive_int(
-            "max_queue_size", max_queue_size, OTEL_SHAPECHECK_EVENTS_MAX_QUEUE_SIZE, _DEFAULT_MAX_QUEUE_SIZE
-        )
-        batch_size = positive_int(
-            "max_export_batch_size",
-            max_export_batch_size,
-            OTEL_SHAPECHECK_EVENTS_MAX_EXPORT_BATCH_SIZE,
-            _DEFAULT_MAX_EXPORT_BATCH_SIZE,
-        )
+        queue_size: int = _MAX_QUEUE_SIZE.resolve(max_queue_size)
+        self._max_queue_size = queue_size
+        batch_size: int = _MAX_EXPORT_BATCH_SIZE.resolve(max_export_batch_size)
         if batch_size > self._max_queue_size:
             if max_export_batch_size is not None:
                 raise ValueError(
@@ -207,19 +185,14 @@ class EvaluationEventEmitter:
                 )
             logger.warning(
                 "%s=%d exceeds the queue size %d; exporting batches of %d",
-                OTEL_SHAPECHECK_EVENTS_MAX_EXPORT_BATCH_SIZE,
+                _MAX_EXPORT_BATCH_SIZE.variable,
                 batch_size,
                 self._max_queue_size,
                 self._max_queue_size,
             )
             batch_size = self._max_queue_size
         self._max_export_batch_size = batch_size
-        delay = positive_int(
-            "schedule_delay_millis",
-            schedule_delay_millis,
-            OTEL_SHAPECHECK_EVENTS_SCHEDULE_DELAY_MILLIS,
-            _DEFAULT_SCHEDULE_DELAY_MILLIS,
-        )
+        delay: int = _SCHEDULE_DELAY_MILLIS.resolve(schedule_delay_millis)
         self._schedule_delay_millis = delay
         self._counting = CountingLogExporter(
             log_exporter, before_export=self._taken_from_queue, what="Evaluation event export"

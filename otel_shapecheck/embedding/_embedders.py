@@ -1,7 +1,7 @@
 """Embedders: text to L2-normalised float32 vectors, for tool-choice margins and the catalog lint.
 
 The default is all-MiniLM-L6-v2 as an int8 ONNX model run with onnxruntime and tokenizers, fully
-offline (:class:`MiniLMEmbedder`, in :mod:`~otel_shapecheck.checks.tool_choice._minilm`). A numpy-only
+offline (:class:`MiniLMEmbedder`, in :mod:`~otel_shapecheck.embedding._minilm`). A numpy-only
 embedder serves dependency-light installs (:class:`HashingEmbedder`). Every embedder cuts a text to a
 bounded length before it tokenises or hashes it, so one hostile text costs bounded time.
 """
@@ -16,8 +16,8 @@ from typing import Final
 import numpy as np
 
 from otel_shapecheck import _settings
-from otel_shapecheck.checks.tool_choice._minilm import MiniLMEmbedder
-from otel_shapecheck.checks.tool_choice._vectors import Embedder, FloatMatrix, capped, l2_normalised
+from otel_shapecheck.embedding._minilm import MiniLMEmbedder
+from otel_shapecheck.embedding._vectors import Embedder, FloatMatrix, capped, l2_normalised
 
 __all__ = [
     "Embedder",

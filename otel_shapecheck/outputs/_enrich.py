@@ -1,9 +1,10 @@
-"""Enriched copies: a new ``ReadableSpan`` carrying the verdicts, since an ended span cannot be changed.
+"""Enriched, duplicate and run copies: new ``ReadableSpan`` values carrying the verdicts, since an
+ended span cannot be changed.
 
 The SDK freezes a span's attributes before any processor sees it (opentelemetry-python#5614), and the
-same span object is shared by every processor. So the verdicts go on a copy that keeps everything
-else: the same resource object (the OTLP encoder groups spans by it), scope, context, parent, links,
-kind, status, times and the original's dropped counts.
+same span object is shared by every processor. So the verdicts go on a copy
+(:func:`~otel_shapecheck.otlp._span_copy.copy_span`) that keeps everything else: the same resource
+object, scope, context, parent, links, kind, status, times and the original's dropped counts.
 """
 
 from __future__ import annotations
@@ -16,54 +17,10 @@ from opentelemetry.util.types import AnyValue, AttributeValue
 
 from otel_shapecheck._attributes import DUPLICATE_OF, EVALUATION_EVENT, EVALUATION_NAME, FLAGGED, FLAGS
 from otel_shapecheck.checks._base import Verdict, enrichment_attributes
+from otel_shapecheck.otlp._span_copy import copy_span
 
 
-class EnrichedSpan(ReadableSpan):
-    """A copy of an ended span with extra attributes and events, reporting the original's dropped counts."""
-
-    def __init__(
-        self,
-        original: ReadableSpan,
-        attributes: BoundedAttributes | Mapping[str, AttributeValue],
-        events: Sequence[Event],
-    ) -> None:
-        super().__init__(
-            name=original.name,
-            context=original.context,
-            parent=original.parent,
-            resource=original.resource,
-            attributes=attributes,
-            events=tuple(events),
-            links=tuple(original.links),
-            kind=original.kind,
-            status=original.status,
-            start_time=original.start_time,
-            end_time=original.end_time,
-            instrumentation_scope=original.instrumentation_scope,
-        )
-        self._original_dropped = (
-            original.dropped_attributes,
-            original.dropped_events,
-            original.dropped_links,
-        )
-
-    @property
-    def dropped_attributes(self) -> int:
-        """Attributes the original span dropped (the copy drops none of its own)."""
-        return self._original_dropped[0]
-
-    @property
-    def dropped_events(self) -> int:
-        """Events the original span dropped."""
-        return self._original_dropped[1]
-
-    @property
-    def dropped_links(self) -> int:
-        """Links the original span dropped."""
-        return self._original_dropped[2]
-
-
-def enriched_copy(span: ReadableSpan, verdicts: Sequence[Verdict]) -> EnrichedSpan:
+def enriched_copy(span: ReadableSpan, verdicts: Sequence[Verdict]) -> ReadableSpan:
     """``span`` plus the verdicts' attributes and one ``gen_ai.evaluation.result`` span event per verdict.
 
     The events are stamped with the span's end time, so they fall inside the span in every viewer.
@@ -78,7 +35,7 @@ def enriched_copy(span: ReadableSpan, verdicts: Sequence[Verdict]) -> EnrichedSp
     events.extend(
         Event(EVALUATION_EVENT, _bounded(verdict.event_attributes()), timestamp) for verdict in verdicts
     )
-    return EnrichedSpan(span, attributes, events)
+    return copy_span(span, attributes=attributes, events=events)
 
 
 _PLAIN_TYPES = frozenset({str, bool, int, float})
@@ -118,7 +75,7 @@ def _own_attributes(span: ReadableSpan) -> Mapping[str, AttributeValue]:
     """The span's attributes; an ended span's frozen ``BoundedAttributes`` read as its plain dict.
 
     (The public property wraps them in a new view whose iteration runs Python code per key; see
-    ``pipeline._facts.attribute_mapping``, which this module cannot import without a cycle.)
+    ``pipeline._facts.attribute_mapping``, which this module, below the pipeline, cannot import.)
     """
     stored = span._attributes
     if type(stored) is BoundedAttributes:
@@ -127,14 +84,15 @@ def _own_attributes(span: ReadableSpan) -> Mapping[str, AttributeValue]:
     return span.attributes or {}
 
 
-def duplicate_copy(span: ReadableSpan, original_span_id: str) -> EnrichedSpan:
+def duplicate_copy(span: ReadableSpan, original_span_id: str) -> ReadableSpan:
     """``span`` marked as a second record of the call evaluated on ``original_span_id`` (nothing else)."""
-    attributes = BoundedAttributes(
-        attributes={**(span.attributes or {}), DUPLICATE_OF: original_span_id},
-        immutable=True,
-        max_value_len=None,
-    )
-    return EnrichedSpan(span, attributes, list(span.events))
+    return copy_span(span, attributes={**_own_attributes(span), DUPLICATE_OF: original_span_id})
+
+
+def run_copy(span: ReadableSpan, summary: Mapping[str, AttributeValue]) -> ReadableSpan:
+    """``span`` (a run's agent span) with its run summary (``shapecheck.run.*``, from
+    :func:`~otel_shapecheck.pipeline._runs.run_attributes`); its own attributes and events are kept."""
+    return copy_span(span, attributes={**_own_attributes(span), **summary})
 
 
 _NAMESPACE = "shapecheck."
