@@ -48,14 +48,14 @@ test-e2e: $(STAMP_TEST) $(STAMP_E2E)
 # The ends of the supported range (README, "Supported versions"), each in a venv of its own: the oldest
 # OpenTelemetry release (compat/oldest.txt) on Python 3.10, the newest on Python 3.13. Each runs the
 # processor, readers, export, check and gateway tests; the framework matrix stays in `make test`.
-COMPAT_TESTS := tests/pipeline tests/otlp tests/readers tests/checks/conformance \
+COMPAT_TESTS := tests/pipeline tests/otlp tests/readers tests/checks/conformance tests/analyst \
 	tests/cli/test_check_field_shapes.py tests/cli/test_ci_reports.py \
 	tests/gateway/test_forwarding.py tests/gateway/test_passthrough.py tests/gateway/test_fidelity.py \
 	tests/gateway/test_validation.py
 COMPAT_OLDEST := .venv-compat-oldest
 COMPAT_NEWEST := .venv-compat-newest
 
-$(COMPAT_OLDEST)/.installed: pyproject.toml compat/oldest.txt compat/span-producers.txt
+$(COMPAT_OLDEST)/.installed: pyproject.toml compat/oldest.txt compat/test-tools.txt compat/span-producers.txt
 	rm -rf $(COMPAT_OLDEST)
 	"$$(compat/python 3.10)" -m venv $(COMPAT_OLDEST)
 	$(COMPAT_OLDEST)/bin/pip install --quiet --upgrade pip
