@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_TEST := $(VENV)/.installed-test
 STAMP_DEMO := $(VENV)/.installed-demo
 
-.PHONY: demo test lint test-e2e bench clean
+.PHONY: demo test lint test-e2e test-compat bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,38 @@ test-e2e: $(STAMP_TEST) $(STAMP_E2E) $(PROMETHEUS)
 	SHAPECHECK_PHOENIX=$(abspath $(E2E_VENV))/bin/phoenix SHAPECHECK_PROMETHEUS=$(PROMETHEUS) \
 		$(BIN)/pytest -q -m e2e
 
+# The ends of the supported range (README, "Supported versions"), each in a venv of its own: the oldest
+# OpenTelemetry release (compat/oldest.txt) on Python 3.10, the newest on Python 3.13. Each runs the
+# processor, readers, export, check and gateway tests; the framework matrix stays in `make test`.
+COMPAT_TESTS := tests/pipeline tests/otlp tests/readers tests/checks/conformance tests/analyst \
+	tests/cli/test_check_field_shapes.py tests/cli/test_ci_reports.py \
+	tests/gateway/test_forwarding.py tests/gateway/test_passthrough.py tests/gateway/test_fidelity.py \
+	tests/gateway/test_validation.py
+COMPAT_OLDEST := .venv-compat-oldest
+COMPAT_NEWEST := .venv-compat-newest
+
+$(COMPAT_OLDEST)/.installed: pyproject.toml compat/oldest.txt compat/test-tools.txt compat/span-producers.txt
+	rm -rf $(COMPAT_OLDEST)
+	"$$(compat/python 3.10)" -m venv $(COMPAT_OLDEST)
+	$(COMPAT_OLDEST)/bin/pip install --quiet --upgrade pip
+	$(COMPAT_OLDEST)/bin/pip install --quiet -c compat/oldest.txt -e . -r compat/test-tools.txt
+	$(COMPAT_OLDEST)/bin/pip install --quiet --no-deps -r compat/span-producers.txt
+	$(COMPAT_OLDEST)/bin/python -c "import opentelemetry.sdk.version as v; assert v.__version__ == '$$(sed -n 's/^opentelemetry-sdk==//p' compat/oldest.txt)', v.__version__"
+	touch $@
+
+$(COMPAT_NEWEST)/.installed: pyproject.toml
+	rm -rf $(COMPAT_NEWEST)
+	"$$(compat/python 3.13)" -m venv $(COMPAT_NEWEST)
+	$(COMPAT_NEWEST)/bin/pip install --quiet --upgrade pip
+	$(COMPAT_NEWEST)/bin/pip install --quiet --upgrade -e '.[test]'
+	touch $@
+
+test-compat: $(COMPAT_OLDEST)/.installed $(COMPAT_NEWEST)/.installed
+	$(COMPAT_OLDEST)/bin/python -c "import sys, opentelemetry.sdk.version as v; print('oldest end: Python', sys.version.split()[0], 'OpenTelemetry', v.__version__)"
+	$(COMPAT_OLDEST)/bin/pytest -q -m "not e2e" $(COMPAT_TESTS)
+	$(COMPAT_NEWEST)/bin/python -c "import sys, opentelemetry.sdk.version as v; print('newest end: Python', sys.version.split()[0], 'OpenTelemetry', v.__version__)"
+	$(COMPAT_NEWEST)/bin/pytest -q -m "not e2e" $(COMPAT_TESTS)
+
 # The tool-choice benchmarks join the shared BFCL cases to BFCL's own data (tool schemas, reference
 # arguments), which the bfcl-eval package ships; only its data is read, so its dependencies are skipped.
 BFCL_EVAL_REQUIREMENT := bfcl-eval==2026.3.23
@@ -68,4 +100,4 @@ bench: $(STAMP_TEST) $(STAMP_BFCL)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(E2E_VENV) build *.egg-info
+	rm -rf $(VENV) $(E2E_VENV) $(COMPAT_OLDEST) $(COMPAT_NEWEST) build *.egg-info

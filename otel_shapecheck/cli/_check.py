@@ -12,6 +12,7 @@ from pathlib import Path
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck.checks._builtin import EMBEDDERS, build_checks
+from otel_shapecheck.cli._ci_reports import junit_xml, markdown_report
 from otel_shapecheck.cli._exit import EXIT_FLAGGED, EXIT_OK, UsageError
 from otel_shapecheck.cli._figures_options import add_figures_arguments, require_figures_arguments
 from otel_shapecheck.cli._report import json_report, run_entries, summary, verdict_rows
@@ -51,6 +52,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     check.add_argument("paths", nargs="+", metavar="PATH", help="an exported-traces file, or - for stdin")
     check.add_argument("--json", action="store_true", help="print the verdicts and counts as JSON")
     check.add_argument("--out", metavar="FILE", help="write the enriched traces as OTLP/JSON Lines")
+    check.add_argument(
+        "--junit",
+        metavar="FILE",
+        help="write a JUnit XML report: a test suite per agent run (or trace), a case per evaluated span",
+    )
+    check.add_argument(
+        "--markdown", metavar="FILE", help="write the summary and the flagged verdicts as a Markdown table"
+    )
     check.add_argument(
         "--embedder", choices=EMBEDDERS, default="minilm", help="embedder for tool choice (default: minilm)"
     )
@@ -92,9 +101,9 @@ def run(arguments: argparse.Namespace) -> int:
     paths: list[str] = arguments.paths
     if paths.count(STDIN) > 1:
         raise UsageError("standard input (-) can be read only once")
-    out = Path(arguments.out) if arguments.out else None
-    if out is not None and (out.is_dir() or not out.parent.is_dir()):
-        raise UsageError(f"--out {out}: not a file in an existing directory")
+    out = _output_path("--out", arguments.out)
+    junit = _output_path("--junit", arguments.junit)
+    markdown = _output_path("--markdown", arguments.markdown)
     try:
         require_figures_arguments(arguments)
     except ValueError as error:
@@ -116,6 +125,10 @@ def run(arguments: argparse.Namespace) -> int:
     checked = _in_input_order(checked, spans)
     if out is not None:
         _write_traces(out, checked)
+    if junit is not None:
+        _write_report(junit, junit_xml(checked))
+    if markdown is not None:
+        _write_report(markdown, markdown_report(checked).encode("utf-8"))
     if arguments.json:
         json.dump(json_report(checked), sys.stdout, separators=(",", ":"))
         sys.stdout.write("\n")
@@ -128,6 +141,23 @@ def run(arguments: argparse.Namespace) -> int:
             console.print(f"Enriched traces ({len(checked)} spans): {out}")
     flagged = summary(checked)["flagged"] > 0
     return EXIT_FLAGGED if arguments.fail_on == "flagged" and flagged else EXIT_OK
+
+
+def _output_path(flag: str, value: str | None) -> Path | None:
+    """An output file named on the command line, refused before any work if it cannot be written there."""
+    if not value:
+        return None
+    path = Path(value)
+    if path.is_dir() or not path.parent.is_dir():
+        raise UsageError(f"{flag} {path}: not a file in an existing directory")
+    return path
+
+
+def _write_report(path: Path, content: bytes) -> None:
+    try:
+        path.write_bytes(content)
+    except OSError as error:
+        raise UsageError(f"{path}: cannot be written ({error.strerror or error})") from None
 
 
 def _size(path: str) -> int | None:

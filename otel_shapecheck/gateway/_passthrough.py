@@ -43,6 +43,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from otel_shapecheck.gateway._forward import ForwardingPolicy
 from otel_shapecheck.gateway._spool import bit
+from otel_shapecheck.otlp._suppressed import instrumentation_suppressed
 from otel_shapecheck.readers._classify import CLASSIFYING_KEYS
 from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
 
@@ -86,17 +87,25 @@ def raw_sender(exporter: SpanExporter) -> RawSender | None:
 
     For the SDK's OTLP/gRPC exporter: its channel (reopened by the exporter after ``UNAVAILABLE``), its
     metadata and timeout; for OTLP/HTTP: its client (endpoint, headers, compression, retries within the
-    timeout). tests/gateway/test_passthrough.py pins the exporter fields read here.
+    timeout). tests/gateway/test_passthrough.py pins the exporter fields read here. Those fields are not
+    public API: on an exporter release without them there is no raw sender, and the gateway converts and
+    exports passed-through spans like evaluated ones (slower, nothing lost).
     """
     if isinstance(exporter, GrpcSpanExporter):
+        if not all(hasattr(exporter, name) for name in ("_channel", "_headers", "_timeout", "_shutdown")):
+            return None
         return _grpc_sender(exporter)
     if isinstance(exporter, HttpSpanExporter):
-        client = exporter._client
+        # The HTTP transport client arrived with opentelemetry-exporter-otlp-proto-http 1.45.
+        client = getattr(exporter, "_client", None)
+        if client is None or not hasattr(client, "export") or not hasattr(exporter, "_shutdown"):
+            return None
 
         def send_http(body: bytes) -> bool:
             if exporter._shutdown:
                 return False
-            return bool(client.export(body).success)
+            with instrumentation_suppressed():
+                return bool(client.export(body).success)
 
         return send_http
     return None
@@ -120,7 +129,8 @@ def _grpc_sender(exporter: GrpcSpanExporter) -> RawSender:
                 response_deserializer=ExportTraceServiceResponse.FromString,
             )
         try:
-            export(body, metadata=exporter._headers, timeout=exporter._timeout)
+            with instrumentation_suppressed():
+                export(body, metadata=exporter._headers, timeout=exporter._timeout)
         except grpc.RpcError as error:
             logger.debug("Forwarding a passed-through request failed: %s", error.code())
             return False

@@ -38,15 +38,20 @@ def enriched_copy(span: ReadableSpan, verdicts: Sequence[Verdict]) -> ReadableSp
     return copy_span(span, attributes=attributes, events=events)
 
 
-_PLAIN_TYPES = frozenset({str, bool, int, float, bytes, type(None)})
+_PLAIN_TYPES = frozenset({str, bool, int, float})
+"""Scalars every supported SDK keeps as they are (releases differ on bytes, decoded before 1.40, and
+None, dropped before 1.40), so anything else goes through the SDK's own cleaning."""
 
 
 def _is_plain(value: AttributeValue) -> bool:
-    """Whether the SDK's cleaning keeps ``value`` as it is: a plain scalar, or a tuple of plain scalars."""
+    """Whether the SDK's cleaning keeps ``value`` as it is: a plain scalar, or a tuple of one plain type."""
     kind = type(value)
     if kind in _PLAIN_TYPES:
         return True
-    return kind is tuple and all(type(item) in _PLAIN_TYPES for item in value)  # type: ignore[union-attr]
+    if kind is not tuple or not value:
+        return False
+    first = type(value[0])  # type: ignore[index]
+    return first in _PLAIN_TYPES and all(type(item) is first for item in value)  # type: ignore[union-attr]
 
 
 def _bounded(attributes: Mapping[str, AttributeValue]) -> BoundedAttributes:

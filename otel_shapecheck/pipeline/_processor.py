@@ -35,7 +35,6 @@ from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.trace import SpanContext
 
 from otel_shapecheck._attributes import ANALYST_ATTEMPT
@@ -47,6 +46,7 @@ from otel_shapecheck.pipeline._ledger import Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters, ProcessorCounts
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._recorder import SPAN_ID, SpanRecorder
+from otel_shapecheck.pipeline._sdk_fields import NO_OP_ON_ENDING, NO_OP_ON_START
 from otel_shapecheck.pipeline._verdict_metrics import VerdictMetrics
 from otel_shapecheck.pipeline._worker import EvaluationWorker
 from otel_shapecheck.readers._classify import CLASSIFYING_KEYS
@@ -59,15 +59,6 @@ logger = logging.getLogger(__name__)
 
 _AFTER_TOOL_SPAN_NAMES: Final = EXECUTE_TOOL_SPAN_PREFIX[:-1] + chr(ord(EXECUTE_TOOL_SPAN_PREFIX[-1]) + 1)
 """The first string after every name that starts with the tool-span prefix (in code-point order)."""
-
-_NO_OP_ON_START = frozenset(
-    {SpanProcessor.on_start, BatchSpanProcessor.on_start, SimpleSpanProcessor.on_start}
-)
-"""The SDK's ``on_start`` implementations that do nothing: a downstream using one is not called."""
-_NO_OP_ON_ENDING = frozenset(
-    {SpanProcessor._on_ending, BatchSpanProcessor._on_ending, SimpleSpanProcessor._on_ending}
-)
-"""The SDK's ``_on_ending`` implementations that do nothing."""
 
 
 class ShapecheckSpanProcessor(SpanProcessor):
@@ -115,13 +106,13 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 f"checks={checks!r} is not a valid value: every check needs a name and evaluate()"
             )
         self._downstream = downstream
-        self._downstream_starts = type(downstream).on_start not in _NO_OP_ON_START or "on_start" in vars(
+        self._downstream_starts = type(downstream).on_start not in NO_OP_ON_START or "on_start" in vars(
             downstream
         )
         """Whether ``on_start`` is passed on: not to a downstream whose ``on_start`` is the SDK's no-op."""
-        self._downstream_endings = type(
-            downstream
-        )._on_ending not in _NO_OP_ON_ENDING or "_on_ending" in vars(downstream)
+        self._downstream_endings = getattr(
+            type(downstream), "_on_ending", None
+        ) not in NO_OP_ON_ENDING or "_on_ending" in vars(downstream)
         """Whether ``_on_ending`` is passed on: not to a downstream whose ``_on_ending`` is a no-op."""
         self._events = events
         self._counters = ProcessorCounters()
