@@ -3,7 +3,8 @@
 An OTLP/JSON ``{"resourceSpans": …}`` document (one, or one per line as the Collector's file exporter
 writes), Tempo's trace API responses (``{"batches": …}``, and ``{"trace": …}`` from its v2 API) and
 Jaeger's OTLP API response (``{"result": {"resourceSpans": …}}``); ``{"resourceLogs": …}`` documents beside
-them give log records; ``{}`` is an export without spans (proto3 JSON leaves empty lists out). Ids may be hex or base64 (:mod:`._ids`); gzip input is inflated. Anything else is
+them give log records, and ``{}`` is an export without spans (proto3 JSON leaves empty lists out). Ids
+may be hex or base64 (:mod:`._ids`); gzip input is inflated. Anything else is
 an :class:`UnreadableTraceFile` naming the file and what is wrong with it.
 
 Documents are decoded with ``json`` and read into SDK telemetry directly (:mod:`._json_read`), by the
