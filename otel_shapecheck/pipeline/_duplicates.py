@@ -8,8 +8,12 @@ same call; the span that ended first is the one evaluated. Two spans record the 
 - they overlap in time (one model call runs inside both);
 - they come from different instrumentation scopes (one instrumentation never records a call twice,
   so parallel or repeated calls of one framework are never merged);
-- their response ids are equal when both have one; otherwise their outputs are known and equal (the
-  same tool calls with the same arguments, or the same answer text) and so are their user messages.
+- their response ids are equal when both have one; otherwise their tool calls' ids (with the tools'
+  names) are equal when both carry ids (a provider gives every tool call an id of its own, so a
+  shared id is strong evidence of one call, and different ids are two calls); otherwise their
+  outputs are known and equal (the same tool calls with the same arguments, or the same answer text)
+  and so are their user messages. Absent arguments and ``{}`` are the same arguments: OpenInference
+  leaves out those of a call without arguments, OpenLLMetry writes ``{}``.
 
 An output that is unknown on either side never merges: two calls are kept apart unless the telemetry
 shows they are one.
@@ -67,10 +71,18 @@ def same_call(first: LLMCall, second: LLMCall) -> bool:
     """Whether two readings record one model call (see the module docstring)."""
     if first.response_id and second.response_id:
         return first.response_id == second.response_id
+    first_ids, second_ids = _identified_calls(first), _identified_calls(second)
+    if first_ids and second_ids:
+        return first_ids == second_ids
     output = _output(first)
     if output is None or output != _output(second):
         return False
     return first.user_text is None or second.user_text is None or first.user_text == second.user_text
+
+
+def _identified_calls(call: LLMCall) -> frozenset[tuple[str, str]]:
+    """The call's tool calls that carry an id, as (id, tool name)."""
+    return frozenset((c.call_id, c.name) for c in call.tool_calls or () if c.call_id)
 
 
 def _output(call: LLMCall) -> tuple[object, ...] | None:
@@ -83,6 +95,8 @@ def _output(call: LLMCall) -> tuple[object, ...] | None:
 
 
 def _canonical(arguments: object) -> str:
+    if arguments is None or arguments == "" or arguments == {}:
+        return "{}"  # no arguments, whether left out or written as an empty object
     try:
         return json.dumps(arguments, sort_keys=True, separators=(",", ":"))
     except (TypeError, ValueError):

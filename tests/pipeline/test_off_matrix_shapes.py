@@ -1,0 +1,170 @@
+"""The processor (and ``check``) on telemetry shapes frameworks off the matrix write.
+
+Each test writes one shape by hand through a real SDK ``TracerProvider`` into the real
+``ShapecheckSpanProcessor`` and replays the same spans through ``check_spans``: a no-argument tool call
+recorded by two instrumentations, a parent context marked remote that is a live span of this process, a
+call whose output is on another span, an answer tool left on the menu, a tool turn without content.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.trace import NonRecordingSpan, SpanContext
+
+from otel_shapecheck._attributes import (
+    DUPLICATE_OF,
+    FIGURES_SKIPPED,
+    FIGURES_UNSUPPORTED,
+    FLAGGED,
+    RUN_DUPLICATES,
+    RUN_EVALUATED,
+    RUN_FLAGGED,
+    RUN_SKIPPED,
+    TOOL_CHOICE_OFFERED_COUNT,
+    TOOL_CHOICE_SKIPPED,
+)
+from otel_shapecheck.checks._builtin import build_checks
+from otel_shapecheck.pipeline._offline import CollectingSpanProcessor, check_spans
+from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
+
+QUESTION = "What time is it in Lyon, and how much usable storage does the Lyon cluster have?"
+RESULT = json.dumps({"cluster": "lyon", "usable_tb": 1200})
+
+Writer = Callable[[TracerProvider], None]
+
+
+@contextmanager
+def _live() -> Iterator[tuple[TracerProvider, ShapecheckSpanProcessor, CollectingSpanProcessor]]:
+    """A provider whose spans go through the real processor; its downstream collects them."""
+    collected = CollectingSpanProcessor()
+    processor = ShapecheckSpanProcessor(collected, checks=build_checks("hashing"))
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(processor)
+    try:
+        yield provider, processor, collected
+    finally:
+        provider.shutdown()
+
+
+def _both_ways(write: Writer) -> tuple[list[ReadableSpan], list[ReadableSpan], ShapecheckSpanProcessor]:
+    """The spans ``write`` produces, enriched live and by ``check`` (plus the live processor)."""
+    exported = CollectingSpanProcessor()
+    with _live() as (provider, processor, collected):
+        provider.add_span_processor(exported)
+        write(provider)
+        processor.force_flush()
+        live = collected.spans
+    return live, check_spans(exported.spans, build_checks("hashing")), processor
+
+
+def _named(spans: list[ReadableSpan], name: str) -> list[dict[str, object]]:
+    return [dict(span.attributes or {}) for span in spans if span.name == name]
+
+
+def _one(spans: list[ReadableSpan], name: str) -> dict[str, object]:
+    (attributes,) = _named(spans, name)
+    return attributes
+
+
+# 1. One no-argument tool call recorded by OpenInference (arguments omitted, no response id) and by
+#    OpenLLMetry (arguments "{}", a response id).
+
+
+def _openinference_call(
+    call_id: str | None = "call_time_1", arguments: str | None = None
+) -> dict[str, object]:
+    attributes: dict[str, object] = {
+        "openinference.span.kind": "LLM",
+        "llm.model_name": "gpt-4o-mini",
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": QUESTION,
+        "llm.tools.0.tool.json_schema": json.dumps(
+            {"type": "function", "function": {"name": "get_time", "description": "Get the local time"}}
+        ),
+        "llm.tools.1.tool.json_schema": json.dumps(
+            {
+                "type": "function",
+                "function": {"name": "get_capacity", "description": "Get a cluster's storage"},
+            }
+        ),
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "get_time",
+    }
+    if call_id is not None:
+        attributes["llm.output_messages.0.message.tool_calls.0.tool_call.id"] = call_id
+    if arguments is not None:
+        attributes["llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments"] = arguments
+    return attributes
+
+
+def _openllmetry_call(call_id: str | None = "call_time_1", arguments: str = "{}") -> dict[str, object]:
+    attributes: dict[str, object] = {
+        "llm.request.type": "chat",
+        "gen_ai.system": "openai",
+        "gen_ai.response.id": "chatcmpl-1",
+        "gen_ai.prompt.0.role": "user",
+        "gen_ai.prompt.0.content": QUESTION,
+        "llm.request.functions.0.name": "get_time",
+        "llm.request.functions.0.description": "Get the local time",
+        "llm.request.functions.1.name": "get_capacity",
+        "llm.request.functions.1.description": "Get a cluster's storage",
+        "gen_ai.completion.0.role": "assistant",
+        "gen_ai.completion.0.finish_reason": "tool_calls",
+        "gen_ai.completion.0.tool_calls.0.name": "get_time",
+        "gen_ai.completion.0.tool_calls.0.arguments": arguments,
+    }
+    if call_id is not None:
+        attributes["gen_ai.completion.0.tool_calls.0.id"] = call_id
+    return attributes
+
+
+def _two_instrumentations(openinference: dict[str, object], openllmetry: dict[str, object]) -> Writer:
+    """Parallel span trees of LangChain under both instrumentations: each its own chain, one model call."""
+
+    def write(provider: TracerProvider) -> None:
+        oi, ol = (
+            provider.get_tracer("openinference.instrumentation.langchain"),
+            provider.get_tracer("opentelemetry.instrumentation.langchain"),
+        )
+        with oi.start_as_current_span("agent", attributes={"openinference.span.kind": "AGENT"}):
+            first = oi.start_span("ChatOpenAI", attributes=openinference)
+            second = ol.start_span("ChatOpenAI.chat", attributes=openllmetry)
+            second.end()
+            first.end()
+
+    return write
+
+
+class TestNoArgumentCallOfTwoInstrumentations:
+    def test_absent_arguments_and_empty_object_are_one_call(self) -> None:
+        """OpenInference omits a no-argument call's arguments, OpenLLMetry writes {}: one call, once."""
+        live, offline, processor = _both_ways(
+            _two_instrumentations(_openinference_call(), _openllmetry_call())
+        )
+        for spans in (live, offline):
+            marked = [span for span in spans if DUPLICATE_OF in (span.attributes or {})]
+            assert len(marked) == 1, [span.name for span in marked]
+            run = _one(spans, "agent")
+            assert (run[RUN_EVALUATED], run[RUN_DUPLICATES]) == (1, 1)
+        counts = processor.counts()
+        assert (counts.evaluated, counts.duplicates) == (1, 1)
+
+    def test_equal_tool_call_ids_are_one_call_whatever_the_arguments_text(self) -> None:
+        """One instrumentation kept the arguments, the other dropped them: the shared id says one call."""
+        write = _two_instrumentations(
+            _openinference_call(arguments=None), _openllmetry_call(arguments='{"tz": "Europe/Paris"}')
+        )
+        for spans in _both_ways(write)[:2]:
+            assert sum(DUPLICATE_OF in (span.attributes or {}) for span in spans) == 1
+
+    def test_different_tool_call_ids_are_two_calls(self) -> None:
+        """The same tool and arguments under two call ids are two calls, never merged."""
+        write = _two_instrumentations(_openinference_call("call_a"), _openllmetry_call("call_b"))
+        for spans in _both_ways(write)[:2]:
+            assert not any(DUPLICATE_OF in (span.attributes or {}) for span in spans)
