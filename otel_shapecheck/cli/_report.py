@@ -120,11 +120,19 @@ def verdict_rows(spans: Sequence[ReadableSpan]) -> list[VerdictRow]:
 
 
 def _root_names(spans: Sequence[ReadableSpan]) -> dict[int, str]:
-    """Trace id to the name of its local root span (no parent, or a parent from another process)."""
+    """Trace id to the name of its local root span (no parent, or a parent from another process).
+
+    A parent marked remote that is among the spans is this process's own (a re-attached context).
+    """
+    present = {(span.context.trace_id, span.context.span_id) for span in spans if span.context is not None}
     return {
         span.context.trace_id: span.name
         for span in spans
-        if span.context is not None and (span.parent is None or span.parent.is_remote)
+        if span.context is not None
+        and (
+            span.parent is None
+            or (span.parent.is_remote and (span.parent.trace_id, span.parent.span_id) not in present)
+        )
     }
 
 

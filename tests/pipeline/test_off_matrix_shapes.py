@@ -168,3 +168,58 @@ class TestNoArgumentCallOfTwoInstrumentations:
         write = _two_instrumentations(_openinference_call("call_a"), _openllmetry_call("call_b"))
         for spans in _both_ways(write)[:2]:
             assert not any(DUPLICATE_OF in (span.attributes or {}) for span in spans)
+
+
+# 2. A span whose parent context carries the remote flag although the parent is a live span of this
+#    process (logfire's streamed responses; a context re-attached after crossing a boundary).
+
+GENAI_MENU = json.dumps(
+    [
+        {"name": "get_capacity", "description": "Get the usable storage capacity of a cluster"},
+        {"name": "get_time", "description": "Get the local time in a city"},
+    ]
+)
+
+
+def _genai_answer(text: str) -> dict[str, object]:
+    """A chat span answering ``text`` after the ``get_capacity`` result."""
+    inputs = [
+        {"role": "user", "parts": [{"type": "text", "content": QUESTION}]},
+        {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_capacity"}]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": RESULT}]},
+    ]
+    output = [{"role": "assistant", "parts": [{"type": "text", "content": text}], "finish_reason": "stop"}]
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.tool.definitions": GENAI_MENU,
+        "gen_ai.input.messages": json.dumps(inputs),
+        "gen_ai.output.messages": json.dumps(output),
+    }
+
+
+def _answer_under_a_remote_flagged_parent(provider: TracerProvider) -> None:
+    tracer = provider.get_tracer("framework")
+    with tracer.start_as_current_span("invoke_agent ops") as agent:
+        agent.set_attribute("gen_ai.operation.name", "invoke_agent")
+        agent.set_attribute("gen_ai.agent.name", "ops")
+        own = agent.get_span_context()
+        remote = SpanContext(own.trace_id, own.span_id, is_remote=True, trace_flags=own.trace_flags)
+        carried = trace.set_span_in_context(NonRecordingSpan(remote))
+        token = otel_context.attach(carried)
+        try:
+            tracer.start_span(
+                "chat", attributes=_genai_answer("Lyon has 1200 TB usable and 37.4 TB free.")
+            ).end()
+        finally:
+            otel_context.detach(token)
+
+
+class TestRemoteFlaggedParentOfThisProcess:
+    def test_the_answers_flag_reaches_its_run(self) -> None:
+        """The parent is marked remote but is the live agent span: the walk goes on, the run is flagged."""
+        live, offline, _ = _both_ways(_answer_under_a_remote_flagged_parent)
+        for spans in (live, offline):
+            chat = _one(spans, "chat")
+            assert chat[FLAGGED] is True and chat[FIGURES_UNSUPPORTED]
+            run = _one(spans, "invoke_agent ops")
+            assert (run[RUN_EVALUATED], run[RUN_FLAGGED], run[FLAGGED]) == (1, 1, True)
