@@ -223,3 +223,45 @@ class TestRemoteFlaggedParentOfThisProcess:
             assert chat[FLAGGED] is True and chat[FIGURES_UNSUPPORTED]
             run = _one(spans, "invoke_agent ops")
             assert (run[RUN_EVALUATED], run[RUN_FLAGGED], run[FLAGGED]) == (1, 1, True)
+
+
+# 5. Answer tools on the menu of a call that chose a function tool.
+
+ANSWER_TOOL_MENU = [
+    {"name": "get_capacity", "description": "Get the usable storage capacity of a cluster"},
+    {"name": "get_time", "description": "Get the local time in a city"},
+    {"name": "get_weather", "description": "Get the current weather for a city"},
+    {"name": "list_clusters", "description": "List the storage clusters of a region"},
+    {"name": "final_result", "description": "The final response which ends this conversation"},
+]
+
+
+def _choosing_capacity(declared: bool) -> Writer:
+    def write(provider: TracerProvider) -> None:
+        attributes: dict[str, object] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.tool.definitions": json.dumps(ANSWER_TOOL_MENU),
+            "gen_ai.input.messages": json.dumps(
+                [{"role": "user", "parts": [{"type": "text", "content": QUESTION}]}]
+            ),
+            "gen_ai.output.messages": json.dumps(
+                [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_capacity"}]}]
+            ),
+        }
+        if declared:  # pydantic-ai declares its output tools apart from its function tools
+            attributes["model_request_parameters"] = json.dumps(
+                {"function_tools": ANSWER_TOOL_MENU[:4], "output_tools": ANSWER_TOOL_MENU[4:]}
+            )
+        provider.get_tracer("framework").start_span("chat", attributes=attributes).end()
+
+    return write
+
+
+class TestAnswerToolsLeaveTheScoredMenu:
+    def test_a_call_that_chose_a_function_tool_is_scored_without_the_answer_tool(self) -> None:
+        """``final_result`` is no candidate: 4 tools offered, by the configured names or the declared ones."""
+        for declared in (False, True):
+            for spans in _both_ways(_choosing_capacity(declared))[:2]:
+                chat = _one(spans, "chat")
+                assert chat[TOOL_CHOICE_OFFERED_COUNT] == 4, declared
+                assert TOOL_CHOICE_SKIPPED not in chat
