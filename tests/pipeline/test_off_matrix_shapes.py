@@ -265,3 +265,54 @@ class TestAnswerToolsLeaveTheScoredMenu:
                 chat = _one(spans, "chat")
                 assert chat[TOOL_CHOICE_OFFERED_COUNT] == 4, declared
                 assert TOOL_CHOICE_SKIPPED not in chat
+
+
+# 6. A tool turn recorded without its content (OpenInference: role = tool, no content).
+
+
+def _openinference_answer_after_a_tool_turn(*, with_call: bool) -> dict[str, object]:
+    attributes = _openinference_call()
+    for key in [key for key in attributes if key.startswith("llm.output_messages.")]:
+        del attributes[key]
+    index = 1
+    if with_call:
+        attributes["llm.input_messages.1.message.role"] = "assistant"
+        attributes["llm.input_messages.1.message.tool_calls.0.tool_call.id"] = "c1"
+        attributes["llm.input_messages.1.message.tool_calls.0.tool_call.function.name"] = "get_capacity"
+        index = 2
+    attributes[f"llm.input_messages.{index}.message.role"] = "tool"
+    attributes[f"llm.input_messages.{index}.message.tool_call_id"] = "c1"
+    attributes["llm.output_messages.0.message.role"] = "assistant"
+    attributes["llm.output_messages.0.message.content"] = "Lyon has 1200 TB usable and 37.4 TB free."
+    return attributes
+
+
+class TestToolTurnWithoutContent:
+    def test_the_answer_is_skipped_no_results_not_flagged(self) -> None:
+        """The tool's payload was not recorded: its figures are not checked, whether or not the call is."""
+        for with_call in (True, False):
+
+            def write(provider: TracerProvider, with_call: bool = with_call) -> None:
+                attributes = _openinference_answer_after_a_tool_turn(with_call=with_call)
+                provider.get_tracer("openinference").start_span("ChatOpenAI", attributes=attributes).end()
+
+            for spans in _both_ways(write)[:2]:
+                chat = _one(spans, "ChatOpenAI")
+                assert chat[FIGURES_SKIPPED] == "no-results", with_call
+                assert FIGURES_UNSUPPORTED not in chat and chat[FLAGGED] is False
+
+    def test_another_result_with_content_is_the_basis(self) -> None:
+        """A tool execution span carries the result: the answer is checked against it (37.4 TB is not)."""
+
+        def write(provider: TracerProvider) -> None:
+            tracer = provider.get_tracer("openinference")
+            with tracer.start_as_current_span("agent", attributes={"openinference.span.kind": "AGENT"}):
+                tool = {"openinference.span.kind": "TOOL", "tool.name": "get_capacity", "output.value": RESULT}
+                tracer.start_span("get_capacity", attributes=tool).end()
+                attributes = _openinference_answer_after_a_tool_turn(with_call=True)
+                tracer.start_span("ChatOpenAI", attributes=attributes).end()
+
+        for spans in _both_ways(write)[:2]:
+            chat = _one(spans, "ChatOpenAI")
+            assert FIGURES_SKIPPED not in chat
+            assert chat[FIGURES_UNSUPPORTED] == ("37.4 TB",)
