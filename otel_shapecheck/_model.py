@@ -135,6 +135,7 @@ class LLMCall:
             answer_tool=self.answer_tool or other.answer_tool,
             menu_source=self.menu_source or other.menu_source,
             turn_tool_calls=self.turn_tool_calls or other.turn_tool_calls,
+            input_captured=self.input_captured or other.input_captured,
         )
 
 

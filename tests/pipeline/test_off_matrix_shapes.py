@@ -316,3 +316,82 @@ class TestToolTurnWithoutContent:
             chat = _one(spans, "ChatOpenAI")
             assert FIGURES_SKIPPED not in chat
             assert chat[FIGURES_UNSUPPORTED] == ("37.4 TB",)
+
+
+# 3. A call whose output is not on its span: alone (capture off), or on a second span of the same
+#    instrumentation (logfire writes a streamed response as a span of its own, after the request).
+
+CHOICE_OUTPUT = json.dumps(
+    [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_capacity"}]}]
+)
+
+
+def _request(*, with_output: bool = False) -> dict[str, object]:
+    attributes: dict[str, object] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.tool.definitions": GENAI_MENU,
+        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": QUESTION}]}]),
+        "request_data": json.dumps({"model": "gpt-4o-mini", "stream": True}),
+    }
+    if with_output:
+        attributes["gen_ai.output.messages"] = CHOICE_OUTPUT
+    return attributes
+
+
+def _streamed(*, response: dict[str, object], remote_parent: bool = True) -> Writer:
+    """An agent span; under it the request span, then the streamed response's span (a zero-length log
+    span, under the agent span's context as carried across the stream: marked remote)."""
+
+    def write(provider: TracerProvider) -> None:
+        tracer = provider.get_tracer("logfire.openai", "4.0.0")
+        with tracer.start_as_current_span("invoke_agent ops") as agent:
+            agent.set_attribute("gen_ai.operation.name", "invoke_agent")
+            tracer.start_span("Chat Completion with 'gpt-4o-mini'", attributes=_request()).end()
+            tracer.start_span("tool call preamble").end()  # an ordinary span in between changes nothing
+            own = agent.get_span_context()
+            parent = SpanContext(own.trace_id, own.span_id, is_remote=remote_parent, trace_flags=own.trace_flags)
+            carried = trace.set_span_in_context(NonRecordingSpan(parent))
+            name = "streaming response from 'gpt-4o-mini' took 0.01s"
+            tracer.start_span(name, context=carried, attributes=response).end()
+
+    return write
+
+
+class TestOutputOnAnotherSpan:
+    def test_a_call_with_menu_and_input_but_no_output_is_skipped_no_output(self) -> None:
+        """Capture of the output was off: not ``nothing-chosen`` (no answer was seen either), and counted."""
+
+        def write(provider: TracerProvider) -> None:
+            tracer = provider.get_tracer("framework")
+            with tracer.start_as_current_span("invoke_agent ops") as agent:
+                agent.set_attribute("gen_ai.operation.name", "invoke_agent")
+                tracer.start_span("chat", attributes=_request()).end()
+
+        for spans in _both_ways(write)[:2]:
+            assert _one(spans, "chat")[TOOL_CHOICE_SKIPPED] == "no-output"
+            run = _one(spans, "invoke_agent ops")
+            assert (run[RUN_EVALUATED], run[RUN_SKIPPED]) == (1, 1)
+
+    def test_a_request_and_its_streamed_response_are_one_call(self) -> None:
+        """Request and response spans of one instrumentation: the response is scored, the request joins it."""
+        response = {**_request(with_output=True), "logfire.span_type": "log"}
+        for remote_parent in (True, False):
+            live, offline, _ = _both_ways(_streamed(response=response, remote_parent=remote_parent))
+            for spans in (live, offline):
+                request = _one(spans, "Chat Completion with 'gpt-4o-mini'")
+                (streamed,) = [span for span in spans if span.name.startswith("streaming response")]
+                assert request[DUPLICATE_OF] == format(streamed.context.span_id, "016x")
+                assert TOOL_CHOICE_SKIPPED not in (streamed.attributes or {})
+                run = _one(spans, "invoke_agent ops")
+                assert (run[RUN_EVALUATED], run[RUN_DUPLICATES], run[RUN_SKIPPED]) == (1, 1, 0)
+
+    def test_a_response_span_with_the_output_only_takes_the_requests_menu_and_input(self) -> None:
+        """The response span carries nothing but the output: scored with the request's menu and question."""
+        response = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": CHOICE_OUTPUT}
+        for spans in _both_ways(_streamed(response=response))[:2]:
+            (streamed,) = [span for span in spans if span.name.startswith("streaming response")]
+            attributes = dict(streamed.attributes or {})
+            assert TOOL_CHOICE_SKIPPED not in attributes
+            assert attributes[TOOL_CHOICE_OFFERED_COUNT] == 2
+            assert DUPLICATE_OF in _one(spans, "Chat Completion with 'gpt-4o-mini'")
