@@ -307,7 +307,11 @@ class TestToolTurnWithoutContent:
         def write(provider: TracerProvider) -> None:
             tracer = provider.get_tracer("openinference")
             with tracer.start_as_current_span("agent", attributes={"openinference.span.kind": "AGENT"}):
-                tool = {"openinference.span.kind": "TOOL", "tool.name": "get_capacity", "output.value": RESULT}
+                tool = {
+                    "openinference.span.kind": "TOOL",
+                    "tool.name": "get_capacity",
+                    "output.value": RESULT,
+                }
                 tracer.start_span("get_capacity", attributes=tool).end()
                 attributes = _openinference_answer_after_a_tool_turn(with_call=True)
                 tracer.start_span("ChatOpenAI", attributes=attributes).end()
@@ -331,7 +335,9 @@ def _request(*, with_output: bool = False) -> dict[str, object]:
         "gen_ai.operation.name": "chat",
         "gen_ai.request.model": "gpt-4o-mini",
         "gen_ai.tool.definitions": GENAI_MENU,
-        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": QUESTION}]}]),
+        "gen_ai.input.messages": json.dumps(
+            [{"role": "user", "parts": [{"type": "text", "content": QUESTION}]}]
+        ),
         "request_data": json.dumps({"model": "gpt-4o-mini", "stream": True}),
     }
     if with_output:
@@ -350,7 +356,9 @@ def _streamed(*, response: dict[str, object], remote_parent: bool = True) -> Wri
             tracer.start_span("Chat Completion with 'gpt-4o-mini'", attributes=_request()).end()
             tracer.start_span("tool call preamble").end()  # an ordinary span in between changes nothing
             own = agent.get_span_context()
-            parent = SpanContext(own.trace_id, own.span_id, is_remote=remote_parent, trace_flags=own.trace_flags)
+            parent = SpanContext(
+                own.trace_id, own.span_id, is_remote=remote_parent, trace_flags=own.trace_flags
+            )
             carried = trace.set_span_in_context(NonRecordingSpan(parent))
             name = "streaming response from 'gpt-4o-mini' took 0.01s"
             tracer.start_span(name, context=carried, attributes=response).end()
