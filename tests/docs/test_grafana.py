@@ -93,6 +93,7 @@ def _verdict_metric_prefixes() -> tuple[str, ...]:
         _attributes.METRIC_TOOL_CHOICE_MARGIN,
         _attributes.METRIC_FIGURES_SUPPORT,
         _attributes.METRIC_FIGURES_UNSUPPORTED,
+        _attributes.METRIC_RUNS,
     )
 
 
@@ -153,6 +154,7 @@ def test_the_emitted_names_are_the_documented_ones() -> None:
         "shapecheck_figures_support_sum",
         "shapecheck_figures_support_count",
         "shapecheck_figures_unsupported_total",
+        "shapecheck_runs_total",
     }
     for name in names:
         stem = name.removesuffix("_bucket").removesuffix("_sum").removesuffix("_count")
@@ -161,6 +163,7 @@ def test_the_emitted_names_are_the_documented_ones() -> None:
         "shapecheck_check",
         "shapecheck_label",
         "shapecheck_flagged",
+        "shapecheck_run_coverage",
         "gen_ai_agent_name",
         "gen_ai_request_model",
         "gen_ai_provider_name",
