@@ -67,8 +67,9 @@ def skip_reason(call: LLMCall, incomplete: bool, offered_names: Collection[str] 
     if call.tool_calls is None:
         if incomplete or stopped_for_tools(call.finish_reasons):
             return SKIP_INCOMPLETE
-        # No output at all (capture off, or the output lives on another span): not an answer either.
-        return SKIP_NOTHING_CHOSEN if call.answer_text is not None else SKIP_NO_OUTPUT
+        # A finish reason that is not a tool call still says the model answered; with no output and no
+        # finish reason at all (capture off, or the output lives on another span) nothing is known.
+        return SKIP_NOTHING_CHOSEN if call.answer_text is not None or call.finish_reasons else SKIP_NO_OUTPUT
     if not call.chosen:
         return SKIP_NOTHING_CHOSEN
     offered = {tool.name for tool in call.offered_tools or ()} if offered_names is None else offered_names
