@@ -125,3 +125,34 @@ def test_fail_on_unchecked_passes_when_every_run_was_read(
     for given in (path, empty):
         assert main(["check", "--embedder", "hashing", "--json", "--fail-on", "unchecked", str(given)]) == 0
     capsys.readouterr()
+
+
+def test_calls_without_output_are_counted_as_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A call with menu and input but no output is a tool-choice skip (no-output), listed, not a choice."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    menu = json.dumps([{"name": "get_capacity", "description": "Get a cluster's usable storage"}])
+    question = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Storage in Lyon?"}]}])
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.tool.definitions": menu,
+        "gen_ai.input.messages": question,
+    }
+    provider.get_tracer("framework").start_span("chat", attributes=attributes).end()
+    provider.shutdown()
+    path = tmp_path / "traces.jsonl"
+    with path.open("w", encoding="utf-8") as stream:
+        write_spans_jsonl(exporter.get_finished_spans(), stream)
+    assert main(["check", "--embedder", "hashing", "--json", str(path)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    tool_choice = report["summary"]["tool_choice"]
+    assert (tool_choice["skipped"], tool_choice["scored"], tool_choice["choices"]) == (1, 0, 0)
+    (span,) = report["spans"]
+    assert span["attributes"]["shapecheck.tool_choice.skipped"] == "no-output"
+    assert main(["check", "--embedder", "hashing", str(path)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "output was not captured" in out and "answered without invoking a tool" not in out
+    assert "1 skipped" in out
