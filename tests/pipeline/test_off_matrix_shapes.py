@@ -403,3 +403,33 @@ class TestOutputOnAnotherSpan:
             assert TOOL_CHOICE_SKIPPED not in attributes
             assert attributes[TOOL_CHOICE_OFFERED_COUNT] == 2
             assert DUPLICATE_OF in _one(spans, "Chat Completion with 'gpt-4o-mini'")
+
+    def test_a_response_span_nested_in_its_request_is_joined_too(self) -> None:
+        """The response written as a child of the request span: still one call, the response scored."""
+
+        def write(provider: TracerProvider) -> None:
+            tracer = provider.get_tracer("streaming", "1.0")
+            with tracer.start_as_current_span("invoke_agent ops") as agent:
+                agent.set_attribute("gen_ai.operation.name", "invoke_agent")
+                with tracer.start_as_current_span("request", attributes=_request()):
+                    tracer.start_span("response", attributes=_request(with_output=True)).end()
+
+        for spans in _both_ways(write)[:2]:
+            (response,) = [span for span in spans if span.name == "response"]
+            assert _one(spans, "request")[DUPLICATE_OF] == format(response.context.span_id, "016x")
+            run = _one(spans, "invoke_agent ops")
+            assert (run[RUN_EVALUATED], run[RUN_DUPLICATES], run[RUN_SKIPPED]) == (1, 1, 0)
+
+    def test_sequential_calls_of_one_instrumentation_stay_two(self) -> None:
+        """A call without output, then the turn's next call (after a tool result): two calls, not a pair."""
+
+        def write(provider: TracerProvider) -> None:
+            tracer = provider.get_tracer("framework")
+            with tracer.start_as_current_span("invoke_agent ops") as agent:
+                agent.set_attribute("gen_ai.operation.name", "invoke_agent")
+                tracer.start_span("first", attributes=_request()).end()
+                tracer.start_span("second", attributes=_genai_answer("Lyon has 1200 TB usable.")).end()
+
+        for spans in _both_ways(write)[:2]:
+            assert not any(DUPLICATE_OF in (span.attributes or {}) for span in spans)
+            assert _one(spans, "first")[TOOL_CHOICE_SKIPPED] == "no-output"
