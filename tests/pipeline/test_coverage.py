@@ -119,3 +119,20 @@ def test_a_call_without_output_or_content_makes_the_run_partial() -> None:
         for spans in _both_ways(write):
             run = _run(spans)
             assert (run[RUN_LLM_CALLS], run[RUN_COVERAGE]) == (2, COVERAGE_PARTIAL), missing
+
+
+def test_the_skip_reasons_for_missing_content_are_the_checks_own() -> None:
+    """The run summary names the checks' skip values without importing the checks (numpy): pinned here."""
+    from otel_shapecheck._attributes import FIGURES_SKIPPED, TOOL_CHOICE_SKIPPED
+    from otel_shapecheck.checks.figures import _check as figures
+    from otel_shapecheck.checks.tool_choice import _labels as tool_choice
+    from otel_shapecheck.pipeline._runs import _SKIPS_FOR_MISSING
+
+    assert {
+        (TOOL_CHOICE_SKIPPED, tool_choice.SKIP_NO_MENU),
+        (TOOL_CHOICE_SKIPPED, tool_choice.SKIP_NO_CONTEXT),
+        (TOOL_CHOICE_SKIPPED, tool_choice.SKIP_NO_OUTPUT),
+        (TOOL_CHOICE_SKIPPED, tool_choice.SKIP_INCOMPLETE),
+        (FIGURES_SKIPPED, figures.SKIP_NO_CONTENT),
+        (FIGURES_SKIPPED, figures.SKIP_NO_RESULTS),
+    } == _SKIPS_FOR_MISSING
