@@ -95,6 +95,7 @@ _SCRIPT = textwrap.dedent(
     live = verdicts(collected.spans)
     offline = verdicts(check_spans(exported.spans, build_checks("hashing")))
     assert any("shapecheck.tool_choice.margin" in repr(row) for row in live), live
+    assert live == offline, "check differs from the live processor"
     print(json.dumps({"live": live, "offline": offline}))
     """
 )
