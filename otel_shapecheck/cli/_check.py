@@ -15,10 +15,11 @@ from otel_shapecheck.checks._builtin import EMBEDDERS, build_checks
 from otel_shapecheck.cli._ci_reports import junit_xml, markdown_report
 from otel_shapecheck.cli._exit import EXIT_FLAGGED, EXIT_OK, UsageError
 from otel_shapecheck.cli._figures_options import add_figures_arguments, require_figures_arguments
-from otel_shapecheck.cli._report import json_report, run_entries, summary, verdict_rows
+from otel_shapecheck.cli._report import json_report, run_entries, summary, unchecked_runs, verdict_rows
 from otel_shapecheck.cli._terminal import (
     print_runs,
     print_summary,
+    print_unchecked_runs,
     print_verdicts,
     reading_status,
     span_progress,
@@ -45,8 +46,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             '({"batches": ...}) or a Jaeger OTLP API response ({"result": {"resourceSpans": ...}}). '
             'OTLP/JSON logs ({"resourceLogs": ...}) given beside them supply the message content that '
             "instrumentations in event mode put into log events. "
-            "Exit 0 when done, 1 when something was flagged under --fail-on flagged, 2 on a usage "
-            "error or unreadable input, 3 on an internal error."
+            "Exit 0 when done, 1 when something was flagged under --fail-on flagged (or a run had no "
+            "model call read under --fail-on unchecked), 2 on a usage error or unreadable input, 3 on "
+            "an internal error."
         ),
     )
     check.add_argument("paths", nargs="+", metavar="PATH", help="an exported-traces file, or - for stdin")
@@ -65,9 +67,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     check.add_argument(
         "--fail-on",
-        choices=("flagged", "never"),
+        choices=("flagged", "unchecked", "never"),
         default="never",
-        help="exit 1 when any span is flagged (flagged), or only report (never; the default)",
+        help=(
+            "exit 1 when any span is flagged (flagged), when any run had no model call read "
+            "(unchecked: coverage none), or only report (never; the default)"
+        ),
     )
     check.add_argument(
         "--max-input-bytes",
@@ -137,10 +142,14 @@ def run(arguments: argparse.Namespace) -> int:
         print_verdicts(console, verdict_rows(checked))
         print_runs(console, run_entries(checked))
         print_summary(console, summary(checked))
+        print_unchecked_runs(console, unchecked_runs(checked))
         if out is not None:
             console.print(f"Enriched traces ({len(checked)} spans): {out}")
-    flagged = summary(checked)["flagged"] > 0
-    return EXIT_FLAGGED if arguments.fail_on == "flagged" and flagged else EXIT_OK
+    if arguments.fail_on == "flagged" and summary(checked)["flagged"] > 0:
+        return EXIT_FLAGGED
+    if arguments.fail_on == "unchecked" and unchecked_runs(checked):
+        return EXIT_FLAGGED
+    return EXIT_OK
 
 
 def _output_path(flag: str, value: str | None) -> Path | None:

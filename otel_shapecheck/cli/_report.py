@@ -19,6 +19,9 @@ from otel_shapecheck._attributes import (
     CONFORMANCE_ANALYST_ID,
     CONFORMANCE_COLLAPSED,
     CONFORMANCE_RECOVERED,
+    COVERAGE_FULL,
+    COVERAGE_NONE,
+    COVERAGE_PARTIAL,
     DUPLICATE_OF,
     EVALUATION_EXPLANATION,
     EVALUATION_NAME,
@@ -33,6 +36,7 @@ from otel_shapecheck._attributes import (
     FIGURES_UNSUPPORTED_COUNT,
     FLAGGED,
     FLAGS,
+    RUN_COVERAGE,
     RUN_EVALUATED,
     RUN_FLAGGED,
     RUN_INCOMPLETE,
@@ -121,11 +125,19 @@ def verdict_rows(spans: Sequence[ReadableSpan]) -> list[VerdictRow]:
 
 
 def _root_names(spans: Sequence[ReadableSpan]) -> dict[int, str]:
-    """Trace id to the name of its local root span (no parent, or a parent from another process)."""
+    """Trace id to the name of its local root span (no parent, or a parent from another process).
+
+    A parent marked remote that is among the spans is this process's own (a re-attached context).
+    """
+    present = {(span.context.trace_id, span.context.span_id) for span in spans if span.context is not None}
     return {
         span.context.trace_id: span.name
         for span in spans
-        if span.context is not None and (span.parent is None or span.parent.is_remote)
+        if span.context is not None
+        and (
+            span.parent is None
+            or (span.parent.is_remote and (span.parent.trace_id, span.parent.span_id) not in present)
+        )
     }
 
 
@@ -201,8 +213,21 @@ def summary(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
             "runs": len(runs),
             "flagged": sum(1 for run in runs if _count(run.get(RUN_FLAGGED)) > 0),
             "incomplete": sum(1 for run in runs if run.get(RUN_INCOMPLETE) is True),
+            "coverage": {
+                level: sum(1 for run in runs if run.get(RUN_COVERAGE) == level)
+                for level in (COVERAGE_NONE, COVERAGE_PARTIAL, COVERAGE_FULL)
+            },
         },
     }
+
+
+def unchecked_runs(spans: Sequence[ReadableSpan]) -> list[dict[str, Any]]:
+    """The runs in which no model call was read (``shapecheck.run.coverage = none``), as run entries."""
+    return [
+        _run_entry(span)
+        for span in spans
+        if is_run(span) and (span.attributes or {}).get(RUN_COVERAGE) == COVERAGE_NONE
+    ]
 
 
 def _tool_choice_summary(calls: Sequence[Mapping[str, AnyValue]]) -> dict[str, int]:

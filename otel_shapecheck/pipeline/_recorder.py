@@ -176,11 +176,16 @@ class SpanRecorder:
     def _ancestors(self, span: ReadableSpan, want_menu: bool) -> tuple[dict[str, object] | None, Ancestry]:
         """One walk up the span's live local ancestors: the nearest one's menu, and the run above it.
 
+        A parent whose context is marked remote is walked when it is a live span of this process
+        (instrumentations that re-attach a carried context, or end streamed responses under one, mark
+        it so); only a remote parent that is not live here ends the walk at the local root.
+
         ``want_menu``: copy the menu attributes of the nearest ancestor with a menu (for an LLM call with
         none of its own). The run is the outermost agent span found; the ancestry is *known* when every
-        ancestor up to the local root (or a remote parent) is live, or the span has no local parent. A
-        processor that sees no starts (the gateway), an ancestor that already ended or went untracked,
-        or a chain deeper than the walk leaves it unknown, and the ledger falls back to time windows.
+        ancestor up to the local root (or a remote parent not live here) is live, or the span has no
+        local parent. A processor that sees no starts (the gateway), an ancestor that already ended or
+        went untracked, or a chain deeper than the walk leaves it unknown, and the ledger falls back to
+        time windows.
         """
         parent = span.parent
         live = self.live
@@ -190,9 +195,11 @@ class SpanRecorder:
         nearest: ReadableSpan | None = None
         known = True
         for _ in range(_MAX_ANCESTOR_DEPTH):
-            if parent is None or parent.is_remote:
+            if parent is None:
                 break
             ancestor = live.get(parent.span_id)
+            if parent.is_remote and (ancestor is None or not _same_trace(ancestor, parent)):
+                break  # another process's span: the local root is reached
             if ancestor is None:
                 known = False
                 break
@@ -210,3 +217,9 @@ class SpanRecorder:
         if outermost is None:  # an agent span with no agent above it runs its own run
             return menu, Ancestry(None, known)
         return menu, Ancestry(outermost, known, (nearest, outermost_span))
+
+
+def _same_trace(span: ReadableSpan | Span, parent: SpanContext) -> bool:
+    """Whether a live span is the span ``parent`` names (its trace too: a remote id is not ours to trust)."""
+    context = span.context
+    return context is not None and context.trace_id == parent.trace_id

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from opentelemetry.sdk.trace import ReadableSpan
@@ -15,7 +15,15 @@ from opentelemetry.sdk.trace import ReadableSpan
 from otel_shapecheck._model import AnalystAttempt, AnalystRun, LLMCall, ToolExecution, ToolResult
 from otel_shapecheck.checks._base import Subject
 from otel_shapecheck.otlp._ids import span_id_hex, trace_id_hex
-from otel_shapecheck.pipeline._duplicates import could_record_one_call, duplicate_of, one_instrumentation
+from otel_shapecheck.pipeline._duplicates import (
+    could_pair,
+    could_record_one_call,
+    duplicate_of,
+    has_output,
+    one_instrumentation,
+    request_of,
+    response_of,
+)
 from otel_shapecheck.pipeline._facts import ExecutionFact, HeldSpan, Release
 from otel_shapecheck.readers._answer_tools import is_answer_tool, with_answer_tools
 from otel_shapecheck.readers._classify import SpanClass
@@ -48,9 +56,10 @@ def build_subjects(release: Release, answer_tools: Sequence[str] = ()) -> list[S
 
 
 def _mark_duplicates(subjects: list[Subject], release: Release, answer_tools: Sequence[str]) -> list[Subject]:
-    """The subjects, those recording a call an earlier-ended span of the trace records marked as such."""
+    """The subjects, those recording a call an earlier-ended span of the trace records marked as such,
+    and the two spans of a request/response pair joined (see :mod:`._duplicates`)."""
     others = [span for span, _ in release.trace_calls]
-    if len(others) < 2 or one_instrumentation([*others, *(held.span for held in release.spans)]):
+    if len(others) < 2:
         return subjects
     readings: dict[int, LLMCall | None] = {}
 
@@ -60,6 +69,12 @@ def _mark_duplicates(subjects: list[Subject], release: Release, answer_tools: Se
             readings[id(span)] = with_answer_tools(call, answer_tools) if call is not None else None
         return readings[id(span)]
 
+    subjects = [
+        _paired(held, subject, release, reading)
+        for held, subject in zip(release.spans, subjects, strict=True)
+    ]
+    if one_instrumentation([*others, *(held.span for held in release.spans)]):
+        return subjects
     marked = []
     for held, subject in zip(release.spans, subjects, strict=True):
         call = subject.llm_call
@@ -76,6 +91,34 @@ def _mark_duplicates(subjects: list[Subject], release: Release, answer_tools: Se
                 subject = replace(subject, duplicate_of=original)
         marked.append(subject)
     return marked
+
+
+def _paired(
+    held: HeldSpan,
+    subject: Subject,
+    release: Release,
+    reading: Callable[[ReadableSpan, SpanClass], LLMCall | None],
+) -> Subject:
+    """A request span marked a duplicate of its response's span; a response span with the request's menu
+    and input filled in. Only a call without output or without input looks (most never do)."""
+    call = subject.llm_call
+    if call is None or subject.duplicate_of or (has_output(call) and call.input_captured):
+        return subject
+    request = not has_output(call)
+    others = [
+        (span, other)
+        for span, classified in release.trace_calls
+        if span is not held.span
+        and (could_pair(held.span, span) if request else could_pair(span, held.span))
+        and (other := reading(span, classified)) is not None
+    ]
+    if not others:
+        return subject
+    if request:
+        response = response_of(held.span, call, others)
+        return replace(subject, duplicate_of=response) if response is not None else subject
+    asked = request_of(held.span, call, others)
+    return replace(subject, llm_call=call.merged_with(asked)) if asked is not None else subject
 
 
 class _Readings:

@@ -8,7 +8,13 @@ on the processor's ``MeterProvider`` (the given one, else the global one):
 - histogram ``shapecheck.tool_choice.margin_plus_one`` (1 + the margin of each scored call: the SDK
   drops negative histogram values, and a negative margin, a disagreement, is the one that matters most);
 - histogram ``shapecheck.figures.support`` (the share of supported figures of each answer with figures);
-- counter ``shapecheck.figures.unsupported`` (unsupported figures, added per checked answer).
+- counter ``shapecheck.figures.unsupported`` (unsupported figures, added per checked answer);
+
+and each run once, when its agent span is summarised:
+
+- counter ``shapecheck.runs`` by ``shapecheck.run.coverage`` (``none``, ``partial``, ``full``),
+  ``shapecheck.flagged`` and the agent's ``gen_ai.agent.name``: a run in which no model call was seen
+  is told apart from a clean one.
 
 Attributes are low-cardinality by construction: the agent, model and provider names (each at most
 :data:`~otel_shapecheck.readers._dimensions.MAX_DIMENSION_CHARS` characters; each the span's own, else
@@ -33,12 +39,14 @@ from otel_shapecheck._attributes import (
     FIGURES_CHECKED,
     METRIC_AGENT_NAME,
     METRIC_CHECK,
+    METRIC_COVERAGE,
     METRIC_FIGURES_SUPPORT,
     METRIC_FIGURES_UNSUPPORTED,
     METRIC_FLAGGED,
     METRIC_LABEL,
     METRIC_PROVIDER_NAME,
     METRIC_REQUEST_MODEL,
+    METRIC_RUNS,
     METRIC_TOOL_CHOICE_MARGIN_PLUS_ONE,
     METRIC_TOOL_NAME,
     METRIC_VERDICTS,
@@ -100,6 +108,19 @@ class VerdictMetrics:
             unit="{figure}",
             description="Figures in final answers that no tool result carries and no derivation explains.",
         )
+        self._runs = meter.create_counter(
+            METRIC_RUNS,
+            unit="{run}",
+            description="Agent runs summarised, by how much of them was read (coverage) and whether flagged.",
+        )
+
+    def record_run(self, coverage: str, flagged: bool, agent_attributes: Mapping[str, object]) -> None:
+        """Count one summarised run (``agent_attributes``: its agent span's, for the agent name)."""
+        name = _bounded(agent_name(agent_attributes))
+        points: dict[str, AttributeValue] = {METRIC_COVERAGE: coverage, METRIC_FLAGGED: flagged}
+        if name is not None:
+            points[METRIC_AGENT_NAME] = name
+        self._runs.add(1, points)
 
     def record(
         self,

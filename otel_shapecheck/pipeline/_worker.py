@@ -22,7 +22,7 @@ from otel_shapecheck.outputs._sinks import VerdictSink
 from otel_shapecheck.pipeline._facts import HeldSpan, Release, attribute_mapping
 from otel_shapecheck.pipeline._ledger import Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters
-from otel_shapecheck.pipeline._runs import RunTally, run_attributes, tally_verdicts
+from otel_shapecheck.pipeline._runs import RunTally, coverage, run_attributes, tally_verdicts
 from otel_shapecheck.pipeline._subjects import build_subjects
 from otel_shapecheck.pipeline._verdict_metrics import VerdictMetrics
 from otel_shapecheck.readers._classify import carries_message_content
@@ -184,6 +184,13 @@ class EvaluationWorker:
         if incomplete:
             self._counters.runs_incomplete += 1
         self._forward(copy)
+        if self._metrics is not None:
+            try:
+                self._metrics.record_run(
+                    coverage(tally, incomplete), tally.flagged > 0, attribute_mapping(held.span)
+                )
+            except Exception:
+                self._counters.error("metrics", "Recording verdict metrics failed")
 
     def _evaluate(
         self, releases: Sequence[Release], unforwarded: dict[int, HeldSpan], tallies: dict[int, RunTally]
@@ -213,9 +220,11 @@ class EvaluationWorker:
             return
         verdicts = self._run_checks([subject for _, subject in pairs])
         self._counters.evaluated += len(pairs)
-        for (held, _), span_verdicts in zip(pairs, verdicts, strict=True):
+        for (held, subject), span_verdicts in zip(pairs, verdicts, strict=True):
             del unforwarded[id(held)]
-            tallies[id(held)] = tally_verdicts(span_verdicts, incomplete=held.incomplete)
+            tallies[id(held)] = tally_verdicts(
+                span_verdicts, incomplete=held.incomplete, model_call=held.llm_call, call=subject.llm_call
+            )
             self._finish(held, span_verdicts)
 
     def _checks_to_run(self) -> tuple[Check, ...]:

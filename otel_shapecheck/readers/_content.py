@@ -81,8 +81,14 @@ def llm_call_from_content(content: CallContent, ref: SpanRef) -> LLMCall:
         user_text=_last_user_text(inputs),
         user_texts=tuple(m.text for m in inputs if _is_prompt(m) and m.text is not None),
         assistant_text=_turn_assistant_text(inputs),
-        # Results in the output are provider-executed tools' (a web search): the answer saw them too.
-        tool_results=tuple(result for m in (*inputs, *(outputs or ())) for result in m.tool_results),
+        # Results in the output are provider-executed tools' (a web search): the answer saw them too. A
+        # result whose content was not captured is no basis (it still counts as a tool turn, below).
+        tool_results=tuple(
+            result
+            for m in (*inputs, *(outputs or ()))
+            for result in m.tool_results
+            if result.content is not None
+        ),
         answer_text=_answer_text(outputs or ()),
         finish_reasons=finish_reasons,
         response_id=content.response_id,

@@ -42,6 +42,8 @@ EXPECTED_RUN = {
     "collapsed": 0,
     "recovered": 0,
     "incomplete": False,
+    "llm_calls": 2,
+    "coverage": "full",
 }
 """The scripted run: a clear choice, and an answer with one carried and one invented figure."""
 
@@ -152,7 +154,8 @@ class TestRunSummary:
         assert processor.counts().runs == 1
 
     def test_an_agent_span_with_nothing_evaluated_has_an_empty_complete_run(self) -> None:
-        """No LLM call under the agent span: every count is zero, nothing flagged, nothing missing."""
+        """No LLM call under the agent span: every count is zero, nothing flagged, nothing missing, and
+        the coverage says no model call was seen."""
         with _processor() as (provider, processor, collected):
             tracer = provider.get_tracer("app")
             with GENAI.agent(tracer, "idle"), tracer.start_as_current_span("lookup"):
@@ -161,8 +164,9 @@ class TestRunSummary:
             (agent,) = _runs(collected.spans)
         summary = _summary(agent)
         assert summary["incomplete"] is False and (agent.attributes or {})[FLAGGED] is False
+        assert summary.pop("coverage") == "none"
         assert {key: value for key, value in summary.items() if key != "incomplete"} == dict.fromkeys(
-            (key for key in EXPECTED_RUN if key != "incomplete"), 0
+            (key for key in EXPECTED_RUN if key not in ("incomplete", "coverage")), 0
         )
 
     def test_calls_outside_any_agent_span_belong_to_no_run(self) -> None:

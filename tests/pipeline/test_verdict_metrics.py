@@ -16,9 +16,12 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from otel_shapecheck._attributes import (
     ANALYST_ATTEMPT,
     ANALYST_ID,
+    COVERAGE_FULL,
+    COVERAGE_NONE,
     EVALUATION_TOOL_CHOICE,
     METRIC_FIGURES_SUPPORT,
     METRIC_FIGURES_UNSUPPORTED,
+    METRIC_RUNS,
     METRIC_TOOL_CHOICE_MARGIN_PLUS_ONE,
     METRIC_VERDICTS,
     ROWS_ACCEPTED,
@@ -64,14 +67,14 @@ class Point:
 Points = dict[str, dict[frozenset[tuple[str, Any]], Point]]
 
 
-def _points(reader: InMemoryMetricReader) -> Points:
-    """The verdict metrics' points, by metric name and attribute set."""
+def _points(reader: InMemoryMetricReader, names: frozenset[str] | set[str] = VERDICT_METRICS) -> Points:
+    """The verdict metrics' points (or those of ``names``), by metric name and attribute set."""
     data = reader.get_metrics_data()
     points: Points = {}
     for resource_metrics in data.resource_metrics if data is not None else ():
         for scope_metrics in resource_metrics.scope_metrics:
             for metric in scope_metrics.metrics:
-                if metric.name not in VERDICT_METRICS:
+                if metric.name not in names:
                     continue
                 for point in metric.data.data_points:
                     key = frozenset((point.attributes or {}).items())
@@ -341,6 +344,36 @@ class TestDimensionsFromAncestors:
             assert processor.force_flush()
             points = _points(reader)
         assert set(points[METRIC_TOOL_CHOICE_MARGIN_PLUS_ONE]) == {_key(**CALL)}
+
+
+class TestRuns:
+    def test_each_run_is_counted_once_with_its_coverage(self) -> None:
+        """The scripted run (read whole, flagged) and a run with no model call: one point each."""
+        with _recording() as (provider, processor, _, reader):
+            _scripted_run(provider)
+            tracer = provider.get_tracer("app")
+            with GENAI.agent(tracer, "silent"):
+                tracer.start_span("step").end()
+            assert processor.force_flush()
+            points = _points(reader, {METRIC_RUNS})
+        assert points == {
+            METRIC_RUNS: {
+                _key(
+                    **{
+                        "gen_ai.agent.name": AGENT,
+                        "shapecheck.run.coverage": COVERAGE_FULL,
+                        "shapecheck.flagged": True,
+                    }
+                ): Point(1),
+                _key(
+                    **{
+                        "gen_ai.agent.name": "silent",
+                        "shapecheck.run.coverage": COVERAGE_NONE,
+                        "shapecheck.flagged": False,
+                    }
+                ): Point(1),
+            }
+        }
 
 
 class TestFailures:

@@ -88,7 +88,7 @@ class MenuLexicon:
     def raw(self, context: str) -> npt.NDArray[np.float64]:
         """BM25 of ``context`` against every candidate (each distinct context word counts once)."""
         raw = np.zeros(self.size, dtype=np.float64)
-        for term in set(lexical_terms(_SLOT_LABEL.sub(" ", context))):
+        for term in _query_terms(context):
             postings = self._postings.get(term)
             if postings is not None:
                 raw[postings[0]] += postings[1]
@@ -106,13 +106,22 @@ class MenuLexicon:
         The same terms are added in the same order, so the numbers equal :meth:`scores`'.
         """
         raw = [0.0] * self.size
-        for term in set(lexical_terms(_SLOT_LABEL.sub(" ", context))):
+        for term in _query_terms(context):
             postings = self._posting_lists.get(term)
             if postings is not None:
                 for position, weight in zip(*postings, strict=True):
                     raw[position] += weight
         best = max(raw) if self.size else 0.0
         return [score / best for score in raw] if best > 0 else raw
+
+
+def _query_terms(context: str) -> dict[str, None]:
+    """The context's distinct terms in the order they first occur.
+
+    Floats are summed in this order: a set's order follows the per-process hash seed, and a sum in it
+    would differ in its last bits from one process to the next.
+    """
+    return dict.fromkeys(lexical_terms(_SLOT_LABEL.sub(" ", context)))
 
 
 @functools.lru_cache(maxsize=256)  # a menu recurs on every call of an agent; large menus keep their own

@@ -155,6 +155,7 @@ class TestSkipReasons:
             (_subject("a" * 16, None, incomplete=True), "incomplete"),
             (_subject("a" * 16, None, finish_reasons=("tool_calls",)), "incomplete"),
             (_subject("a" * 16, None, finish_reasons=("stop",)), "nothing-chosen"),
+            (_subject("a" * 16, None), "no-output"),
         ],
     )
     def test_reason(self, check: ToolChoiceCheck, subject: Subject, reason: str) -> None:
