@@ -180,7 +180,7 @@ class TestEveryQuery:
         """Every PromQL target, with All selected and with the run's model selected, returns finite
         values in series that carry the labels its legend shows."""
         queries = _dashboard_queries()
-        assert len(queries) == 11
+        assert len(queries) == 12
         for model in (ALL, MODEL):
             for title, expr, legend in queries:
                 series = scraped.prometheus.query(_as_grafana_sends(expr, model=model))
@@ -229,6 +229,7 @@ class TestEveryQuery:
             "shapecheck_figures_support_sum",
             "shapecheck_figures_support_count",
             "shapecheck_figures_unsupported_total",
+            "shapecheck_runs_total",
         }
         for name in verdict_names:
             stem = name.removesuffix("_bucket").removesuffix("_sum").removesuffix("_count")
@@ -243,7 +244,11 @@ class TestEveryQuery:
         }
         series = scraped.prometheus.query("shapecheck_verdicts_total")
         assert ours == {label for s in series for label in s["metric"]} & ours
-        assert all(f"`{label}`" in text for label in ours)
+        runs = scraped.prometheus.query("shapecheck_runs_total")
+        assert {"shapecheck_run_coverage", "shapecheck_flagged", "gen_ai_agent_name"} <= {
+            label for s in runs for label in s["metric"]
+        }
+        assert all(f"`{label}`" in text for label in ours | {"shapecheck_run_coverage"})
 
 
 class TestPanelValues:
