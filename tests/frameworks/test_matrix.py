@@ -60,6 +60,8 @@ class Row:
     """The answer arrives through an output tool (its tool choice is skipped as ``answer-tool``)."""
     run: str | None = None
     """The name of the run's agent span (the outermost agent span); ``None``: the telemetry has none."""
+    coverage: str = "full"
+    """How much of the run the checks read (``shapecheck.run.coverage``): every call of the scenario."""
 
     @property
     def id(self) -> str:
@@ -71,6 +73,7 @@ _OPENAI_AGENTS = "Agent workflow"  # OpenInference AGENT, above the named AGENT 
 _LANGGRAPH = "invoke_agent LangGraph"  # above Traceloop's workflow span, itself an invoke_agent
 _SMOLAGENTS = "ToolCallingAgent.run"
 _STRANDS = "invoke_agent Strands Agents"
+_APPLICATION = "invoke_agent storage-ops"  # the row's own GenAI agent span around its tool loop
 
 ROWS = [
     Row("pydantic_ai", "chat", run=_PYDANTIC_AI),
@@ -96,6 +99,11 @@ ROWS = [
     Row("strands", "default", flagged=1, menu_source="ancestor", run=_STRANDS),
     Row("strands", "latest", menu_source="ancestor", run=_STRANDS),
     Row("strands", "attributes", flagged=1, menu_source="ancestor", run=_STRANDS),
+    Row("logfire", "openai", run=_APPLICATION),
+    # The streamed response is a second span (input, menu and output) beside the request span (input and
+    # menu only), under the agent span's context carried across as a remote parent.
+    Row("logfire", "openai_stream", run=_APPLICATION),
+    Row("logfire", "pydantic_ai", run=_PYDANTIC_AI),
 ]
 
 
@@ -202,6 +210,7 @@ def test_row(row: Row, capsys: pytest.CaptureFixture[str]) -> None:
     assert any(d.startswith("812.5 = column-sum") for d in figures[FIGURES_DERIVATIONS])
     assert figures["shapecheck.figures.carried"] >= 1
     assert summary["figures"]["answers"] == 1 and summary["figures"]["skipped"] == 0
+    _assert_coverage(row, live["runs"])
 
 
 def _assert_run(row: Row, runs: list[dict[str, Any]]) -> None:
@@ -215,6 +224,15 @@ def _assert_run(row: Row, runs: list[dict[str, Any]]) -> None:
     assert (counts["answers_checked"], counts["figures_unsupported"], counts["figures_computed"]) == (1, 1, 1)
     assert counts["choices"] == 1 and counts["incomplete"] is False
     assert runs[0]["flagged"] is True
+
+
+def _assert_coverage(row: Row, runs: list[dict[str, Any]]) -> None:
+    """The run says how much of it was read: both model calls seen, and the coverage of the row."""
+    if row.run is None:
+        return
+    counts = runs[0]["summary"]
+    assert counts["llm_calls"] >= 2, "both model calls of the scenario were seen"
+    assert counts["coverage"] == row.coverage
 
 
 def _choosing_and_answering(entries: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
