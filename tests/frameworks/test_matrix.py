@@ -73,6 +73,7 @@ _OPENAI_AGENTS = "Agent workflow"  # OpenInference AGENT, above the named AGENT 
 _LANGGRAPH = "invoke_agent LangGraph"  # above Traceloop's workflow span, itself an invoke_agent
 _SMOLAGENTS = "ToolCallingAgent.run"
 _STRANDS = "invoke_agent Strands Agents"
+_ADK = "invoke_agent storage_ops"
 _APPLICATION = "invoke_agent storage-ops"  # the row's own GenAI agent span around its tool loop
 
 ROWS = [
@@ -104,6 +105,10 @@ ROWS = [
     # menu only), under the agent span's context carried across as a remote parent.
     Row("logfire", "openai_stream", run=_APPLICATION),
     Row("logfire", "pydantic_ai", run=_PYDANTIC_AI),
+    # google-adk's schema 1: each model call is a call_llm span (ADK's request and response JSON) over a
+    # generate_content span of the same call that carries no content (its events say "<elided>").
+    Row("google_adk", "legacy", run=_ADK),
+    Row("google_adk", "default", run=_ADK),
 ]
 
 
