@@ -60,12 +60,16 @@ class Row:
     """The answer arrives through an output tool (its tool choice is skipped as ``answer-tool``)."""
     run: str | None = None
     """The name of the run's agent span (the outermost agent span); ``None``: the telemetry has none."""
-    coverage: str = "full"
-    """How much of the run the checks read (``shapecheck.run.coverage``): every call of the scenario."""
 
     @property
     def id(self) -> str:
         return f"{self.framework}:{self.mode}"
+
+    @property
+    def coverage(self) -> str:
+        """How much of the run the checks read (``shapecheck.run.coverage``): a call skipped for its
+        missing menu makes it partial."""
+        return "partial" if self.menu_source is None else "full"
 
 
 _PYDANTIC_AI = "invoke_agent agent"
@@ -109,6 +113,9 @@ ROWS = [
     # generate_content span of the same call that carries no content (its events say "<elided>").
     Row("google_adk", "legacy", run=_ADK),
     Row("google_adk", "default", run=_ADK),
+    # openai-v2 2.4b0 records no tool definitions (gen_ai.tool.definitions) under the latest conventions.
+    Row("openai_v2", "latest", flagged=1, menu_source=None, run=_APPLICATION),
+    Row("openai_v2", "latest_stream", flagged=1, menu_source=None, run=_APPLICATION),
 ]
 
 
