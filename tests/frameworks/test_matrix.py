@@ -78,6 +78,7 @@ _LANGGRAPH = "invoke_agent LangGraph"  # above Traceloop's workflow span, itself
 _SMOLAGENTS = "ToolCallingAgent.run"
 _STRANDS = "invoke_agent Strands Agents"
 _ADK = "invoke_agent storage_ops"
+_AGNO = "storage_ops.run"
 _APPLICATION = "invoke_agent storage-ops"  # the row's own GenAI agent span around its tool loop
 
 ROWS = [
@@ -116,6 +117,8 @@ ROWS = [
     # openai-v2 2.4b0 records no tool definitions (gen_ai.tool.definitions) under the latest conventions.
     Row("openai_v2", "latest", flagged=1, menu_source=None, run=_APPLICATION),
     Row("openai_v2", "latest_stream", flagged=1, menu_source=None, run=_APPLICATION),
+    Row("agno", "chat", run=_AGNO),
+    Row("agno", "stream", run=_AGNO),
 ]
 
 
