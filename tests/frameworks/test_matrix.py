@@ -79,6 +79,7 @@ _SMOLAGENTS = "ToolCallingAgent.run"
 _STRANDS = "invoke_agent Strands Agents"
 _ADK = "invoke_agent storage_ops"
 _AGNO = "storage_ops.run"
+_AUTOGEN = "invoke_agent storage_ops"  # autogen-core's own agent span over OpenInference's LLM spans
 _APPLICATION = "invoke_agent storage-ops"  # the row's own GenAI agent span around its tool loop
 
 ROWS = [
@@ -119,6 +120,8 @@ ROWS = [
     Row("openai_v2", "latest_stream", flagged=1, menu_source=None, run=_APPLICATION),
     Row("agno", "chat", run=_AGNO),
     Row("agno", "stream", run=_AGNO),
+    Row("autogen", "chat", run=_AUTOGEN),
+    Row("autogen", "stream", run=_AUTOGEN),
 ]
 
 
