@@ -80,6 +80,7 @@ _STRANDS = "invoke_agent Strands Agents"
 _ADK = "invoke_agent storage_ops"
 _AGNO = "storage_ops.run"
 _AUTOGEN = "invoke_agent storage_ops"  # autogen-core's own agent span over OpenInference's LLM spans
+_CREWAI = "Storage operations assistant._execute_core"  # OpenInference AGENT, under the crew's CHAIN
 _APPLICATION = "invoke_agent storage-ops"  # the row's own GenAI agent span around its tool loop
 
 ROWS = [
@@ -122,6 +123,8 @@ ROWS = [
     Row("agno", "stream", run=_AGNO),
     Row("autogen", "chat", run=_AUTOGEN),
     Row("autogen", "stream", run=_AUTOGEN),
+    Row("crewai", "chat", run=_CREWAI),
+    Row("crewai", "stream", run=_CREWAI),
 ]
 
 
