@@ -13,6 +13,8 @@ that ``check`` over the export gives the live processor's verdicts and runs.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,7 @@ import pytest
 from opentelemetry.sdk._logs import ReadWriteLogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 
+import otel_shapecheck
 from otel_shapecheck._attributes import (
     DUPLICATE_OF,
     FIGURES_DERIVATIONS,
@@ -261,6 +264,68 @@ def _choosing_and_answering(entries: list[dict[str, Any]]) -> tuple[dict[str, An
     answering = [e for e in entries if FIGURES_UNSUPPORTED in e["attributes"]]
     assert len(choosing) == 1 and len(answering) == 1, entries
     return choosing[0], answering[0]
+
+
+_HASH_SEEDS = ("0", "1", "2026")
+"""``PYTHONHASHSEED`` values the rows are checked under, each in a process of its own."""
+_SCORINGS = ("seed", "calibrated")
+"""Both tool-choice scorings: the calibrated one adds the lexical score, summed over sets of terms."""
+_CHECK_EVERY_ROW = """
+import contextlib, io, json, os, sys
+from otel_shapecheck.cli._main import main
+reports = {}
+for scoring in json.loads(sys.argv[2]):
+    os.environ["OTEL_SHAPECHECK_TOOL_CHOICE_SCORING"] = scoring
+    for row_id, spans, logs in json.loads(sys.argv[1]):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = main(["check", "--json", "--embedder", "hashing", spans, logs])
+        reports[f"{scoring}/{row_id}"] = {"exit": code, "report": json.loads(out.getvalue())}
+print(json.dumps(reports))
+"""
+
+
+@pytest.fixture(scope="module")
+def reports_by_seed() -> dict[str, dict[str, Any]]:
+    """Every row's ``check --json`` report from one fresh process per hash seed (the processes run side
+    by side; each checks every row, so a process starts once per seed, not once per row)."""
+    rows = json.dumps([(row.id, *map(str, _paths(row)[:2])) for row in ROWS])
+    root = str(Path(otel_shapecheck.__file__).resolve().parent.parent)
+    processes = {}
+    for seed in _HASH_SEEDS:
+        env = {
+            **os.environ,
+            "PYTHONHASHSEED": seed,
+            "PYTHONPATH": os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH")))),
+        }
+        command = [sys.executable, "-c", _CHECK_EVERY_ROW, rows, json.dumps(_SCORINGS)]
+        processes[seed] = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+    reports = {}
+    for seed, process in processes.items():
+        out, _ = process.communicate(timeout=600)
+        assert process.returncode == 0, f"checking the rows under PYTHONHASHSEED={seed} failed"
+        reports[seed] = json.loads(out)
+    return reports
+
+
+@pytest.mark.parametrize("scoring", _SCORINGS)
+@pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
+def test_row_is_deterministic(
+    row: Row,
+    scoring: str,
+    reports_by_seed: dict[str, dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same export gives the same verdict attributes, bit for bit, under every hash seed."""
+    monkeypatch.setenv("OTEL_SHAPECHECK_TOOL_CHOICE_SCORING", scoring)
+    here = _checked(row, capsys)  # this process: its own seed, random unless the environment fixes it
+    for seed, reports in reports_by_seed.items():
+        checked = reports[f"{scoring}/{row.id}"]
+        assert checked["exit"] == 0
+        assert checked["report"]["spans"] == here["spans"], f"verdicts differ under PYTHONHASHSEED={seed}"
+        assert checked["report"]["runs"] == here["runs"], f"runs differ under PYTHONHASHSEED={seed}"
+        assert checked["report"]["summary"] == here["summary"]
 
 
 def test_every_generated_row_is_checked() -> None:
