@@ -83,7 +83,7 @@ CLASSIFYING_KEYS = frozenset(
         LLM_REQUEST_TYPE,
         TRACELOOP_SPAN_KIND,
         MCP_METHOD_NAME,
-        LLM_REQUEST,
+        *ADK_CONTENT_KEYS,
         *ADK_TOOL_KEYS,
     }
 )
@@ -193,9 +193,9 @@ def classify_span(name: str, attributes: Mapping[str, object]) -> SpanClass:
         or is_tool_name
     ):
         return _tool_class(openinference_kind, traceloop_kind, values)
-    if LLM_REQUEST in values and operation is None:
-        # google-adk's call_llm span names no operation: its request attribute says it is a model call
-        # (also with content capture off, when the request reads "{}": a call seen, its content not).
+    if operation is None and (LLM_REQUEST in values or LLM_RESPONSE in values):
+        # google-adk's call_llm span names no operation: its request and response say it is a model
+        # call (also with content capture off, when they read "{}": a call seen, its content not).
         return LLM_CALL_ADK
     if operation == _INVOKE_AGENT:
         return AGENT_GENAI
