@@ -17,11 +17,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import set_span_in_context
 
-from otel_shapecheck._model import OfferedTool, ToolCall, ToolParameter, ToolResult
+from otel_shapecheck._model import OfferedTool, ToolCall, ToolExecution, ToolParameter, ToolResult
+from otel_shapecheck.readers._adk import read_adk_content, read_adk_tool_execution
 from otel_shapecheck.readers._classify import (
     Convention,
     SpanRole,
@@ -29,6 +32,7 @@ from otel_shapecheck.readers._classify import (
     classify_span,
     names_own_tool_calls,
 )
+from otel_shapecheck.readers._content import CallContent, SpanRef
 from otel_shapecheck.readers._menus import has_own_menu
 from otel_shapecheck.readers._read import read_llm_call, read_log_records, read_tool_execution
 
@@ -321,3 +325,40 @@ class TestToolSpans:
             },
         )
         assert read_tool_execution(span) is None
+
+
+_FIELDS = [
+    "model", "config", "contents", "role", "parts", "text", "thought", "function_call", "functionCall",
+    "function_response", "functionResponse", "id", "name", "args", "response", "result", "tools",
+    "function_declarations", "functionDeclarations", "parameters", "parameters_json_schema",
+    "description", "content", "finish_reason", "finishReason", "properties",
+]  # fmt: skip
+_adk_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.sampled_from(_FIELDS), children, max_size=5)
+    ),
+    max_leaves=30,
+)
+_adk_attributes = st.one_of(_adk_values.map(json.dumps), _adk_values, st.just("{}"), st.text(max_size=20))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(request_value=_adk_attributes, response_value=_adk_attributes, result=_adk_attributes)
+def test_adk_readers_read_any_shaped_value_without_failing(
+    request_value: Any, response_value: Any, result: Any
+) -> None:
+    """ADK-shaped JSON of any nesting, unguarded: the readers return well-formed content, never raise."""
+    content = read_adk_content({LLM_REQUEST: request_value, LLM_RESPONSE: response_value})
+    assert isinstance(content, CallContent)
+    messages = (*(content.input_messages or ()), *(content.output_messages or ()))
+    assert all(isinstance(text, str) for message in messages for text in message.texts)
+    assert all(
+        call.name and isinstance(call.name, str) for message in messages for call in message.tool_calls
+    )
+    assert all(tool.name and isinstance(tool.name, str) for tool in content.offered_tools or ())
+    attributes = {"gen_ai.tool.name": "t", "gcp.vertex.agent.tool_call_args": result}
+    execution = read_adk_tool_execution(
+        "execute_tool t", {**attributes, "gcp.vertex.agent.tool_response": result}, SpanRef("a", "b")
+    )
+    assert isinstance(execution, ToolExecution) and execution.name == "t"
