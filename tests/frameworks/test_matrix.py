@@ -6,8 +6,10 @@ ran it in the framework's own pinned environment and committed the export and th
 ones, a tool result with rows of numbers, an answer stating one carried, one derived and one invented
 figure. Each row asserts that the tool-choosing call is scored (where the telemetry has a menu at all),
 that the answer's figures verdict names only the invented figure, the exact numbers of evaluated,
-flagged and duplicate spans, the run summary on the agent span (where the framework writes one), and
-that ``check`` over the export gives the live processor's verdicts and runs.
+flagged and duplicate spans, the run summary on the agent span (where the framework writes one) with
+how much of the run was read (``shapecheck.run.coverage``), and that ``check`` over the export gives the
+live processor's verdicts and runs. Every row is also checked in fresh processes under several
+``PYTHONHASHSEED`` values, which must give the same verdict attributes bit for bit.
 """
 
 from __future__ import annotations
