@@ -15,7 +15,7 @@ and, leniently, in the camel case of its JSON aliases.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from otel_shapecheck._model import JSONValue, OfferedTool, ToolCall, ToolExecution, ToolResult
@@ -97,16 +97,7 @@ def read_adk_tool_execution(span_name: str, attributes: Mapping[str, object], re
     result = execution.result
     if TOOL_CALL_RESULT not in attributes and is_captured(attributes.get(TOOL_RESPONSE)):
         result = _unwrapped(parse_json_or_text(attributes.get(TOOL_RESPONSE)))
-    return ToolExecution(
-        span_id=execution.span_id,
-        trace_id=execution.trace_id,
-        parent_id=execution.parent_id,
-        end_time_ns=execution.end_time_ns,
-        name=execution.name,
-        call_id=call_id,
-        arguments=arguments,
-        result=result,
-    )
+    return replace(execution, call_id=call_id, arguments=arguments, result=result)
 
 
 def _read_request(value: object) -> _Request | None:
