@@ -56,6 +56,7 @@ _MARKERS: Final = (
     b"llm.request.type",
     b"mcp.method.name",
     b"shapecheck.analyst.",  # the analyst id and attempt
+    b"gcp.vertex.agent.",  # google-adk's request, response and tool fields
     EXECUTE_TOOL_SPAN_PREFIX.encode(),
 )
 """Byte strings of which a GenAI-looking span's encoding holds at least one: each classifying key holds

@@ -19,6 +19,15 @@ from opentelemetry._logs import LogRecord
 from opentelemetry.sdk._logs import ReadableLogRecord, ReadWriteLogRecord
 
 from otel_shapecheck._attributes import ANALYST_ATTEMPT, ANALYST_ID
+from otel_shapecheck.readers._adk import (
+    ADK_CONTENT_KEYS,
+    ADK_TOOL_KEYS,
+    LLM_REQUEST,
+    LLM_RESPONSE,
+    TOOL_CALL_ARGS,
+    TOOL_RESPONSE,
+    is_captured,
+)
 from otel_shapecheck.readers._content import stopped_for_tools
 from otel_shapecheck.readers._genai import (
     EXECUTE_TOOL_SPAN_PREFIX,
@@ -74,6 +83,8 @@ CLASSIFYING_KEYS = frozenset(
         LLM_REQUEST_TYPE,
         TRACELOOP_SPAN_KIND,
         MCP_METHOD_NAME,
+        *ADK_CONTENT_KEYS,
+        *ADK_TOOL_KEYS,
     }
 )
 """Every attribute :func:`classify_span` reads; a span with none of them (and no tool-span name) is OTHER."""
@@ -116,6 +127,8 @@ class Convention(enum.Flag):
     """OpenInference (``openinference.span.kind``, indexed ``llm.input_messages.N.*``)."""
     SHAPECHECK = enum.auto()
     """Our own analyst-attempt spans (``shapecheck.analyst.*``)."""
+    ADK = enum.auto()
+    """google-adk's own record (``gcp.vertex.agent.llm_request`` / ``llm_response`` JSON, tool fields)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,9 +144,11 @@ OTHER = SpanClass(SpanRole.OTHER, Convention.NONE)
 LLM_CALL_GENAI = SpanClass(SpanRole.LLM_CALL, Convention.GENAI)
 LLM_CALL_OPENINFERENCE = SpanClass(SpanRole.LLM_CALL, Convention.OPENINFERENCE)
 LLM_CALL_OPENLLMETRY = SpanClass(SpanRole.LLM_CALL, Convention.OPENLLMETRY)
+LLM_CALL_ADK = SpanClass(SpanRole.LLM_CALL, Convention.ADK)
 TOOL_EXECUTION_GENAI = SpanClass(SpanRole.TOOL_EXECUTION, Convention.GENAI)
 TOOL_EXECUTION_OPENINFERENCE = SpanClass(SpanRole.TOOL_EXECUTION, Convention.OPENINFERENCE)
 TOOL_EXECUTION_OPENLLMETRY = SpanClass(SpanRole.TOOL_EXECUTION, Convention.OPENLLMETRY)
+TOOL_EXECUTION_ADK = SpanClass(SpanRole.TOOL_EXECUTION, Convention.ADK)
 ANALYST_ATTEMPT_SPAN = SpanClass(SpanRole.ANALYST_ATTEMPT, Convention.SHAPECHECK)
 AGENT_GENAI = SpanClass(SpanRole.AGENT, Convention.GENAI)
 AGENT_OPENINFERENCE = SpanClass(SpanRole.AGENT, Convention.OPENINFERENCE)
@@ -166,7 +181,7 @@ def classify_span(name: str, attributes: Mapping[str, object]) -> SpanClass:
     openinference_kind = _string(values.get(OPENINFERENCE_SPAN_KIND))
     traceloop_kind = _string(values.get(TRACELOOP_SPAN_KIND))
     if operation == _EXECUTE_TOOL:
-        return _tool_class(openinference_kind, traceloop_kind)
+        return _tool_class(openinference_kind, traceloop_kind, values)
     if openinference_kind == "LLM":
         return LLM_CALL_OPENINFERENCE
     if _string(values.get(LLM_REQUEST_TYPE)) in _LEGACY_LLM_REQUEST_TYPES:
@@ -177,7 +192,11 @@ def classify_span(name: str, attributes: Mapping[str, object]) -> SpanClass:
         or _string(values.get(MCP_METHOD_NAME)) == _MCP_TOOLS_CALL
         or is_tool_name
     ):
-        return _tool_class(openinference_kind, traceloop_kind)
+        return _tool_class(openinference_kind, traceloop_kind, values)
+    if operation is None and (LLM_REQUEST in values or LLM_RESPONSE in values):
+        # google-adk's call_llm span names no operation: its request and response say it is a model
+        # call (also with content capture off, when they read "{}": a call seen, its content not).
+        return LLM_CALL_ADK
     if operation == _INVOKE_AGENT:
         return AGENT_GENAI
     if openinference_kind == _OPENINFERENCE_AGENT:
@@ -201,13 +220,18 @@ def is_agent_span(attributes: Mapping[str, object]) -> bool:
     return isinstance(kind, str) and kind in _TRACELOOP_AGENT_KINDS
 
 
-def _tool_class(openinference_kind: str | None, traceloop_kind: str | None) -> SpanClass:
-    """Whose reader reads a tool span: OpenInference's TOOL spans and Traceloop's tool tasks keep their
-    arguments and results in their own attributes; every other tool span is read as ``execute_tool``."""
+def _tool_class(
+    openinference_kind: str | None, traceloop_kind: str | None, values: Mapping[str, object]
+) -> SpanClass:
+    """Whose reader reads a tool span: OpenInference's TOOL spans, Traceloop's tool tasks and ADK's tool
+    spans keep their arguments and results in their own attributes; every other one is read as
+    ``execute_tool``."""
     if openinference_kind == "TOOL":
         return TOOL_EXECUTION_OPENINFERENCE
     if traceloop_kind == "tool":
         return TOOL_EXECUTION_OPENLLMETRY
+    if TOOL_CALL_ARGS in values or TOOL_RESPONSE in values:
+        return TOOL_EXECUTION_ADK
     return TOOL_EXECUTION_GENAI
 
 
@@ -228,6 +252,8 @@ def content_conventions(attributes: Mapping[str, object]) -> Convention:
             found |= Convention.OPENLLMETRY
         elif key.startswith(OPENINFERENCE_CONTENT_PREFIXES):
             found |= Convention.OPENINFERENCE
+        elif key in ADK_CONTENT_KEYS:
+            found |= Convention.ADK
     return found
 
 
@@ -249,6 +275,8 @@ def carries_message_content(attributes: Mapping[str, object], events: Sequence[o
             key in _MESSAGE_CONTENT_KEYS or key.startswith(_MESSAGE_CONTENT_PREFIXES)
         ):
             return True
+        if key in ADK_CONTENT_KEYS and is_captured(attributes[key]):  # "{}": capture was off
+            return True
     return any(getattr(event, "name", None) in CONTENT_EVENT_NAMES for event in events)
 
 
@@ -261,6 +289,8 @@ def names_own_tool_calls(attributes: Mapping[str, object]) -> bool:
     """
     if OUTPUT_MESSAGES in attributes:  # the GenAI convention's output: the common case, first
         return True
+    if LLM_RESPONSE in attributes:  # google-adk's whole response, unless capture was off ("{}")
+        return is_captured(attributes[LLM_RESPONSE])
     present = _OUTPUT_KEYS.intersection(attributes)
     if not present:
         return False

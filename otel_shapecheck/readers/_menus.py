@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from otel_shapecheck._model import OfferedTool
+from otel_shapecheck.readers._adk import LLM_REQUEST
 from otel_shapecheck.readers._genai import TOOL_DEFINITIONS, read_string_list, read_tool_definitions
 from otel_shapecheck.readers._openinference import read_openinference_content
 from otel_shapecheck.readers._openllmetry import FUNCTIONS_PREFIX, read_openllmetry_content
@@ -27,6 +28,8 @@ _OPENLLMETRY_MARKER = "llm.request.functions.0.name"
 MENU_KEYS = frozenset({TOOL_DEFINITIONS, _OPENINFERENCE_MARKER, _OPENLLMETRY_MARKER})
 """Keys of which one is present when a span carries a full menu."""
 _ANCESTOR_MENU_KEYS = MENU_KEYS | {AGENT_TOOLS}
+_OWN_MENU_KEYS = MENU_KEYS | {LLM_REQUEST}
+"""An LLM call's own menu may also sit in google-adk's request JSON (an agent span never carries one)."""
 
 MAX_MENU_ATTRIBUTES = 4096
 """Most attributes copied from one ancestor (an indexed menu has a few per tool)."""
@@ -34,7 +37,7 @@ MAX_MENU_ATTRIBUTES = 4096
 
 def has_own_menu(attributes: Mapping[str, object]) -> bool:
     """Whether an LLM-call span's attributes carry its menu."""
-    return not MENU_KEYS.isdisjoint(attributes)
+    return not _OWN_MENU_KEYS.isdisjoint(attributes)
 
 
 def menu_attributes(attributes: Mapping[str, object]) -> dict[str, object] | None:
