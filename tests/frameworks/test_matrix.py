@@ -114,12 +114,14 @@ ROWS = [
     Row("strands", "attributes", flagged=1, menu_source="ancestor", run=_STRANDS),
     Row("logfire", "openai", run=_APPLICATION),
     # The streamed response is a second span (input, menu and output) beside the request span (input and
-    # menu only), under the agent span's context carried across as a remote parent.
-    Row("logfire", "openai_stream", run=_APPLICATION),
+    # menu only), under the agent span's context carried across as a remote parent: each pair is one call,
+    # the request span its duplicate.
+    Row("logfire", "openai_stream", duplicates=2, run=_APPLICATION),
     Row("logfire", "pydantic_ai", run=_PYDANTIC_AI),
     # google-adk's schema 1: each model call is a call_llm span (ADK's request and response JSON) over a
-    # generate_content span of the same call that carries no content (its events say "<elided>").
-    Row("google_adk", "legacy", run=_ADK),
+    # generate_content span of the same call that carries no content (its events say "<elided>"): one
+    # call, the content-free span its duplicate.
+    Row("google_adk", "legacy", duplicates=2, run=_ADK),
     Row("google_adk", "default", run=_ADK),
     # openai-v2 2.4b0 records no tool definitions (gen_ai.tool.definitions) under the latest conventions.
     Row("openai_v2", "latest", flagged=1, menu_source=None, run=_APPLICATION),
