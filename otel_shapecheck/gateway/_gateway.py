@@ -209,19 +209,22 @@ class Gateway:
 
     # The door.
 
-    def open_request(self, declared_bytes: int, *, inflating: bool = False) -> Ticket | ExportAnswer:
-        """Check the budgets for a request of ``declared_bytes`` before its body is read.
+    def open_request(self, declared_bytes: int | None, *, inflating: bool = False) -> Ticket | ExportAnswer:
+        """Check the budgets for a request of ``declared_bytes`` (``None``: not declared, a chunked body)
+        before its body is read.
 
-        ``inflating`` (a compressed body) reserves spool room for the largest request, since its size
-        after decompression is not known yet. Call :meth:`close_request` with the ticket in any case.
+        ``inflating`` (a compressed body) and an undeclared size reserve spool room for the largest
+        request, since the size to store is not known yet. Call :meth:`close_request` with the ticket in
+        any case.
         """
         if not self.gate.begin_request():
             return self._refusal(Admission.CLOSING, "the gateway is shutting down; retry later")
         ticket = Ticket()
-        if not self.receiving.fits(declared_bytes):
+        if not self.receiving.fits(declared_bytes or 0):
             self.close_request(ticket)
             return self._refusal(Admission.FULL, "the gateway is receiving too much at once; retry later")
-        wanted = max(declared_bytes, self.max_request_bytes if inflating else 0)
+        unknown = inflating or declared_bytes is None
+        wanted = max(declared_bytes or 0, self.max_request_bytes if unknown else 0)
         if not self._spool.space.reserve(wanted):
             self.close_request(ticket)
             return self._refusal(Admission.FULL, f"the spool is full ({self._spool.space.max_bytes} bytes)")

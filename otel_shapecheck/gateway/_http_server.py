@@ -6,7 +6,11 @@ any ASGI callable, so the gateway's own code is the small application and nothin
 It has no whole-request deadline (a connection that trickles its headers or body is held for ever), so
 the one thing added here is :class:`_DeadlineProtocol`: from a request's first byte (or the connection's
 start), headers and body must arrive within ``request_timeout_seconds`` or the connection is answered
-``408`` and closed; the time the gateway spends on a request does not count. The connection limit
+``408`` and closed; the time the gateway spends on a request does not count. A connection closed after
+an answer given before its body was read whole (413, 429, 503 from the headers or mid-body) is closed
+lingering: the answer is written and the sending side shut, and what the sender still sends is read and
+discarded (up to :data:`LINGER_BYTES`, and the deadline), so the sender reads the answer it should act
+on instead of a connection reset. The connection limit
 (``max_connections``) answers ``503`` past it; the listen backlog is 2048 (the kernel's
 ``net.core.somaxconn`` caps it).
 
@@ -35,6 +39,8 @@ from otel_shapecheck.gateway._settings import (
 logger = logging.getLogger(__name__)
 
 BACKLOG = 2048
+LINGER_BYTES = 64 * 1024 * 1024
+"""Most bytes of a refused request's body read and discarded before its connection closes."""
 _STOP_GRACE_SECONDS = 10
 _QUIET_SECONDS = 10.0
 _TIMED_OUT = (
@@ -44,8 +50,34 @@ _TIMED_OUT = (
 )
 
 
+class _LingeringTransport:
+    """The connection's transport as uvicorn sees it: :meth:`close` while the request's body is still
+    arriving lingers (see :meth:`_DeadlineProtocol.linger`) instead of resetting the connection."""
+
+    def __init__(self, transport: asyncio.Transport, protocol: _DeadlineProtocol) -> None:
+        self._transport = transport
+        self._protocol = protocol
+        self._closing = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+    def is_closing(self) -> bool:
+        return self._closing or self._transport.is_closing()
+
+    def close(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        if self._protocol.body_unread():
+            self._protocol.linger()
+        else:
+            self._transport.close()
+
+
 class _DeadlineProtocol(H11Protocol):
-    """uvicorn's h11 protocol with a whole-request deadline (headers and body, not each read)."""
+    """uvicorn's h11 protocol with a whole-request deadline (headers and body, not each read) and a
+    lingering close."""
 
     request_timeout = DEFAULT_REQUEST_TIMEOUT_SECONDS
     timed_out = 0
@@ -53,10 +85,34 @@ class _DeadlineProtocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._deadline: asyncio.TimerHandle | None = None
-        super().connection_made(transport)
+        self._raw = transport
+        self._lingering: asyncio.TimerHandle | None = None
+        self._discarded = 0
+        super().connection_made(cast(asyncio.Transport, _LingeringTransport(transport, self)))
         self._arm()
 
+    def body_unread(self) -> bool:
+        """Whether the request being answered has body still to arrive."""
+        cycle = self.cycle
+        return cycle is not None and cycle.more_body and not cycle.disconnected
+
+    def linger(self) -> None:
+        """Close after an early answer: shut the sending side (the answer is written first), then read
+        and discard until the sender closes, :data:`LINGER_BYTES` arrived or the deadline passes."""
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        if self._raw.can_write_eof():
+            self._raw.write_eof()
+        self._raw.resume_reading()
+        self._lingering = self.loop.call_later(self.request_timeout, self._raw.close)
+
     def data_received(self, data: bytes) -> None:
+        if self._lingering is not None:  # the answer was given: what still comes is discarded
+            self._discarded += len(data)
+            if self._discarded > LINGER_BYTES:
+                self._raw.close()
+            return
         cycle = self.cycle
         if self._deadline is None and (cycle is None or cycle.response_complete):
             self._arm()  # the first byte of a new request on a kept-alive connection
@@ -66,10 +122,15 @@ class _DeadlineProtocol(H11Protocol):
             self._deadline.cancel()  # the request is whole: the gateway's own time does not count
             self._deadline = None
 
+    def eof_received(self) -> None:
+        if self._lingering is not None:
+            self._raw.close()
+
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
+        for timer in (self._deadline, self._lingering):
+            if timer is not None:
+                timer.cancel()
+        self._deadline = None
         super().connection_lost(exc)
 
     def _arm(self) -> None:
@@ -88,9 +149,9 @@ class _DeadlineProtocol(H11Protocol):
         if cycle is not None and not cycle.response_complete:
             cycle.disconnected = True  # the application's receive() returns http.disconnect
             cycle.message_event.set()
-        if not self.transport.is_closing():
-            self.transport.write(_TIMED_OUT)
-            self.transport.close()
+        if not self._raw.is_closing():
+            self._raw.write(_TIMED_OUT)
+            self._raw.close()
 
 
 class _QuietFilter(logging.Filter):
