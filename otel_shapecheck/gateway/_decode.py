@@ -74,7 +74,15 @@ def read_request(kind: Kind, body: bytes, *, as_json: bool = False) -> Validated
         UnreadableRequest: the body is not an export request of ``kind`` (malformed, nested too deeply).
     """
     message_type = REQUEST_TYPES[kind]
-    message = _parse_json(body, message_type) if as_json else _parse_protobuf(body, message_type)
+    try:
+        message = _parse_json(body, message_type) if as_json else _parse_protobuf(body, message_type)
+    except UnreadableRequest:
+        raise
+    except Exception as error:  # whatever else decoding raises is the body's fault, not the gateway's
+        raise UnreadableRequest(
+            f"not an {'OTLP/JSON' if as_json else 'OTLP protobuf'} {message_type.__name__} "
+            f"({type(error).__name__}: {str(error)[:200]})"
+        ) from None
     problems: list[str] = []
     if kind == "traces":
         assert isinstance(message, ExportTraceServiceRequest)
@@ -107,8 +115,8 @@ def _parse_json(body: bytes, message_type: type[Message]) -> Message:
     name = message_type.__name__
     try:
         document = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UnreadableRequest(f"not JSON ({error})") from None
+    except ValueError as error:  # not JSON, not UTF-8, or a number past int's digit limit
+        raise UnreadableRequest(f"not JSON ({str(error)[:200]})") from None
     except RecursionError:
         raise UnreadableRequest(
             f"not JSON that an export could be (nested deeper than {MAX_JSON_DEPTH})"

@@ -131,7 +131,7 @@ class _Export:
             refusals.note("malformed", str(error))
             malformed = str(error)
         except Exception:  # a bug must not kill the server thread; the sender may retry
-            logger.exception("Handling an OTLP/gRPC export request failed")
+            refusals.failure("grpc", "Handling an OTLP/gRPC export request failed")
         finally:
             gateway.close_request(opened)
         if malformed is not None:

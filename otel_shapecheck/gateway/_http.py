@@ -132,7 +132,7 @@ class OTLPApplication:
         except _Disconnected:
             return
         except Exception:  # a bug must not leave the sender without an answer, nor flood the log
-            logger.exception("Handling an OTLP/HTTP export request failed")
+            refusals.failure("http", "Handling an OTLP/HTTP export request failed")
             failed = HTTPError(
                 HTTPStatus.INTERNAL_SERVER_ERROR, code_pb2.INTERNAL, "the gateway failed", close=True
             )
