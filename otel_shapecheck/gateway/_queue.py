@@ -37,7 +37,8 @@ from opentelemetry.trace import SpanContext
 from otel_shapecheck.gateway._admission import Budget
 from otel_shapecheck.gateway._decode import log_records_of, parse_stored, spans_of
 from otel_shapecheck.gateway._passthrough import Split
-from otel_shapecheck.gateway._spool import Spool, SpoolEntry, bit, set_bit, set_bits
+from otel_shapecheck.gateway._spool import Spool
+from otel_shapecheck.gateway._spool_entry import SpoolEntry, bit, set_bit, set_bits
 
 logger = logging.getLogger(__name__)
 
