@@ -338,6 +338,7 @@ class Gateway:
                 log_records_export_failed=logs.failed if logs else 0,
                 export_retries=self.policy.retries,
                 spans_passed_through=self._raw.exported if self._raw else 0,
+                spool_damage=self._spool.damage,
             )
 
     def shutdown(self, timeout_seconds: float | None = None) -> GatewayCounts:

@@ -10,7 +10,9 @@ done are *in doubt*: they may have reached the destination before the crash, so 
 possible duplicates.
 
 :class:`SqliteSpool` is the durable store: one sqlite3 database in WAL mode in the spool directory,
-guarded by an exclusive lock file so that two gateways never replay the same entries. With
+locked (an exclusive ``flock`` on the database file itself) so that two gateways never replay the same
+entries, and checked at every start (:mod:`._spool_files`: a damaged one is moved aside, what still
+reads is recovered and what could not be is reported in :attr:`SqliteSpool.damage`). With
 ``synchronous=NORMAL`` (the default) a commit survives the process being killed (``kill -9``, the OOM
 killer); ``fsync=True`` makes every commit survive a power loss too, at the cost of one fsync per
 request. Only two writes are committed at once: the store of a request, before its answer, and its
@@ -29,7 +31,6 @@ not fit is refused with backpressure, never dropped after it was acknowledged.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import sqlite3
@@ -40,30 +41,18 @@ from pathlib import Path
 from otel_shapecheck._settings import non_negative_float
 from otel_shapecheck.environment_variables import OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS
 from otel_shapecheck.gateway._spool_entry import Kind, SpoolEntry, SpoolSpace, bitmap
+from otel_shapecheck.gateway._spool_files import SpoolDamage, SpoolError, SpoolFiles
 
 logger = logging.getLogger(__name__)
 
 _KINDS: dict[str, int] = {"traces": 0, "logs": 1}
 _KIND_NAMES: dict[int, Kind] = {0: "traces", 1: "logs"}
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS entries (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    kind INTEGER NOT NULL,
-    items INTEGER NOT NULL,
-    size INTEGER NOT NULL,
-    sent BLOB,
-    done BLOB,
-    body BLOB NOT NULL
-)
-"""
-DATABASE_NAME = "spool.sqlite3"
 DEFAULT_FLUSH_SECONDS = 0.25
 _DEFERRED_WRITES_PER_FLUSH = 8
 """Deferred writes that are flushed at once, before the interval ends: in small batches the pages of
 deleted entries are reused by the next ones stored (large batches grow the file and the WAL)."""
 _DELETES_PER_STATEMENT = 500
 """Ids in one ``DELETE … WHERE id IN (…)``: well under sqlite's limit on a statement's parameters."""
-LOCK_NAME = "spool.lock"
 
 
 def spool_flush_seconds(explicit: float | None = None) -> float:
@@ -73,15 +62,12 @@ def spool_flush_seconds(explicit: float | None = None) -> float:
     )
 
 
-class SpoolError(ValueError):
-    """The spool cannot be opened (a usage error: the message names the directory and the problem)."""
-
-
 class MemorySpool:
     """Entries in memory only: acknowledged items are lost if the process dies (``--no-spool``)."""
 
     durable = False
     description = "memory (no spool directory)"
+    damage: SpoolDamage | None = None
 
     def __init__(self, max_bytes: int) -> None:
         self._lock = threading.Lock()
@@ -159,38 +145,24 @@ class SqliteSpool:
         self.flush_seconds = spool_flush_seconds(flush_seconds)
         self.directory = Path(directory).expanduser()
         self.description = str(self.directory)
-        try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._lock_file = open(self.directory / LOCK_NAME, "a+")  # noqa: SIM115 - held while open
-        except OSError as error:
-            raise SpoolError(f"--spool-dir {self.description!r}: cannot use it ({error.strerror})") from None
-        try:
-            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self._lock_file.close()
-            raise SpoolError(
-                f"--spool-dir {self.description!r} is in use by another gateway; give each its own"
-            ) from None
+        self._files = SpoolFiles.open(self.directory, fsync=fsync)
+        self.damage = self._files.damage
+        """What a check at start found damaged and could not recover (``None``: nothing)."""
+        self._db = self._files.db
+        self._record = self._files.record
         self._lock = threading.Lock()
         try:
-            self._db = sqlite3.connect(
-                self.directory / DATABASE_NAME, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            # Freed pages are not zeroed (as a build with SQLITE_SECURE_DELETE does): that would write
-            # every deleted request's size again; what was forwarded stays only until its pages are reused.
-            self._db.execute("PRAGMA secure_delete=FAST")
-            self._db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
-            self._db.execute(_SCHEMA)
             used = int(self._db.execute("SELECT COALESCE(SUM(size), 0) FROM entries").fetchone()[0])
         except sqlite3.Error as error:
-            self._lock_file.close()
+            self._files.close()
             raise SpoolError(f"--spool-dir {self.description!r}: unreadable spool ({error})") from None
         self.space = SpoolSpace(max_bytes, used)
         self._closed = False
         self._deferred_lock = threading.Lock()
         self._deferred: dict[int, SpoolEntry | None] = {}
         """Writes waiting for the next commit: an entry's bitmaps to write, or ``None`` to delete it."""
+        self._deleted_items: dict[int, int] = {}
+        """Items of each entry whose delete is deferred (for the record)."""
         self._deferred_waiting = threading.Event()
         self._closing = threading.Event()
         self._flusher = threading.Thread(
@@ -226,7 +198,8 @@ class SqliteSpool:
                 (_KINDS[kind], items, len(body), bytes(sent), bytes(done), body),
             )
             entry_id = cursor.lastrowid
-        assert entry_id is not None
+            assert entry_id is not None
+            self._record.stored(entry_id, items)
         self.space.store(reserved, len(body))
         return SpoolEntry(entry_id, kind, items, len(body), sent, done)
 
@@ -265,6 +238,8 @@ class SqliteSpool:
         crash, they are forwarded again); their space is free at once."""
         if not entries:
             return
+        with self._deferred_lock:
+            self._deleted_items.update((entry.id, entry.items) for entry in entries)
         self._defer(dict.fromkeys((entry.id for entry in entries), None))
         self.space.free(sum(entry.size for entry in entries))
 
@@ -291,14 +266,16 @@ class SqliteSpool:
         """One transaction of every deferred write (the caller holds ``_lock``); put back if it fails."""
         with self._deferred_lock:
             deferred, self._deferred = self._deferred, {}
+            deleted = [entry_id for entry_id, write in deferred.items() if write is None]
+            items = sum(self._deleted_items.pop(entry_id, 0) for entry_id in deleted)
         if not deferred:
             return
-        deleted = [entry_id for entry_id, write in deferred.items() if write is None]
         marked = [
             (bytes(write.sent), bytes(write.done), entry_id)
             for entry_id, write in deferred.items()
             if write is not None
         ]
+        self._record.deleting(len(deleted), items)  # before the commit: the record never claims more
         try:
             self._db.execute("BEGIN")
             for start in range(0, len(deleted), _DELETES_PER_STATEMENT):
@@ -310,8 +287,10 @@ class SqliteSpool:
         except BaseException:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
+            self._record.undo(len(deleted), items)
             with self._deferred_lock:  # what was deferred since is newer
                 self._deferred = {**deferred, **self._deferred}
+                self._deleted_items.update(dict.fromkeys(deleted, 0))
             raise
 
     def _flush_deferred(self) -> None:
@@ -348,10 +327,7 @@ class SqliteSpool:
             self._closed = True
             self._closing.set()
             self._deferred_waiting.set()
-            try:
-                self._db.close()
-            finally:
-                self._lock_file.close()
+            self._files.close()
 
     def _check_open(self) -> None:
         if self._closed:
