@@ -66,6 +66,8 @@ logger = logging.getLogger(__name__)
 
 _DEFAULT_EXPORT_BATCH_SIZE = 512
 _DRAIN_REQUESTS_SECONDS = 10.0
+_DRAIN_STEP_SECONDS = 2.0
+_DRAIN_POLL_SECONDS = 0.02
 _NO_ATTRIBUTES: frozenset[str] = frozenset()
 
 
@@ -344,10 +346,11 @@ class Gateway:
     def shutdown(self, timeout_seconds: float | None = None) -> GatewayCounts:
         """Stop: refuse new requests, then evaluate and forward what is held, within the timeout.
 
-        Held spans are evaluated (``incomplete`` where facts are missing) and forwarded with everything
-        else in the pipeline until the timeout (``OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS``,
-        25 s); what is not forwarded by then, and every request still waiting, stays in the spool for
-        the next start. Returns the final counts. Idempotent.
+        Requests waiting in the spool keep being loaded and forwarded while that makes progress, then
+        held spans are evaluated (``incomplete`` where facts are missing) and forwarded with everything
+        else in the pipeline, all within the timeout (``OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS``,
+        25 s); what is not forwarded by then stays in the spool for the next start. Returns the final
+        counts. Idempotent.
         """
         with self._lock:
             if self._is_shutdown:
@@ -356,8 +359,9 @@ class Gateway:
         deadline = time.monotonic() + shutdown_timeout(timeout_seconds)
         if not self.gate.close(min(_DRAIN_REQUESTS_SECONDS, _remaining(deadline))):
             logger.warning("Export requests were still running at shutdown")
-        self._queue.stop_loading()
         self.policy.stop_at(deadline)
+        self._drain_spool(deadline)
+        self._queue.stop_loading()
         drain = BoundedCall("ShapecheckGatewayDrain", lambda _: self._drain())
         if not drain(int(_remaining(deadline) * 1000)):
             self.policy.stop_now()
@@ -379,6 +383,25 @@ class Gateway:
             left,
         )
         return counts
+
+    def _drain_spool(self, deadline: float) -> None:
+        """Flush the pipeline while requests wait in the spool, so the loader keeps finding room for them;
+        stop when none waits, time is up, or a step made no progress (spans held for facts that may
+        never come: the final drain releases them)."""
+        while self._queue.pending and _remaining(deadline) > 0:
+            before = self._progress()
+            step = time.monotonic() + min(_remaining(deadline), _DRAIN_STEP_SECONDS)
+            millis = max(1, int(_remaining(step) * 1000))
+            self._spans.force_flush(millis)
+            if self._batch_logs is not None:
+                self._batch_logs.force_flush(millis)
+            while self._progress() == before and _remaining(step) > 0:
+                time.sleep(_DRAIN_POLL_SECONDS)  # the pass-through and the exporters forward meanwhile
+            if self._progress() == before:
+                return
+
+    def _progress(self) -> tuple[int, int]:
+        return self._queue.pending, self._queue.counts.forwarded
 
     def _drain(self) -> None:
         if self._raw is not None:
