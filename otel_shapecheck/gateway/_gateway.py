@@ -40,6 +40,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from otel_shapecheck._attributes import FLAGGED
 from otel_shapecheck.checks._base import Check
 from otel_shapecheck.gateway._admission import Admission, Budget, RequestGate
+from otel_shapecheck.gateway._body import refusals
 from otel_shapecheck.gateway._counts import ExportAnswer, GatewayCounts, Ticket
 from otel_shapecheck.gateway._decode import Validated
 from otel_shapecheck.gateway._forward import ForwardingPolicy, RetryingLogExporter, RetryingSpanExporter
@@ -55,7 +56,7 @@ from otel_shapecheck.gateway._settings import (
     shutdown_timeout,
     spool_max_bytes,
 )
-from otel_shapecheck.gateway._spool import MemorySpool, Spool
+from otel_shapecheck.gateway._spool import MemorySpool, Spool, SpoolFull
 from otel_shapecheck.otlp._counting import CountingLogExporter, CountingSpanExporter
 from otel_shapecheck.pipeline._bounded_call import BoundedCall
 from otel_shapecheck.pipeline._options import ProcessorOptions
@@ -269,8 +270,10 @@ class Gateway:
                 ticket.spool = size
             try:
                 entry = self._spool.put(validated.kind, validated.body, validated.items, ticket.spool)
+            except SpoolFull:  # logged by the spool, once per episode
+                return self._refusal(Admission.FULL, "the spool's disk is full; retry later", validated)
             except Exception:
-                logger.exception("Storing a request in the spool failed; it is refused (the sender retries)")
+                refusals.failure("spool", "Storing a request in the spool failed; it is refused (retried)")
                 return self._refusal(
                     Admission.FULL, "the spool could not store the request; retry", validated
                 )

@@ -31,17 +31,19 @@ not fit is refused with backpressure, never dropped after it was acknowledged.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from otel_shapecheck._settings import non_negative_float
 from otel_shapecheck.environment_variables import OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS
 from otel_shapecheck.gateway._spool_entry import Kind, SpoolEntry, SpoolSpace, bitmap
-from otel_shapecheck.gateway._spool_files import SpoolDamage, SpoolError, SpoolFiles
+from otel_shapecheck.gateway._spool_files import DATABASE_NAME, SpoolDamage, SpoolError, SpoolFiles
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +62,20 @@ def spool_flush_seconds(explicit: float | None = None) -> float:
     return non_negative_float(
         "flush_seconds", explicit, OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS, DEFAULT_FLUSH_SECONDS
     )
+
+
+_SQLITE_FULL = 13
+_HEADROOM_BYTES = 1024 * 1024
+"""Free space kept on the spool's volume beyond what the write-ahead log and a request need: a full
+volume would leave no room to checkpoint the log, nor to write the deletes that free it."""
+_CHECKPOINT_EVERY_SECONDS = 1.0
+_WAL_LIMIT_BYTES = 4 * 1024 * 1024
+"""The write-ahead log is cut back to this size whenever a checkpoint restarts it (it would otherwise
+keep the largest size it ever reached, a disk-full episode's included)."""
+
+
+class SpoolFull(Exception):
+    """The spool's volume has no room to store a request (it is refused with backpressure)."""
 
 
 class MemorySpool:
@@ -145,18 +161,25 @@ class SqliteSpool:
         self.flush_seconds = spool_flush_seconds(flush_seconds)
         self.directory = Path(directory).expanduser()
         self.description = str(self.directory)
+        self.where = self.description
         self._files = SpoolFiles.open(self.directory, fsync=fsync)
         self.damage = self._files.damage
         """What a check at start found damaged and could not recover (``None``: nothing)."""
         self._db = self._files.db
         self._record = self._files.record
         self._lock = threading.Lock()
+        self._full = False
+        """Whether the volume was found full and has not had room since (one log line each way)."""
+        self._episode = threading.Lock()
+        self._checkpointed = 0.0
+        self._wal = self.directory / f"{DATABASE_NAME}-wal"
         try:
+            self._db.execute(f"PRAGMA journal_size_limit={_WAL_LIMIT_BYTES}")
             used = int(self._db.execute("SELECT COALESCE(SUM(size), 0) FROM entries").fetchone()[0])
         except sqlite3.Error as error:
             self._files.close()
             raise SpoolError(f"--spool-dir {self.description!r}: unreadable spool ({error})") from None
-        self.space = SpoolSpace(max_bytes, used)
+        self.space = SpoolSpace(max_bytes, used, self._volume_has_room)
         self._closed = False
         self._deferred_lock = threading.Lock()
         self._deferred: dict[int, SpoolEntry | None] = {}
@@ -189,14 +212,25 @@ class SqliteSpool:
             ]
 
     def put(self, kind: Kind, body: bytes, items: int, reserved: int) -> SpoolEntry:
-        """Store one request durably (committed when this returns)."""
+        """Store one request durably (committed when this returns).
+
+        Raises:
+            SpoolFull: the volume has no room (the first of an episode is logged, the others not).
+        """
         sent, done = bitmap(items), bitmap(items)
         with self._lock:
             self._check_open()
-            cursor = self._db.execute(
-                "INSERT INTO entries (kind, items, size, sent, done, body) VALUES (?, ?, ?, ?, ?, ?)",
-                (_KINDS[kind], items, len(body), bytes(sent), bytes(done), body),
-            )
+            try:
+                cursor = self._db.execute(
+                    "INSERT INTO entries (kind, items, size, sent, done, body) VALUES (?, ?, ?, ?, ?, ?)",
+                    (_KINDS[kind], items, len(body), bytes(sent), bytes(done), body),
+                )
+            except sqlite3.OperationalError as error:
+                if not _is_full(error):
+                    raise
+                self._disk_full(str(error))
+                self._checkpoint()
+                raise SpoolFull(str(error)) from None
             entry_id = cursor.lastrowid
             assert entry_id is not None
             self._record.stored(entry_id, items)
@@ -284,7 +318,11 @@ class SqliteSpool:
                 self._db.execute(f"DELETE FROM entries WHERE id IN ({','.join('?' * len(chunk))})", chunk)
             self._db.executemany("UPDATE entries SET sent = ?, done = ? WHERE id = ?", marked)
             self._db.execute("COMMIT")
-        except BaseException:
+            if self._full or (deleted and self.space.used == 0):
+                self._checkpoint()  # drained (or out of space): hand the log's pages back to the volume
+        except BaseException as error:
+            if isinstance(error, sqlite3.OperationalError) and _is_full(error):
+                self._disk_full(str(error))
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             self._record.undo(len(deleted), items)
@@ -302,6 +340,9 @@ class SqliteSpool:
             self._deferred_waiting.clear()
             try:
                 self.flush()
+            except sqlite3.OperationalError as error:  # kept for the next flush
+                if not _is_full(error):  # a full volume was logged once, as its episode began
+                    logger.exception("Writing deferred spool marks failed")
             except Exception:  # kept for the next flush: at worst forwarded again after a restart
                 logger.exception("Writing deferred spool marks failed")
 
@@ -329,12 +370,62 @@ class SqliteSpool:
             self._deferred_waiting.set()
             self._files.close()
 
+    def _volume_has_room(self, size: int) -> bool:
+        """Whether the volume keeps room for ``size`` more bytes stored twice (the log, then the database),
+        the log's checkpoint and some headroom; refusing sooner would waste the disk, later could leave
+        the spool unable to free itself. A refusal starts (or continues) a disk-full episode."""
+        try:
+            stats = os.statvfs(self.directory)
+            log = self._wal.stat().st_size if self._wal.exists() else 0
+        except OSError:  # nothing to learn: sqlite's own error decides
+            return True
+        free = stats.f_bavail * stats.f_frsize
+        if free >= log + 2 * size + _HEADROOM_BYTES:
+            if self._full:
+                with self._episode:
+                    if self._full:
+                        self._full = False
+                        logger.warning("The spool in %s has space again: accepting requests", self.where)
+            return True
+        self._disk_full(f"{free} bytes free, {log} in its write-ahead log")
+        now = time.monotonic()
+        if now - self._checkpointed >= _CHECKPOINT_EVERY_SECONDS and self._lock.acquire(blocking=False):
+            try:
+                self._checkpointed = now
+                if not self._closed:
+                    self._checkpoint()
+            finally:
+                self._lock.release()
+        return False
+
+    def _disk_full(self, why: str) -> None:
+        """The volume has no room: log the episode's start once."""
+        with self._episode:
+            if self._full:
+                return
+            self._full = True
+        logger.warning(
+            "The spool's disk is full in %s (%s): requests are refused with backpressure until there is "
+            "space again",
+            self.description,
+            why,
+        )
+
+    def _checkpoint(self) -> None:
+        """Copy the write-ahead log into the database and truncate it (the caller holds ``_lock``)."""
+        with contextlib.suppress(sqlite3.Error):  # no room to copy it yet: the next drain or refusal tries
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
     def _check_open(self) -> None:
         if self._closed:
             raise SpoolError(f"the spool in {self.description!r} is closed")
 
 
 Spool = MemorySpool | SqliteSpool
+
+
+def _is_full(error: sqlite3.Error) -> bool:
+    return getattr(error, "sqlite_errorcode", 0) & 0xFF == _SQLITE_FULL or "disk is full" in str(error)
 
 
 def default_spool_directory() -> Path:

@@ -8,7 +8,7 @@ them (:mod:`._queue`) share these.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -80,17 +80,21 @@ class SpoolEntry:
 
 
 class SpoolSpace:
-    """Bytes used by stored entries plus bytes reserved by requests still being received."""
+    """Bytes used by stored entries plus bytes reserved by requests still being received; ``volume``
+    says whether the disk under a durable spool has room for ``size`` more."""
 
-    def __init__(self, max_bytes: int, used: int) -> None:
+    def __init__(self, max_bytes: int, used: int, volume: Callable[[int], bool] | None = None) -> None:
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self.used = used
         self.reserved = 0
+        self._volume = volume
 
     def reserve(self, size: int) -> bool:
         with self._lock:
             if self.used + self.reserved + size > self.max_bytes and (self.used or self.reserved):
+                return False
+            if self._volume is not None and not self._volume(self.reserved + size):
                 return False
             self.reserved += size
             return True
