@@ -172,6 +172,7 @@ class SqliteSpool:
         """Whether the volume was found full and has not had room since (one log line each way)."""
         self._episode = threading.Lock()
         self._checkpointed = 0.0
+        self._checkpoint_wanted = False
         self._wal = self.directory / f"{DATABASE_NAME}-wal"
         try:
             self._db.execute(f"PRAGMA journal_size_limit={_WAL_LIMIT_BYTES}")
@@ -278,10 +279,12 @@ class SqliteSpool:
         self.space.free(sum(entry.size for entry in entries))
 
     def flush(self) -> None:
-        """Commit the deferred marks and deletes now, in one transaction."""
+        """Commit the deferred marks and deletes now, in one transaction (and a checkpoint put off)."""
         with self._lock:
             if not self._closed:
                 self._write_deferred()
+                if self._checkpoint_wanted and self._checkpoint_due():
+                    self._checkpoint()
 
     def _defer(self, writes: dict[int, SpoolEntry | None]) -> None:
         if not writes or self._closed:
@@ -319,7 +322,11 @@ class SqliteSpool:
             self._db.executemany("UPDATE entries SET sent = ?, done = ? WHERE id = ?", marked)
             self._db.execute("COMMIT")
             if self._full or (deleted and self.space.used == 0):
-                self._checkpoint()  # drained (or out of space): hand the log's pages back to the volume
+                # Drained (or out of space): hand the log's pages back to the volume, at most once a
+                # second (else the flusher does it within a second).
+                self._checkpoint_wanted = True
+                if self._checkpoint_due():
+                    self._checkpoint()
         except BaseException as error:
             if isinstance(error, sqlite3.OperationalError) and _is_full(error):
                 self._disk_full(str(error))
@@ -335,7 +342,7 @@ class SqliteSpool:
         """The flusher thread: a deferred write waits at most ``flush_seconds``, and the
         writes of that interval share one commit."""
         while not self._closed:
-            self._deferred_waiting.wait()
+            self._deferred_waiting.wait(_CHECKPOINT_EVERY_SECONDS if self._checkpoint_wanted else None)
             self._closing.wait(self.flush_seconds)
             self._deferred_waiting.clear()
             try:
@@ -388,15 +395,21 @@ class SqliteSpool:
                         logger.warning("The spool in %s has space again: accepting requests", self.where)
             return True
         self._disk_full(f"{free} bytes free, {log} in its write-ahead log")
-        now = time.monotonic()
-        if now - self._checkpointed >= _CHECKPOINT_EVERY_SECONDS and self._lock.acquire(blocking=False):
+        if self._checkpoint_due() and self._lock.acquire(blocking=False):
             try:
-                self._checkpointed = now
                 if not self._closed:
                     self._checkpoint()
             finally:
                 self._lock.release()
         return False
+
+    def _checkpoint_due(self) -> bool:
+        """Whether a second passed since the last checkpoint asked for (then it counts as done)."""
+        now = time.monotonic()
+        if now - self._checkpointed < _CHECKPOINT_EVERY_SECONDS:
+            return False
+        self._checkpointed = now
+        return True
 
     def _disk_full(self, why: str) -> None:
         """The volume has no room: log the episode's start once."""
@@ -414,7 +427,8 @@ class SqliteSpool:
     def _checkpoint(self) -> None:
         """Copy the write-ahead log into the database and truncate it (the caller holds ``_lock``)."""
         with contextlib.suppress(sqlite3.Error):  # no room to copy it yet: the next drain or refusal tries
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            self._checkpoint_wanted = bool(busy and busy[0])
 
     def _check_open(self) -> None:
         if self._closed:
