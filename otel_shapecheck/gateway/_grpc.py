@@ -144,10 +144,10 @@ class _Export:
         return bytes(export_response(self._kind, answer.rejected, answer.error_message).SerializeToString())
 
 
-def _authorization(context: grpc.ServicerContext) -> str | None:
+def _authorization(context: grpc.ServicerContext) -> bytes | str | None:
     for key, value in context.invocation_metadata():
         if key == "authorization":
-            return value if isinstance(value, str) else value.decode("latin-1")
+            return value
     return None
 
 

@@ -154,7 +154,7 @@ class OTLPApplication:
                 close=True,
                 headers=((b"allow", b"POST"),),
             )
-        if self.tokens is not None and not self.tokens.allows(headers.get("authorization")):
+        if self.tokens is not None and not self.tokens.allows(_raw_header(scope, b"authorization")):
             refusals.note("unauthenticated", f"HTTP {scope['path']} from {_client(scope)}")
             raise HTTPError(
                 HTTPStatus.UNAUTHORIZED,
@@ -258,6 +258,14 @@ def _content_length(headers: dict[str, str]) -> int | None:
             HTTPStatus.BAD_REQUEST, code_pb2.INVALID_ARGUMENT, f"bad Content-Length {raw!r}", close=True
         )
     return length
+
+
+def _raw_header(scope: Scope, name: bytes) -> bytes | None:
+    """A header's value as its bytes on the wire (a token compares as bytes, not as latin-1 text)."""
+    for key, value in scope["headers"]:
+        if key.lower() == name:
+            return bytes(value)
+    return None
 
 
 def _encoding(headers: dict[str, str]) -> str:

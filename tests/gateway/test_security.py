@@ -238,3 +238,44 @@ class TestServeCommand:
             assert status(port, "old-token") == 401
             gateway.stop()
         assert "Reloaded 1 bearer tokens" in gateway.stderr
+
+
+class TestTokenFileEncoding:
+    def test_a_byte_order_mark_is_not_part_of_the_first_token(
+        self, tmp_path: Path, receiver: OTLPReceiver
+    ) -> None:
+        """A token file saved with a UTF-8 byte-order mark (as some editors do) and a non-ASCII token: a
+        running ``serve`` takes the first token as written and the non-ASCII one sent as UTF-8 bytes."""
+        tokens = tmp_path / "tokens"
+        tokens.write_bytes("\ufefffirst-token\nclé-à-molette\n".encode())
+        body = trace_request(plain_spans(1)).SerializeToString()
+
+        def status(port: int, token: bytes) -> int:
+            # http.client sends a str header as latin-1: these are the token's UTF-8 bytes on the wire.
+            return post(
+                port, "/v1/traces", body, {"Authorization": "Bearer " + token.decode("latin-1")}
+            ).status
+
+        with ServeProcess(
+            f"http://{receiver.grpc_endpoint}", tmp_path / "spool", "--auth-token-file", str(tokens)
+        ) as gateway:
+            port = gateway.ports["http"]
+            found = (status(port, b"first-token"), status(port, "clé-à-molette".encode()), status(port, b"x"))
+            gateway.stop()
+        assert found == (200, 200, 401)
+
+    def test_a_file_holding_only_a_byte_order_mark_holds_no_token(self, tmp_path: Path) -> None:
+        """A BOM alone is not a token: the file is refused at start-up like an empty one."""
+        path = tmp_path / "tokens"
+        path.write_bytes(b"\xef\xbb\xbf\n")
+        with pytest.raises(ValueError, match="holds no token"):
+            TokenFile(path)
+
+    def test_tokens_compare_as_bytes(self, tmp_path: Path) -> None:
+        """A header value given as bytes (UTF-8) or as text matches the token of the same characters."""
+        path = tmp_path / "tokens"
+        path.write_text("ключ\n", encoding="utf-8")
+        tokens = TokenFile(path)
+        assert tokens.allows("Bearer ключ".encode())
+        assert tokens.allows("Bearer ключ")
+        assert not tokens.allows("Bearer ключ".encode("utf-16"))
