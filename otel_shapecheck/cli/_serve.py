@@ -99,6 +99,8 @@ def summary(counts: GatewayCounts) -> str:
         f"({counts.spans_exported} spans), {left} {where}, {counts.dropped} given up; "
         f"{counts.refused_full} requests refused while full, {counts.export_retries} export retries"
     )
+    if counts.tracestates_dropped:
+        text += f"; {counts.tracestates_dropped} invalid tracestates dropped"
     if counts.spool_damage is not None:
         text += f"; {counts.spool_damage.describe()}"
     if counts.unaccounted:

@@ -121,6 +121,30 @@ def _more(quiet: int) -> str:
     return f" ({quiet} more in the last {_QUIET_SECONDS:.0f} s)" if quiet else ""
 
 
+class QuietFilter(logging.Filter):
+    """Keeps one record per message template per 10 s: for loggers that would write one per request or
+    per span."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = str(record.msg)
+        now = record.created
+        if now - self._last.get(key, -_QUIET_SECONDS) < _QUIET_SECONDS:
+            return False
+        self._last[key] = now
+        return True
+
+
+def quiet(name: str) -> None:
+    """Throttle the logger ``name`` with a :class:`QuietFilter` (once, however often called)."""
+    target = logging.getLogger(name)
+    if not any(isinstance(existing, QuietFilter) for existing in target.filters):
+        target.addFilter(QuietFilter())
+
+
 refusals = QuietLog(logger)
 """The gateway's one log of refused requests (malformed, unauthenticated) and of requests that failed,
 for both transports."""

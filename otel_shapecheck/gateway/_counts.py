@@ -64,6 +64,8 @@ class GatewayCounts:
     export_retries: int
     spans_passed_through: int = 0
     """Of ``spans_exported``, spans forwarded as received (no evaluation needed; never converted)."""
+    tracestates_dropped: int = 0
+    """Span and link tracestates that broke the W3C grammar, removed at the door (the spans kept)."""
     spool_damage: SpoolDamage | None = None
     """A damaged spool found at start: what it lost (acknowledged by a previous run, not recoverable)."""
 

@@ -40,7 +40,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from otel_shapecheck._attributes import FLAGGED
 from otel_shapecheck.checks._base import Check
 from otel_shapecheck.gateway._admission import Admission, Budget, RequestGate
-from otel_shapecheck.gateway._body import refusals
+from otel_shapecheck.gateway._body import quiet, refusals
 from otel_shapecheck.gateway._counts import ExportAnswer, GatewayCounts, Ticket
 from otel_shapecheck.gateway._decode import Validated
 from otel_shapecheck.gateway._forward import ForwardingPolicy, RetryingLogExporter, RetryingSpanExporter
@@ -70,6 +70,11 @@ _DRAIN_REQUESTS_SECONDS = 10.0
 _DRAIN_STEP_SECONDS = 2.0
 _DRAIN_POLL_SECONDS = 0.02
 _NO_ATTRIBUTES: frozenset[str] = frozenset()
+_PER_SPAN_LOGGERS = ("opentelemetry.trace.span", "opentelemetry.attributes", "opentelemetry.sdk.trace")
+"""The SDK loggers that warn once per span or value converted (tracestates, attributes, limits): the
+door removes what makes them warn where it can, and what still does is throttled."""
+for _name in _PER_SPAN_LOGGERS:
+    quiet(_name)
 
 
 class Gateway:
@@ -190,6 +195,7 @@ class Gateway:
         self._spans_accepted = 0
         self._log_records_accepted = 0
         self._rejected = 0
+        self._tracestates_dropped = 0
         self._refused_full = 0
         self._left: int | None = None
         self._is_shutdown = False
@@ -255,6 +261,7 @@ class Gateway:
         """
         with self._lock:
             self._rejected += validated.rejected
+            self._tracestates_dropped += validated.tracestates_dropped
         if validated.items > self.capacity:
             return self._refusal(
                 Admission.TOO_LARGE,
@@ -344,6 +351,7 @@ class Gateway:
                 export_retries=self.policy.retries,
                 spans_passed_through=self._raw.exported if self._raw else 0,
                 spool_damage=self._spool.damage,
+                tracestates_dropped=self._tracestates_dropped,
             )
 
     def shutdown(self, timeout_seconds: float | None = None) -> GatewayCounts:

@@ -28,6 +28,7 @@ from typing import Any, cast
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from otel_shapecheck.gateway._body import quiet
 from otel_shapecheck.gateway._http import OTLPApplication
 from otel_shapecheck.gateway._security import TLSSettings
 from otel_shapecheck.gateway._settings import (
@@ -42,7 +43,6 @@ BACKLOG = 2048
 LINGER_BYTES = 64 * 1024 * 1024
 """Most bytes of a refused request's body read and discarded before its connection closes."""
 _STOP_GRACE_SECONDS = 10
-_QUIET_SECONDS = 10.0
 _TIMED_OUT = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
     b"content-length: 53\r\nconnection: close\r\n\r\n"
@@ -154,25 +154,7 @@ class _DeadlineProtocol(H11Protocol):
             self._raw.close()
 
 
-class _QuietFilter(logging.Filter):
-    """uvicorn logs one line per bad request or refused connection: keep one per message per 10 s."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._last: dict[str, float] = {}
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        key = str(record.msg)
-        now = record.created
-        if now - self._last.get(key, -_QUIET_SECONDS) < _QUIET_SECONDS:
-            return False
-        self._last[key] = now
-        return True
-
-
-_uvicorn_logger = logging.getLogger("uvicorn.error")
-if not any(isinstance(existing, _QuietFilter) for existing in _uvicorn_logger.filters):
-    _uvicorn_logger.addFilter(_QuietFilter())
+quiet("uvicorn.error")  # one line per bad request or refused connection otherwise
 
 
 class GatewayHTTPServer:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import grpc
 import pytest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from otlp_receiver import OTLPReceiver
 
 from gateway.otlp_requests import plain_spans, post, trace_request
@@ -71,3 +73,36 @@ class TestUnexpectedErrors:
         assert codes == {grpc.StatusCode.INTERNAL}
         tracebacks = [record for record in caplog.records if record.exc_info]
         assert len(tracebacks) == 2, [record.getMessage() for record in caplog.records]
+
+
+def _chat_spans(count: int, trace_state: str) -> list[Span]:
+    """GenAI chat spans (converted and evaluated, not passed through) carrying ``trace_state``."""
+    spans = plain_spans(count)
+    for span in spans:
+        span.name = "chat gpt-4o-mini"
+        span.trace_state = trace_state
+        del span.attributes[:]
+        span.attributes.append(KeyValue(key="gen_ai.operation.name", value=AnyValue(string_value="chat")))
+    return spans
+
+
+class TestInvalidTracestate:
+    def test_a_bad_tracestate_is_dropped_at_the_door_and_counted_not_logged_per_span(
+        self, receiver: OTLPReceiver, tmp_path: Path
+    ) -> None:
+        """300 evaluated spans whose tracestate breaks the W3C grammar: every span is forwarded, the
+        tracestate dropped and counted in the exit summary, and the log holds no line per span."""
+        with ServeProcess(f"http://{receiver.grpc_endpoint}", tmp_path / "spool") as serve:
+            for first in range(0, 300, 100):
+                spans = _chat_spans(100, "Bad Key=1,ok=2")
+                for number, span in enumerate(spans):
+                    span.span_id = (1 + first + number).to_bytes(8, "big")
+                body = trace_request(spans).SerializeToString()
+                assert post(serve.ports["http"], "/v1/traces", body).status == 200
+            good_span = trace_request(_chat_spans(1, "vendor=value"))
+            good_span.resource_spans[0].scope_spans[0].spans[0].span_id = (999).to_bytes(8, "big")
+            assert post(serve.ports["http"], "/v1/traces", good_span.SerializeToString()).status == 200
+            assert serve.stop() == 0, serve.stderr
+        assert len({span.span_id for span in receiver.spans}) == 301
+        assert "300 invalid tracestates dropped" in serve.stderr
+        assert len(serve.stderr.splitlines()) < 20, serve.stderr[-3000:]
