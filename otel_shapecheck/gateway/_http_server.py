@@ -3,16 +3,20 @@
 Why uvicorn: a maintained asyncio HTTP/1.1 server (h11 for parsing) that takes a listen backlog, TLS
 (and client certificates), a keep-alive idle timeout, a connection limit and a graceful stop, and runs
 any ASGI callable, so the gateway's own code is the small application and nothing of a web framework.
-It has no whole-request deadline (a connection that trickles its headers or body is held for ever), so
-the one thing added here is :class:`_DeadlineProtocol`: from a request's first byte (or the connection's
-start), headers and body must arrive within ``request_timeout_seconds`` or the connection is answered
-``408`` and closed; the time the gateway spends on a request does not count. A connection closed after
-an answer given before its body was read whole (413, 429, 503 from the headers or mid-body) is closed
-lingering: the answer is written and the sending side shut, and what the sender still sends is read and
-discarded (up to :data:`LINGER_BYTES`, and the deadline), so the sender reads the answer it should act
-on instead of a connection reset. The connection limit
-(``max_connections``) answers ``503`` past it; the listen backlog is 2048 (the kernel's
-``net.core.somaxconn`` caps it).
+What it lacks is added by :class:`_DeadlineProtocol`:
+
+- a whole-request deadline: from a request's first byte (or the connection's start), headers and body
+  must arrive within ``request_timeout_seconds`` or the connection is answered ``408`` and closed; the
+  time the gateway spends on a request does not count;
+- idle connections first: past ``max_connections`` a new connection closes the ones idle longest (kept
+  alive after an answer, or silent since their connect), so idle connections never lock senders out;
+  the limit then holds for requests in progress (``503`` past it);
+- a lingering close: a connection answered before its body was read whole (413, 429, 503) writes the
+  answer, shuts its sending side and reads and discards what the sender still sends (up to
+  :data:`LINGER_BYTES`, within the deadline), so the sender reads the answer, not a connection reset;
+- a bounded TLS handshake (see :class:`_HandshakeBoundedLoop`).
+
+The listen backlog is 2048 (the kernel's ``net.core.somaxconn`` caps it).
 
 The socket is bound here, before the server starts, so a bad address is a start-up error naming it.
 """
@@ -80,16 +84,50 @@ class _DeadlineProtocol(H11Protocol):
     lingering close."""
 
     request_timeout = DEFAULT_REQUEST_TIMEOUT_SECONDS
+    max_connections = DEFAULT_MAX_CONNECTIONS
     timed_out = 0
     """Connections closed by the deadline (all servers of this class)."""
+    idle_closed = 0
+    """Idle connections closed to make room for a new one past ``max_connections``."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._deadline: asyncio.TimerHandle | None = None
         self._raw = transport
         self._lingering: asyncio.TimerHandle | None = None
         self._discarded = 0
+        self._idle_since: float | None = None
         super().connection_made(cast(asyncio.Transport, _LingeringTransport(transport, self)))
+        self._idle_since = self.loop.time()
         self._arm()
+        self._make_room()
+
+    def _make_room(self) -> None:
+        """Past ``max_connections``, close the connections idle longest (kept alive after an answer, or
+        silent since the connect) so that an idle connection never costs a sender its turn; requests in
+        progress are never closed for it (past the limit of those, uvicorn answers 503)."""
+        excess = len(self.connections) - self.max_connections
+        if excess <= 0:
+            return
+        idle = [
+            connection
+            for connection in self.connections
+            if isinstance(connection, _DeadlineProtocol)
+            and connection is not self
+            and connection._idle_since is not None
+        ]
+        idle.sort(key=lambda connection: connection._idle_since or 0.0)
+        for connection in idle[:excess]:
+            connection._close_idle()
+
+    def _close_idle(self) -> None:
+        type(self).idle_closed += 1
+        self._idle_since = None
+        self._raw.close()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self._raw.is_closing():
+            self._idle_since = self.loop.time()
 
     def body_unread(self) -> bool:
         """Whether the request being answered has body still to arrive."""
@@ -113,6 +151,7 @@ class _DeadlineProtocol(H11Protocol):
             if self._discarded > LINGER_BYTES:
                 self._raw.close()
             return
+        self._idle_since = None
         cycle = self.cycle
         if self._deadline is None and (cycle is None or cycle.response_complete):
             self._arm()  # the first byte of a new request on a kept-alive connection
@@ -179,7 +218,9 @@ class GatewayHTTPServer:
         self._socket = _bind(self.host, port, address)
         self.port = int(self._socket.getsockname()[1])
         protocol = type(
-            "ShapecheckH11Protocol", (_DeadlineProtocol,), {"request_timeout": request_timeout_seconds}
+            "ShapecheckH11Protocol",
+            (_DeadlineProtocol,),
+            {"request_timeout": request_timeout_seconds, "max_connections": max_connections},
         )
         self.protocol = cast(type[_DeadlineProtocol], protocol)
         tls_options: dict[str, Any] = {}
@@ -195,7 +236,7 @@ class GatewayHTTPServer:
             access_log=False,
             backlog=BACKLOG,
             timeout_keep_alive=max(1, round(idle_timeout_seconds)),
-            limit_concurrency=max_connections,
+            limit_concurrency=max_connections + 1,  # idle ones are closed first (see _make_room)
             timeout_graceful_shutdown=_STOP_GRACE_SECONDS,
             server_header=False,
             **tls_options,
@@ -205,6 +246,11 @@ class GatewayHTTPServer:
         self._failed: BaseException | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         """The server's event loop, while it runs."""
+
+    @property
+    def idle_closed(self) -> int:
+        """Idle connections closed to make room for new ones past the connection limit."""
+        return self.protocol.idle_closed
 
     @property
     def timed_out(self) -> int:
