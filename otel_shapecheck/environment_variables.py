@@ -285,6 +285,16 @@ writing them (eight to a transaction, sooner when eight are waiting). A crash lo
 writes, so their requests are forwarded again (counted as possibly sent twice), never lost. Default 0.25.
 """
 
+OTEL_SHAPECHECK_GATEWAY_TLS_HANDSHAKE_TIMEOUT_SECONDS: Final = (
+    "OTEL_SHAPECHECK_GATEWAY_TLS_HANDSHAKE_TIMEOUT_SECONDS"
+)
+"""
+.. envvar:: OTEL_SHAPECHECK_GATEWAY_TLS_HANDSHAKE_TIMEOUT_SECONDS
+
+Longest an HTTPS connection may take to complete its TLS handshake before it is closed (and counted),
+at most the request deadline. Default 5.
+"""
+
 OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS: Final = "OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS"
 """
 .. envvar:: OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS

@@ -23,6 +23,7 @@ from otel_shapecheck.gateway._settings import (
     resolve_retry_after,
     shutdown_timeout,
     spool_max_bytes,
+    tls_handshake_timeout,
 )
 from otel_shapecheck.gateway._spool import spool_flush_seconds
 from otel_shapecheck.pipeline._events import EvaluationEventEmitter
@@ -195,6 +196,14 @@ CASES = [
     Case(env.OTEL_SHAPECHECK_GATEWAY_SPOOL_MAX_BYTES, spool_max_bytes, 1024**3, "65536", 65536, "1GB"),
     Case(env.OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS, spool_flush_seconds, 0.25, "2", 2.0, "-1"),
     Case(env.OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS, shutdown_timeout, 25.0, "3", 3.0, "soon"),
+    Case(
+        env.OTEL_SHAPECHECK_GATEWAY_TLS_HANDSHAKE_TIMEOUT_SECONDS,
+        lambda: tls_handshake_timeout(request_timeout_seconds=15.0),
+        5.0,
+        "2",
+        2.0,
+        "-1",
+    ),
 ]
 
 

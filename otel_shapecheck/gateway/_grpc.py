@@ -58,6 +58,7 @@ def start_grpc_server(
     tls: TLSSettings | None = None,
     tokens: TokenFile | None = None,
     idle_timeout_seconds: float = 300.0,
+    handshake_timeout_seconds: float = 5.0,
 ) -> tuple[grpc.Server, int]:
     """Serve both OTLP services on ``address`` (``host:port``, port 0 for any); returns the server and port.
 
@@ -76,6 +77,8 @@ def start_grpc_server(
             ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
             ("grpc.http2.max_ping_strikes", 2),
             ("grpc.max_connection_idle_ms", int(idle_timeout_seconds * 1000)),
+            # A connection that never completes its handshake (TLS and HTTP/2 preface) is closed.
+            ("grpc.server_handshake_timeout_ms", max(1, int(handshake_timeout_seconds * 1000))),
         ],
         # Past this gRPC answers RESOURCE_EXHAUSTED itself, without retry information.
         maximum_concurrent_rpcs=workers * CALLS_PER_WORKER,

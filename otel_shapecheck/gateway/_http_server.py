@@ -14,7 +14,8 @@ What it lacks is added by :class:`_DeadlineProtocol`:
 - a lingering close: a connection answered before its body was read whole (413, 429, 503) writes the
   answer, shuts its sending side and reads and discards what the sender still sends (up to
   :data:`LINGER_BYTES`, within the deadline), so the sender reads the answer, not a connection reset;
-- a bounded TLS handshake (see :class:`_HandshakeBoundedLoop`).
+- a bounded TLS handshake: ``tls_handshake_timeout_seconds`` (5 s, at most the request deadline), where
+  asyncio would wait 60 s, counted (:class:`_HandshakeBoundedLoop`).
 
 The listen backlog is 2048 (the kernel's ``net.core.somaxconn`` caps it).
 
@@ -39,11 +40,14 @@ from otel_shapecheck.gateway._settings import (
     DEFAULT_IDLE_TIMEOUT_SECONDS,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_REQUEST_TIMEOUT_SECONDS,
+    DEFAULT_TLS_HANDSHAKE_TIMEOUT_SECONDS,
+    tls_handshake_timeout,
 )
 
 logger = logging.getLogger(__name__)
 
 BACKLOG = 2048
+_HANDSHAKE_SLACK_SECONDS = 0.05
 LINGER_BYTES = 64 * 1024 * 1024
 """Most bytes of a refused request's body read and discarded before its connection closes."""
 _STOP_GRACE_SECONDS = 10
@@ -79,6 +83,18 @@ class _LingeringTransport:
             self._transport.close()
 
 
+class _HandshakeBoundedLoop(asyncio.SelectorEventLoop):
+    """An event loop whose TLS servers bound the handshake (asyncio's default waits 60 s), so connections
+    that never send a ClientHello do not hold descriptors; uvicorn's server is created on it."""
+
+    handshake_timeout = DEFAULT_TLS_HANDSHAKE_TIMEOUT_SECONDS
+
+    async def create_server(self, *args: Any, **kwargs: Any) -> asyncio.Server:
+        if kwargs.get("ssl") is not None:
+            kwargs.setdefault("ssl_handshake_timeout", self.handshake_timeout)
+        return await super().create_server(*args, **kwargs)
+
+
 class _DeadlineProtocol(H11Protocol):
     """uvicorn's h11 protocol with a whole-request deadline (headers and body, not each read) and a
     lingering close."""
@@ -89,6 +105,20 @@ class _DeadlineProtocol(H11Protocol):
     """Connections closed by the deadline (all servers of this class)."""
     idle_closed = 0
     """Idle connections closed to make room for a new one past ``max_connections``."""
+    handshake_timeout: float | None = None
+    """The TLS handshake's bound (``None`` without TLS)."""
+    handshakes_timed_out = 0
+    """TLS connections closed because their handshake did not finish in time."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._made = False
+        if self.handshake_timeout is not None:  # made at the TCP accept, before the handshake
+            self.loop.call_later(self.handshake_timeout + _HANDSHAKE_SLACK_SECONDS, self._handshake_over)
+
+    def _handshake_over(self) -> None:
+        if not self._made:  # asyncio aborted it at the bound
+            type(self).handshakes_timed_out += 1
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._deadline: asyncio.TimerHandle | None = None
@@ -96,6 +126,7 @@ class _DeadlineProtocol(H11Protocol):
         self._lingering: asyncio.TimerHandle | None = None
         self._discarded = 0
         self._idle_since: float | None = None
+        self._made = True
         super().connection_made(cast(asyncio.Transport, _LingeringTransport(transport, self)))
         self._idle_since = self.loop.time()
         self._arm()
@@ -212,15 +243,23 @@ class GatewayHTTPServer:
         request_timeout_seconds: float = DEFAULT_REQUEST_TIMEOUT_SECONDS,
         idle_timeout_seconds: float = DEFAULT_IDLE_TIMEOUT_SECONDS,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        tls_handshake_timeout_seconds: float | None = None,
     ) -> None:
         self.app = app
+        self._handshake_timeout = tls_handshake_timeout(
+            tls_handshake_timeout_seconds, request_timeout_seconds=request_timeout_seconds
+        )
         self.host, port = _split(address)
         self._socket = _bind(self.host, port, address)
         self.port = int(self._socket.getsockname()[1])
         protocol = type(
             "ShapecheckH11Protocol",
             (_DeadlineProtocol,),
-            {"request_timeout": request_timeout_seconds, "max_connections": max_connections},
+            {
+                "request_timeout": request_timeout_seconds,
+                "max_connections": max_connections,
+                "handshake_timeout": self._handshake_timeout if tls is not None else None,
+            },
         )
         self.protocol = cast(type[_DeadlineProtocol], protocol)
         tls_options: dict[str, Any] = {}
@@ -248,6 +287,11 @@ class GatewayHTTPServer:
         """The server's event loop, while it runs."""
 
     @property
+    def handshakes_timed_out(self) -> int:
+        """TLS connections closed because their handshake did not finish within its bound."""
+        return self.protocol.handshakes_timed_out
+
+    @property
     def idle_closed(self) -> int:
         """Idle connections closed to make room for new ones past the connection limit."""
         return self.protocol.idle_closed
@@ -262,7 +306,8 @@ class GatewayHTTPServer:
         started = threading.Event()
 
         def serve() -> None:
-            loop = asyncio.new_event_loop()
+            loop = _HandshakeBoundedLoop()
+            loop.handshake_timeout = self._handshake_timeout
             asyncio.set_event_loop(loop)
             self.loop = loop
             try:

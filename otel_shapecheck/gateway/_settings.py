@@ -14,6 +14,7 @@ from otel_shapecheck.environment_variables import (
     OTEL_SHAPECHECK_GATEWAY_RETRY_AFTER_SECONDS,
     OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS,
     OTEL_SHAPECHECK_GATEWAY_SPOOL_MAX_BYTES,
+    OTEL_SHAPECHECK_GATEWAY_TLS_HANDSHAKE_TIMEOUT_SECONDS,
     OTEL_SHAPECHECK_MAX_FACT_BYTES,
 )
 from otel_shapecheck.gateway._spool import default_spool_directory
@@ -31,6 +32,7 @@ DEFAULT_MEMORY_SPOOL_MAX_BYTES = 128 * MIB
 DEFAULT_REQUEST_TIMEOUT_SECONDS = 15.0
 DEFAULT_IDLE_TIMEOUT_SECONDS = 30.0
 DEFAULT_MAX_CONNECTIONS = 256
+DEFAULT_TLS_HANDSHAKE_TIMEOUT_SECONDS = 5.0
 
 
 def max_request_bytes(explicit: int | None = None) -> int:
@@ -88,6 +90,17 @@ def shutdown_timeout(explicit: float | None = None) -> float:
         OTEL_SHAPECHECK_GATEWAY_SHUTDOWN_TIMEOUT_SECONDS,
         DEFAULT_SHUTDOWN_TIMEOUT_SECONDS,
     )
+
+
+def tls_handshake_timeout(explicit: float | None = None, *, request_timeout_seconds: float) -> float:
+    """Longest a TLS handshake may take (argument, variable, 5 s), at most the request deadline."""
+    value = non_negative_float(
+        "tls_handshake_timeout_seconds",
+        explicit,
+        OTEL_SHAPECHECK_GATEWAY_TLS_HANDSHAKE_TIMEOUT_SECONDS,
+        DEFAULT_TLS_HANDSHAKE_TIMEOUT_SECONDS,
+    )
+    return min(value, request_timeout_seconds) if value > 0 else request_timeout_seconds
 
 
 def spool_directory(explicit: str | None = None) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import ssl
 import urllib.request
 from collections.abc import Iterator
@@ -279,3 +280,36 @@ class TestTokenFileEncoding:
         assert tokens.allows("Bearer ключ".encode())
         assert tokens.allows("Bearer ключ")
         assert not tokens.allows("Bearer ключ".encode("utf-16"))
+
+
+class TestStalledHandshakes:
+    def test_connections_that_never_say_hello_are_closed_at_the_handshake_deadline(
+        self, receiver: OTLPReceiver, certs: Certificates, tokens: TokenFile
+    ) -> None:
+        """100 TCP connections that never send a ClientHello are closed once the handshake deadline
+        passes (1 s here), counted, and an HTTPS sender is served meanwhile."""
+        tls = TLSSettings.of(str(certs.server_cert), str(certs.server_key))
+        with running_gateway(receiver, tls=tls, tokens=tokens, tls_handshake_timeout_seconds=1.0) as service:
+            stalled = [
+                socket.create_connection(("127.0.0.1", service.http_port), timeout=30) for _ in range(100)
+            ]
+            try:
+                exporter = _http_exporter(service, certs, TOKEN)
+                assert exporter.export(_ended_spans(3, "during")) is SpanExportResult.SUCCESS
+                exporter.shutdown()
+                closed = 0
+                for sock in stalled:
+                    sock.settimeout(30)
+                    try:
+                        closed += sock.recv(1) == b""
+                    except ConnectionResetError:
+                        closed += 1
+            finally:
+                for sock in stalled:
+                    sock.close()
+            server = service.http_server
+            assert server is not None
+            assert eventually(lambda: server.handshakes_timed_out >= 100, timeout=10), (
+                server.handshakes_timed_out
+            )
+        assert closed == 100
