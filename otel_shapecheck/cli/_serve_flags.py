@@ -81,7 +81,8 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         type=whole(1),
         default=DEFAULT_MAX_CONNECTIONS,
         metavar="N",
-        help=f"HTTP connections at once; past it requests get 503 ({DEFAULT_MAX_CONNECTIONS})",
+        help=f"HTTP connections at once; past it idle ones close first, then requests get 503 "
+        f"({DEFAULT_MAX_CONNECTIONS})",
     )
     listen.add_argument(
         "--tls-handshake-timeout-seconds",
