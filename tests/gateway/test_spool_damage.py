@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -153,3 +154,23 @@ def test_copying_only_the_database_file_is_what_the_docs_warn_about() -> None:
     """docs/gateway.md says a copy of the spool must take its write-ahead log too."""
     text = (Path(__file__).parents[2] / "docs" / "gateway.md").read_text()
     assert f"{DATABASE_NAME}-wal" in text
+
+
+def test_a_body_damaged_inside_a_sound_database_is_reported_lost_once(
+    tmp_path: Path, receiver: OTLPReceiver
+) -> None:
+    """A request whose stored bytes no longer parse (damage quick_check cannot see: inside a body) is
+    dropped and counted as lost (exit 5) instead of failing at every start; the others are forwarded."""
+    spool = tmp_path / "spool"
+    acknowledged = _fill(spool)
+    database = sqlite3.connect(spool / DATABASE_NAME)
+    database.execute("UPDATE entries SET body = ? WHERE id = 3", (b"\xff" * 500,))
+    database.commit()
+    database.close()
+    code, stderr = _restart(spool, receiver)
+    summary = parse_summary(stderr)
+    assert code == EXIT_LOST, stderr
+    assert (summary.forwarded, summary.dropped, summary.left) == (acknowledged - SPANS, SPANS, 0)
+    assert stderr.count("Traceback") <= 1
+    code, stderr = _restart(spool, receiver)
+    assert code == EXIT_OK, stderr
