@@ -23,7 +23,8 @@ waiting (by the forwarding thread that deferred the last) or by a flusher thread
 stored; freed pages are not zeroed (``secure_delete=FAST``), which would write each request's size a
 second time. A crash loses at most those deferred writes: the entries they concern are
 found again with their ``sent`` bits, so they are forwarded once more and counted as possibly sent twice,
-never lost.
+never lost. Its volume is watched (:mod:`._spool_volume`): requests are refused while the disk would be
+too full to checkpoint the write-ahead log, which is checkpointed and truncated once drained.
 :class:`MemorySpool` has the same interface and keeps entries in memory only (``--no-spool``).
 Both are bounded in bytes: space is reserved before a request's body is read, and a request that does
 not fit is refused with backpressure, never dropped after it was acknowledged.
@@ -31,12 +32,10 @@ not fit is refused with backpressure, never dropped after it was acknowledged.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -44,6 +43,12 @@ from otel_shapecheck._settings import non_negative_float
 from otel_shapecheck.environment_variables import OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS
 from otel_shapecheck.gateway._spool_entry import Kind, SpoolEntry, SpoolSpace, bitmap
 from otel_shapecheck.gateway._spool_files import DATABASE_NAME, SpoolDamage, SpoolError, SpoolFiles
+from otel_shapecheck.gateway._spool_volume import (
+    CHECKPOINT_EVERY_SECONDS,
+    WAL_LIMIT_BYTES,
+    SpoolVolume,
+    is_full,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -62,16 +67,6 @@ def spool_flush_seconds(explicit: float | None = None) -> float:
     return non_negative_float(
         "flush_seconds", explicit, OTEL_SHAPECHECK_GATEWAY_SPOOL_FLUSH_SECONDS, DEFAULT_FLUSH_SECONDS
     )
-
-
-_SQLITE_FULL = 13
-_HEADROOM_BYTES = 1024 * 1024
-"""Free space kept on the spool's volume beyond what the write-ahead log and a request need: a full
-volume would leave no room to checkpoint the log, nor to write the deletes that free it."""
-_CHECKPOINT_EVERY_SECONDS = 1.0
-_WAL_LIMIT_BYTES = 4 * 1024 * 1024
-"""The write-ahead log is cut back to this size whenever a checkpoint restarts it (it would otherwise
-keep the largest size it ever reached, a disk-full episode's included)."""
 
 
 class SpoolFull(Exception):
@@ -161,21 +156,15 @@ class SqliteSpool:
         self.flush_seconds = spool_flush_seconds(flush_seconds)
         self.directory = Path(directory).expanduser()
         self.description = str(self.directory)
-        self.where = self.description
         self._files = SpoolFiles.open(self.directory, fsync=fsync)
         self.damage = self._files.damage
         """What a check at start found damaged and could not recover (``None``: nothing)."""
         self._db = self._files.db
         self._record = self._files.record
         self._lock = threading.Lock()
-        self._full = False
-        """Whether the volume was found full and has not had room since (one log line each way)."""
-        self._episode = threading.Lock()
-        self._checkpointed = 0.0
-        self._checkpoint_wanted = False
-        self._wal = self.directory / f"{DATABASE_NAME}-wal"
+        self.volume = SpoolVolume(self.directory / f"{DATABASE_NAME}-wal", self.description)
         try:
-            self._db.execute(f"PRAGMA journal_size_limit={_WAL_LIMIT_BYTES}")
+            self._db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
             used = int(self._db.execute("SELECT COALESCE(SUM(size), 0) FROM entries").fetchone()[0])
         except sqlite3.Error as error:
             self._files.close()
@@ -227,10 +216,10 @@ class SqliteSpool:
                     (_KINDS[kind], items, len(body), bytes(sent), bytes(done), body),
                 )
             except sqlite3.OperationalError as error:
-                if not _is_full(error):
+                if not is_full(error):
                     raise
-                self._disk_full(str(error))
-                self._checkpoint()
+                self.volume.found_full(str(error))
+                self.volume.checkpoint(self._db)
                 raise SpoolFull(str(error)) from None
             entry_id = cursor.lastrowid
             assert entry_id is not None
@@ -283,8 +272,8 @@ class SqliteSpool:
         with self._lock:
             if not self._closed:
                 self._write_deferred()
-                if self._checkpoint_wanted and self._checkpoint_due():
-                    self._checkpoint()
+                if self.volume.checkpoint_wanted and self.volume.due():
+                    self.volume.checkpoint(self._db)
 
     def _defer(self, writes: dict[int, SpoolEntry | None]) -> None:
         if not writes or self._closed:
@@ -321,15 +310,15 @@ class SqliteSpool:
                 self._db.execute(f"DELETE FROM entries WHERE id IN ({','.join('?' * len(chunk))})", chunk)
             self._db.executemany("UPDATE entries SET sent = ?, done = ? WHERE id = ?", marked)
             self._db.execute("COMMIT")
-            if self._full or (deleted and self.space.used == 0):
+            if self.volume.full or (deleted and self.space.used == 0):
                 # Drained (or out of space): hand the log's pages back to the volume, at most once a
                 # second (else the flusher does it within a second).
-                self._checkpoint_wanted = True
-                if self._checkpoint_due():
-                    self._checkpoint()
+                self.volume.checkpoint_wanted = True
+                if self.volume.due():
+                    self.volume.checkpoint(self._db)
         except BaseException as error:
-            if isinstance(error, sqlite3.OperationalError) and _is_full(error):
-                self._disk_full(str(error))
+            if is_full(error):
+                self.volume.found_full(str(error))
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             self._record.undo(len(deleted), items)
@@ -342,13 +331,13 @@ class SqliteSpool:
         """The flusher thread: a deferred write waits at most ``flush_seconds``, and the
         writes of that interval share one commit."""
         while not self._closed:
-            self._deferred_waiting.wait(_CHECKPOINT_EVERY_SECONDS if self._checkpoint_wanted else None)
+            self._deferred_waiting.wait(CHECKPOINT_EVERY_SECONDS if self.volume.checkpoint_wanted else None)
             self._closing.wait(self.flush_seconds)
             self._deferred_waiting.clear()
             try:
                 self.flush()
             except sqlite3.OperationalError as error:  # kept for the next flush
-                if not _is_full(error):  # a full volume was logged once, as its episode began
+                if not is_full(error):  # a full volume was logged once, as its episode began
                     logger.exception("Writing deferred spool marks failed")
             except Exception:  # kept for the next flush: at worst forwarded again after a restart
                 logger.exception("Writing deferred spool marks failed")
@@ -378,57 +367,17 @@ class SqliteSpool:
             self._files.close()
 
     def _volume_has_room(self, size: int) -> bool:
-        """Whether the volume keeps room for ``size`` more bytes stored twice (the log, then the database),
-        the log's checkpoint and some headroom; refusing sooner would waste the disk, later could leave
-        the spool unable to free itself. A refusal starts (or continues) a disk-full episode."""
-        try:
-            stats = os.statvfs(self.directory)
-            log = self._wal.stat().st_size if self._wal.exists() else 0
-        except OSError:  # nothing to learn: sqlite's own error decides
+        """Whether the volume keeps room for ``size`` more (see :class:`SpoolVolume`); a refusal also
+        checkpoints, when one is due and the database is free."""
+        if self.volume.has_room(size):
             return True
-        free = stats.f_bavail * stats.f_frsize
-        if free >= log + 2 * size + _HEADROOM_BYTES:
-            if self._full:
-                with self._episode:
-                    if self._full:
-                        self._full = False
-                        logger.warning("The spool in %s has space again: accepting requests", self.where)
-            return True
-        self._disk_full(f"{free} bytes free, {log} in its write-ahead log")
-        if self._checkpoint_due() and self._lock.acquire(blocking=False):
+        if self.volume.due() and self._lock.acquire(blocking=False):
             try:
                 if not self._closed:
-                    self._checkpoint()
+                    self.volume.checkpoint(self._db)
             finally:
                 self._lock.release()
         return False
-
-    def _checkpoint_due(self) -> bool:
-        """Whether a second passed since the last checkpoint asked for (then it counts as done)."""
-        now = time.monotonic()
-        if now - self._checkpointed < _CHECKPOINT_EVERY_SECONDS:
-            return False
-        self._checkpointed = now
-        return True
-
-    def _disk_full(self, why: str) -> None:
-        """The volume has no room: log the episode's start once."""
-        with self._episode:
-            if self._full:
-                return
-            self._full = True
-        logger.warning(
-            "The spool's disk is full in %s (%s): requests are refused with backpressure until there is "
-            "space again",
-            self.description,
-            why,
-        )
-
-    def _checkpoint(self) -> None:
-        """Copy the write-ahead log into the database and truncate it (the caller holds ``_lock``)."""
-        with contextlib.suppress(sqlite3.Error):  # no room to copy it yet: the next drain or refusal tries
-            busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            self._checkpoint_wanted = bool(busy and busy[0])
 
     def _check_open(self) -> None:
         if self._closed:
@@ -436,10 +385,6 @@ class SqliteSpool:
 
 
 Spool = MemorySpool | SqliteSpool
-
-
-def _is_full(error: sqlite3.Error) -> bool:
-    return getattr(error, "sqlite_errorcode", 0) & 0xFF == _SQLITE_FULL or "disk is full" in str(error)
 
 
 def default_spool_directory() -> Path:
