@@ -293,7 +293,8 @@ class SqliteSpool:
         with self._deferred_lock:
             deferred, self._deferred = self._deferred, {}
             deleted = [entry_id for entry_id, write in deferred.items() if write is None]
-            items = sum(self._deleted_items.pop(entry_id, 0) for entry_id in deleted)
+            deleted_items = {entry_id: self._deleted_items.pop(entry_id, 0) for entry_id in deleted}
+            items = sum(deleted_items.values())
         if not deferred:
             return
         marked = [
@@ -324,7 +325,7 @@ class SqliteSpool:
             self._record.undo(len(deleted), items)
             with self._deferred_lock:  # what was deferred since is newer
                 self._deferred = {**deferred, **self._deferred}
-                self._deleted_items.update(dict.fromkeys(deleted, 0))
+                self._deleted_items.update(deleted_items)
             raise
 
     def _flush_deferred(self) -> None:

@@ -174,3 +174,40 @@ def test_a_body_damaged_inside_a_sound_database_is_reported_lost_once(
     assert stderr.count("Traceback") <= 1
     code, stderr = _restart(spool, receiver)
     assert code == EXIT_OK, stderr
+
+
+class _FailingCommitOnce:
+    """The spool's connection, but its next COMMIT fails as on a full disk (then it works again)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self.failed = False
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._db, name)
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        if sql == "COMMIT" and not self.failed:
+            self.failed = True
+            raise sqlite3.OperationalError("database or disk is full")
+        return self._db.execute(sql, *args)
+
+
+def test_a_delete_that_failed_and_was_retried_keeps_the_record_true(tmp_path: Path) -> None:
+    """Deletes rolled back (a full disk) and written at the next flush leave the record equal to the
+    database: the next start finds nothing damaged."""
+    spool = SqliteSpool(tmp_path, 1 << 20, flush_seconds=3600)
+    entries = [spool.put("traces", b"body", 5, 4) for _ in range(3)]
+    failing = _FailingCommitOnce(spool._db)
+    spool._db = failing  # type: ignore[assignment]
+    spool.delete(entries[:2])
+    with pytest.raises(sqlite3.OperationalError):
+        spool.flush()
+    assert failing.failed
+    spool.flush()
+    spool._db = failing._db
+    spool.close()
+    reopened = SqliteSpool(tmp_path, 1 << 20)
+    assert reopened.damage is None
+    assert [entry.id for entry in reopened.recover()] == [entries[2].id]
+    reopened.close()
