@@ -33,7 +33,7 @@ from typing import Any, cast
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from otel_shapecheck.gateway._body import quiet
+from otel_shapecheck.gateway._body import quiet, refusals
 from otel_shapecheck.gateway._http import OTLPApplication
 from otel_shapecheck.gateway._security import TLSSettings
 from otel_shapecheck.gateway._settings import (
@@ -119,6 +119,7 @@ class _DeadlineProtocol(H11Protocol):
     def _handshake_over(self) -> None:
         if not self._made:  # asyncio aborted it at the bound
             type(self).handshakes_timed_out += 1
+            refusals.note("stalled", f"no TLS handshake within {self.handshake_timeout:g} s (closed)")
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._deadline: asyncio.TimerHandle | None = None
