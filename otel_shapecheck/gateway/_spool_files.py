@@ -287,6 +287,7 @@ def _readable_rows(aside: Path) -> list[tuple[object, ...]]:
         copy = scratch / DATABASE_NAME
         if not copy.exists():
             return []
+        _pad_to_header(copy)
         try:
             db = sqlite3.connect(copy, isolation_level=None)
         except sqlite3.Error:
@@ -305,6 +306,20 @@ def _readable_rows(aside: Path) -> list[tuple[object, ...]]:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return [rows[key] for key in sorted(rows)]
+
+
+def _pad_to_header(copy: Path) -> None:
+    """Give a truncated database back the length its header states (zeros): sqlite refuses every read
+    of a file shorter than that, while the pages still there can be read once it is whole again."""
+    with open(copy, "r+b") as file:
+        header = file.read(100)
+        if len(header) < 100 or not header.startswith(b"SQLite format 3\0"):
+            return
+        page_size = int.from_bytes(header[16:18], "big")
+        page_size = 65536 if page_size == 1 else page_size
+        stated = page_size * int.from_bytes(header[28:32], "big")
+        if file.seek(0, os.SEEK_END) < stated:
+            file.truncate(stated)
 
 
 def _whole(row: tuple[object, ...]) -> bool:
