@@ -104,6 +104,7 @@ def build_service(args: argparse.Namespace) -> GatewayService:
             request_timeout_seconds=args.request_timeout_seconds,
             idle_timeout_seconds=args.idle_timeout_seconds,
             max_connections=args.max_connections,
+            tls_handshake_timeout_seconds=args.tls_handshake_timeout_seconds,
         ).start()
     except ValueError:
         gateway.shutdown(0)

@@ -54,7 +54,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         type=whole(1),
         default=DEFAULT_MAX_CONNECTIONS,
         metavar="N",
-        help=f"HTTP connections at once; past it requests get 503 ({DEFAULT_MAX_CONNECTIONS})",
+        help=f"HTTP connections at once; past it idle ones close first, then requests get 503 "
+        f"({DEFAULT_MAX_CONNECTIONS})",
+    )
+    listen.add_argument(
+        "--tls-handshake-timeout-seconds",
+        type=seconds(positive=True),
+        metavar="X",
+        help="longest an HTTPS connection's TLS handshake may take, at most --request-timeout-seconds (5)",
     )
     security = parser.add_argument_group("security (both listeners)")
     security.add_argument("--tls-cert", metavar="FILE", help="PEM certificate chain: serve TLS")

@@ -42,7 +42,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from otel_shapecheck.gateway._forward import ForwardingPolicy
-from otel_shapecheck.gateway._spool import bit
+from otel_shapecheck.gateway._spool_entry import bit
 from otel_shapecheck.otlp._suppressed import instrumentation_suppressed
 from otel_shapecheck.readers._classify import CLASSIFYING_KEYS
 from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX

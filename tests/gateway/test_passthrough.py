@@ -32,7 +32,7 @@ from otel_shapecheck import _attributes as attrs
 from otel_shapecheck.gateway._gateway import Gateway
 from otel_shapecheck.gateway._passthrough import _MARKERS, raw_sender, split_request
 from otel_shapecheck.gateway._service import GatewayService
-from otel_shapecheck.gateway._spool import bitmap, set_bit
+from otel_shapecheck.gateway._spool_entry import bitmap, set_bit
 from otel_shapecheck.readers._classify import CLASSIFYING_KEYS
 from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
 
