@@ -59,6 +59,7 @@ from otel_shapecheck.gateway._spool import MemorySpool, Spool
 from otel_shapecheck.otlp._counting import CountingLogExporter, CountingSpanExporter
 from otel_shapecheck.pipeline._bounded_call import BoundedCall
 from otel_shapecheck.pipeline._options import ProcessorOptions
+from otel_shapecheck.pipeline._processor import internals
 from otel_shapecheck.pipeline._shapecheck import Shapecheck
 from otel_shapecheck.pipeline._sinks import VerdictSink
 
@@ -290,8 +291,8 @@ class Gateway:
     # The pipeline.
 
     def _split(self, message: ExportTraceServiceRequest, body: bytes, done: bytearray) -> Split:
-        processor = self._shapecheck.span_processor if self._shapecheck is not None else None
-        return split_request(message, body, done, processor)
+        state = internals(self._shapecheck.span_processor).state if self._shapecheck is not None else None
+        return split_request(message, body, done, state)
 
     def _forward_raw(self, body: bytes, ref: RawRef, spans: int) -> None:
         if self._raw is not None:

@@ -78,13 +78,23 @@ class ProcessorCounts:
     """Started spans not kept as possible menu ancestors, because ``max_pending_spans`` already were."""
     errors: tuple[tuple[str, int], ...] = ()
     """Errors survived inside the processor, by kind (``check:<name>``, ``downstream``, ``events``, ...)."""
+    ready_spans: int = 0
+    """Not a count: held spans ready for the evaluation worker when the snapshot was taken (at most
+    ``max_queue_size``)."""
+    fact_bytes: int = 0
+    """Not a count: the estimated bytes the kept facts held when the snapshot was taken (at most
+    ``max_fact_bytes``)."""
 
     def error_count(self, kind: str | None = None) -> int:
         """Errors of one kind, or of every kind."""
         return sum(count for name, count in self.errors if kind is None or name == kind)
 
 
-_COUNT_FIELDS = tuple(name for name in ProcessorCounts.__dataclass_fields__ if name != "errors")
+_LEVELS = ("ready_spans", "fact_bytes")
+"""Snapshot fields that are levels, not counts: the processor fills them in, no counter observes them."""
+_COUNT_FIELDS = tuple(
+    name for name in ProcessorCounts.__dataclass_fields__ if name != "errors" and name not in _LEVELS
+)
 
 
 class ProcessorCounters:

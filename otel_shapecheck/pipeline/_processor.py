@@ -29,7 +29,8 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Final
+from dataclasses import replace
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
@@ -41,11 +42,12 @@ from opentelemetry.trace import SpanContext
 from otel_shapecheck._attributes import ANALYST_ATTEMPT
 from otel_shapecheck.checks._base import Check
 from otel_shapecheck.pipeline._bounded_call import BoundedCall
+from otel_shapecheck.pipeline._hot_state import SPAN_ID, HotPathState
 from otel_shapecheck.pipeline._intake import LedgerIntake
 from otel_shapecheck.pipeline._ledger import Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters, ProcessorCounts
 from otel_shapecheck.pipeline._options import ProcessorOptions
-from otel_shapecheck.pipeline._recorder import SPAN_ID, SpanRecorder
+from otel_shapecheck.pipeline._recorder import SpanRecorder
 from otel_shapecheck.pipeline._sinks import VerdictSink
 from otel_shapecheck.pipeline._verdict_metrics import VerdictMetrics
 from otel_shapecheck.pipeline._worker import EvaluationWorker
@@ -68,6 +70,15 @@ _NO_OP_ON_ENDING = frozenset(
     {SpanProcessor._on_ending, BatchSpanProcessor._on_ending, SimpleSpanProcessor._on_ending}
 )
 """The SDK's ``_on_ending`` implementations that do nothing."""
+
+
+class ProcessorInternals(NamedTuple):
+    """What the package's own modules share with a processor (see :func:`internals`)."""
+
+    state: HotPathState
+    """Its hot-path state: ``check`` replays starts into it, the gateway's pass-through asks it."""
+    ledger: Ledger
+    """Its ledger: its log-record processor records content into it."""
 
 
 class ShapecheckSpanProcessor(SpanProcessor):
@@ -124,9 +135,10 @@ class ShapecheckSpanProcessor(SpanProcessor):
         )._on_ending not in _NO_OP_ON_ENDING or "_on_ending" in vars(downstream)
         """Whether ``_on_ending`` is passed on: not to a downstream whose ``_on_ending`` is a no-op."""
         self._events = events
-        self._counters = ProcessorCounters()
+        self._counters = counters = ProcessorCounters()
+        self._state = state = HotPathState(counters, downstream.on_end, max_live=options.max_pending_spans)
         self._ledger = Ledger(
-            self._counters,
+            state,
             max_wait_seconds=options.max_wait_seconds,
             max_pending_spans=options.max_pending_spans,
             max_queue_size=options.max_queue_size,
@@ -136,34 +148,18 @@ class ShapecheckSpanProcessor(SpanProcessor):
             wake_at=options.max_evaluation_batch_size,
         )
         self._worker = EvaluationWorker(
+            state,
             self._ledger,
             None if checks is None else list(checks),
-            downstream,
             events,
-            self._counters,
             batch_size=options.max_evaluation_batch_size,
             schedule_delay_seconds=options.schedule_delay_seconds,
             answer_tools=options.answer_tools,
             metrics=VerdictMetrics(meter_provider, tool_names=options.metrics_tool_names),
         )
-        self._recorder = SpanRecorder(
-            self._ledger, self._counters, self._worker.wake, max_live=options.max_pending_spans
-        )
-        self._live = self._recorder.live
-        """The recorder's started spans, stored into by ``on_start`` itself (the same dict for the
-        processor's life)."""
-        self._attempt_parents = self._recorder.attempt_parents
-        self._max_live = options.max_pending_spans
-        self._intake = LedgerIntake(
-            self._recorder.record_ended,
-            self._recorder.record_forwarded_end,
-            self._forward,
-            self._counters,
-            max_size=options.max_queue_size,
-        )
-        self._queued = self._intake.items
-        """The recording thread's queue itself (the same deque for the intake's life)."""
-        self._awaited_ends = self._ledger.awaited_ends
+        self._recorder = SpanRecorder(state, self._ledger, self._worker.wake)
+        self._intake = LedgerIntake(state, self._recorder, max_size=options.max_queue_size)
+        self._started = state.started
         self._downstream_on_end = downstream.on_end
         self._flush_downstream = BoundedCall(
             "ShapecheckDownstreamFlush",
@@ -202,60 +198,22 @@ class ShapecheckSpanProcessor(SpanProcessor):
             on_error=lambda: self._counters.error("metrics", "Flushing the verdict metrics failed"),
         )
 
-    @property
-    def options(self) -> ProcessorOptions:
-        """The bounds this processor runs with."""
-        return self._options
-
-    @property
-    def ledger(self) -> Ledger:
-        """The ledger this processor records into (shared with its log-record processor)."""
-        return self._ledger
-
-    @property
-    def counters(self) -> ProcessorCounters:
-        """The live counters (shared with its log-record processor)."""
-        return self._counters
-
     def counts(self) -> ProcessorCounts:
-        """What the processor did so far: spans seen, forwarded, held, evaluated, released, errors."""
-        return self._counters.snapshot()
+        """What the processor did so far (spans seen, forwarded, held, evaluated, released, errors),
+        and what it holds now: a read-only snapshot."""
+        ledger = self._ledger
+        return replace(
+            self._counters.snapshot(), ready_spans=ledger.ready_count(), fact_bytes=ledger.fact_bytes
+        )
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         """Keep a reference to the starting span (a possible menu ancestor), then hand it downstream."""
-        try:  # SpanRecorder.span_started() inlined: this runs for every span the application starts
-            self._recorder.sees_starts = True
-            live = self._live
-            if len(live) < self._max_live:
-                live[span._context[SPAN_ID]] = span  # type: ignore[index]  # a started span has a context
-            else:
-                self._counters.started_untracked += 1
-        except Exception:
-            self._counters.error("on_start", "Keeping a started span failed")
+        self._started(span)
         if self._downstream_starts:
             try:
                 self._downstream.on_start(span, parent_context=parent_context)
             except Exception:
                 self._counters.error("downstream", "The downstream span processor failed in on_start")
-
-    def concerns(self, span_id: int) -> bool:
-        """Whether a span with no classifying key must still go through ``on_end``: ended spans are still
-        being recorded, held spans wait for its end, or it has analyst-attempt children (lock-free; the
-        gateway's pass-through asks)."""
-        return self._intake.backlog() or span_id in self._attempt_parents or self._ledger.concerns(span_id)
-
-    def concerns_any(self) -> bool:
-        """Whether :meth:`concerns` could hold for any span id at all (lock-free)."""
-        return self._intake.backlog() or bool(self._attempt_parents) or self._ledger.concerns_any()
-
-    def span_started(self, span: ReadableSpan | Span) -> None:
-        """Keep ``span`` as a possible menu ancestor until it ends (one dictionary store; never raises).
-
-        A live span's attributes are read only when a descendant LLM call is recorded without a menu,
-        so attributes a framework sets after the start (strands-agents sets them right after) are seen.
-        The offline ``check`` calls this with exported spans, in start order.
-        """
-        self._recorder.span_started(span)
 
     def _on_ending(self, span: Span) -> None:
         """Pass the SDK's ending hook on, so a downstream implementing it works behind the wrapper."""
@@ -282,19 +240,20 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 EXECUTE_TOOL_SPAN_PREFIX <= span._name < _AFTER_TOOL_SPAN_NAMES
             ):
                 context = span._context
+                state = self._state
                 if context is None:
                     self._counters.passed_at_once += 1
-                elif context[SPAN_ID] in self._attempt_parents:  # held: its attempts are still queued
+                elif context[SPAN_ID] in state.attempt_parents:  # held: its attempts are still queued
                     if self._queue(span, False):
                         return
                 else:
                     span_id = context[SPAN_ID]
-                    if self._queued or not self._intake.idle or span_id in self._awaited_ends:
+                    if state.queued or not state.recording_idle or span_id in state.awaited_ends:
                         # Spans queued before it must be recorded against its being live; a span held
                         # for its end learns of it in order. Forwarded now, queued as its context.
                         self._queue_end(context)
                     else:
-                        self._live.pop(span_id, None)
+                        state.live.pop(span_id, None)
                     self._counters.passed_at_once += 1
             elif self._queue(span, ANALYST_ATTEMPT in attributes):
                 return  # the recording thread forwards it, enriched or as it came
@@ -308,18 +267,18 @@ class ShapecheckSpanProcessor(SpanProcessor):
     def _queue_end(self, context: SpanContext) -> None:
         """Queue the end of a span forwarded at once (recorded out of order if it cannot be queued)."""
         if not self._intake.put(context):
-            self._forward_all(self._recorder.record_forwarded_end(context, out_of_order=True))
+            self._state.forward_all(self._recorder.record_forwarded_end(context, out_of_order=True))
 
     def _queue(self, span: ReadableSpan, attempt: bool) -> bool:
         """Queue ``span`` for the recording thread; False when it cannot be (forward it as it is)."""
         parent = span._parent
         if attempt and parent is not None:  # before the append: its parent may end right after
-            self._attempt_parents[parent[SPAN_ID]] = None
+            self._state.attempt_parents[parent[SPAN_ID]] = None
         if self._intake.put(span):
             return True
         context = span._context
         if context is not None:  # spans held for its end must still learn of it
-            self._forward_all(self._recorder.record_forwarded_end(context, out_of_order=True))
+            self._state.forward_all(self._recorder.record_forwarded_end(context, out_of_order=True))
         counters = self._counters
         counters.passed_at_once += 1  # seen, and forwarded as it came
         counters.forwarded_unrecorded += 1
@@ -380,7 +339,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
             )
             self._counters.passed_at_once += len(unrecorded)
             self._counters.forwarded_unrecorded += len(unrecorded)
-            self._bounded_shutdown_step("unrecorded", lambda: self._forward_all(unrecorded), deadline)
+            self._bounded_shutdown_step("unrecorded", lambda: self._state.forward_all(unrecorded), deadline)
         self._ledger.close()
         if not self._worker.stop(_remaining(deadline)):
             self._counters.error(
@@ -389,7 +348,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 timeout,
                 exc_info=False,
             )
-            self._bounded_shutdown_step("leftovers", self._forward_leftovers, deadline)
+            self._bounded_shutdown_step("leftovers", self._worker.forward_leftovers, deadline)
         self._bounded_shutdown_step("downstream", self._downstream.shutdown, deadline)
         if self._events is not None:
             self._bounded_shutdown_step("events", self._events.shutdown, deadline)
@@ -421,26 +380,11 @@ class ShapecheckSpanProcessor(SpanProcessor):
             return False
         return True
 
-    def _forward_leftovers(self) -> None:
-        while releases := self._ledger.take_ready(self._worker.batch_size):
-            for release in releases:
-                for held in release.spans:
-                    self._counters.forwarded_unevaluated += 1
-                    self._forward(held.span)
-
-    def _forward_all(self, spans: Sequence[ReadableSpan]) -> None:
-        for span in spans:
-            self._forward(span)
-
-    def _forward(self, span: ReadableSpan) -> None:
-        try:
-            self._downstream.on_end(span)
-        except Exception:
-            self._counters.error("downstream", "The downstream span processor failed in on_end")
-
     def _at_fork_reinit(self) -> None:
+        """A forked child starts empty: the parent's spans and counts are the parent's."""
         self._shutdown_lock = threading.Lock()
-        self._recorder.reset_after_fork()
+        self._state.clear()
+        self._ledger.reset_after_fork()
         if not self._is_shutdown:
             self._intake.restart_after_fork()
         self._flush_downstream.reset_after_fork()
@@ -448,11 +392,13 @@ class ShapecheckSpanProcessor(SpanProcessor):
             self._flush_events.reset_after_fork()
         if self._flush_metrics is not None:
             self._flush_metrics.reset_after_fork()
-        self._counters.reset()
-        self._ledger.reset_after_fork()
-        self._awaited_ends = self._ledger.awaited_ends  # made afresh for the child
         if not self._is_shutdown:
             self._worker.restart_after_fork()
+
+
+def internals(processor: ShapecheckSpanProcessor) -> ProcessorInternals:
+    """The parts of ``processor`` the package's own modules work with; not part of its public surface."""
+    return ProcessorInternals(processor._state, processor._ledger)
 
 
 def _weak_call(method: weakref.WeakMethod[Callable[[], None]]) -> Callable[[], None]:

@@ -81,7 +81,7 @@ def test_ready_queue_is_held_to_max_queue_size_when_parents_release_children() -
     with blocked_processor(max_queue_size=CAP, max_pending_spans=CAP) as (processor, _, tracer):
         for number in range(OVERLOAD):
             agent_turn(tracer, number, names_output=False)
-        assert processor.ledger.ready_count() <= CAP
+        assert processor.counts().ready_spans <= CAP
 
 
 def test_new_ready_spans_past_max_queue_size_are_forwarded_unevaluated() -> None:
@@ -92,7 +92,7 @@ def test_new_ready_spans_past_max_queue_size_are_forwarded_unevaluated() -> None
             agent_turn(tracer, number, names_output=True)
         wait_recorded(processor)
         counts = processor.counts()
-        assert processor.ledger.ready_count() <= CAP
+        assert processor.counts().ready_spans <= CAP
         assert counts.forwarded_unevaluated >= 2 * OVERLOAD - CAP
         assert len(downstream) - before >= 4 * OVERLOAD - 2 * CAP
 
@@ -165,7 +165,7 @@ def test_facts_are_held_to_max_fact_bytes() -> None:
             ).end()
             root.end()
         wait_recorded(processor)
-        assert processor.ledger.fact_bytes <= budget
+        assert processor.counts().fact_bytes <= budget
         assert processor.counts().fact_bytes_exceeded > 0
         assert processor.counts().facts_dropped == 0  # finished traces were forgotten: nobody needed them
         root = tracer.start_span("invoke_agent storage", context=Context())
@@ -177,7 +177,7 @@ def test_facts_are_held_to_max_fact_bytes() -> None:
         wait_recorded(processor)
         assert processor.counts().facts_dropped == 1
         wait_recorded(processor)
-        assert processor.ledger.fact_bytes <= budget
+        assert processor.counts().fact_bytes <= budget
         root.end()
         forwarded = len(downstream) - before
     assert forwarded == 2 * 51
