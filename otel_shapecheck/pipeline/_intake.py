@@ -25,7 +25,7 @@ from typing import Final, Protocol
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanContext
 
-from otel_shapecheck.pipeline._hot_state import HotPathState, Item
+from otel_shapecheck.pipeline._hot_state import SPAN_ID, HotPathState, Item
 
 THREAD_NAME: Final = "ShapecheckRecorder"
 MAKE_ROOM_WAIT_SECONDS: Final = 0.5
@@ -40,8 +40,11 @@ class Recording(Protocol):
         """Record one ended span; the spans to forward (itself, when the ledger does not keep it, and
         earlier spans it released into a full worker queue)."""
 
-    def record_forwarded_end(self, context: SpanContext) -> Sequence[ReadableSpan]:
-        """Record the end of a span the caller already forwarded; spans to forward as above."""
+    def record_forwarded_end(
+        self, context: SpanContext, *, out_of_order: bool = False
+    ) -> Sequence[ReadableSpan]:
+        """Record the end of a span the caller already forwarded (``out_of_order``: on the caller's
+        thread, with spans ended before it perhaps still queued); spans to forward as above."""
 
 
 class LedgerIntake:
@@ -83,6 +86,31 @@ class LedgerIntake:
         """Whether ended spans may still be waiting to be recorded (lock-free, may say so spuriously)."""
         state = self._state
         return bool(state.queued) or not state.recording_idle
+
+    def put_span(self, span: ReadableSpan, attempt: bool) -> bool:
+        """Queue an ended span (``attempt``: an analyst attempt); False when it cannot be queued.
+
+        The caller then forwards it as it came, counted as unrecorded; spans held for its end learn of
+        it here, out of order.
+        """
+        parent = span._parent
+        if attempt and parent is not None:  # before the append: its parent may end right after
+            self._state.attempt_parents[parent[SPAN_ID]] = None
+        if self.put(span):
+            return True
+        context = span._context
+        if context is not None:
+            self._state.forward_all(self._recorder.record_forwarded_end(context, out_of_order=True))
+        counters = self._state.counters
+        counters.passed_at_once += 1  # seen, and forwarded as it came
+        counters.forwarded_unrecorded += 1
+        return False
+
+    def put_end(self, context: SpanContext) -> None:
+        """Queue the end of a span the caller forwards at once; recorded here, out of order, when it
+        cannot be queued."""
+        if not self.put(context):
+            self._state.forward_all(self._recorder.record_forwarded_end(context, out_of_order=True))
 
     def put(self, item: Item) -> bool:
         """Queue ``item`` for the recording thread, making room on the calling thread when the queue is

@@ -37,7 +37,6 @@ from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
-from opentelemetry.trace import SpanContext
 
 from otel_shapecheck._attributes import ANALYST_ATTEMPT
 from otel_shapecheck.checks._base import Check
@@ -126,13 +125,9 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 f"checks={checks!r} is not a valid value: every check needs a name and evaluate()"
             )
         self._downstream = downstream
-        self._downstream_starts = type(downstream).on_start not in _NO_OP_ON_START or "on_start" in vars(
-            downstream
-        )
+        self._downstream_starts = _overrides(downstream, "on_start", _NO_OP_ON_START)
         """Whether ``on_start`` is passed on: not to a downstream whose ``on_start`` is the SDK's no-op."""
-        self._downstream_endings = type(
-            downstream
-        )._on_ending not in _NO_OP_ON_ENDING or "_on_ending" in vars(downstream)
+        self._downstream_endings = _overrides(downstream, "_on_ending", _NO_OP_ON_ENDING)
         """Whether ``_on_ending`` is passed on: not to a downstream whose ``_on_ending`` is a no-op."""
         self._events = events
         self._counters = counters = ProcessorCounters()
@@ -244,18 +239,18 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 if context is None:
                     self._counters.passed_at_once += 1
                 elif context[SPAN_ID] in state.attempt_parents:  # held: its attempts are still queued
-                    if self._queue(span, False):
+                    if self._intake.put_span(span, False):
                         return
                 else:
                     span_id = context[SPAN_ID]
                     if state.queued or not state.recording_idle or span_id in state.awaited_ends:
                         # Spans queued before it must be recorded against its being live; a span held
                         # for its end learns of it in order. Forwarded now, queued as its context.
-                        self._queue_end(context)
+                        self._intake.put_end(context)
                     else:
                         state.live.pop(span_id, None)
                     self._counters.passed_at_once += 1
-            elif self._queue(span, ANALYST_ATTEMPT in attributes):
+            elif self._intake.put_span(span, ANALYST_ATTEMPT in attributes):
                 return  # the recording thread forwards it, enriched or as it came
         except Exception:
             self._counters.error("on_end", "Recording an ended span failed; forwarding it as it is")
@@ -263,26 +258,6 @@ class ShapecheckSpanProcessor(SpanProcessor):
             self._downstream_on_end(span)
         except Exception:
             self._counters.error("downstream", "The downstream span processor failed in on_end")
-
-    def _queue_end(self, context: SpanContext) -> None:
-        """Queue the end of a span forwarded at once (recorded out of order if it cannot be queued)."""
-        if not self._intake.put(context):
-            self._state.forward_all(self._recorder.record_forwarded_end(context, out_of_order=True))
-
-    def _queue(self, span: ReadableSpan, attempt: bool) -> bool:
-        """Queue ``span`` for the recording thread; False when it cannot be (forward it as it is)."""
-        parent = span._parent
-        if attempt and parent is not None:  # before the append: its parent may end right after
-            self._state.attempt_parents[parent[SPAN_ID]] = None
-        if self._intake.put(span):
-            return True
-        context = span._context
-        if context is not None:  # spans held for its end must still learn of it
-            self._state.forward_all(self._recorder.record_forwarded_end(context, out_of_order=True))
-        counters = self._counters
-        counters.passed_at_once += 1  # seen, and forwarded as it came
-        counters.forwarded_unrecorded += 1
-        return False
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Evaluate and forward every ready span, then flush the downstream and the event sink, in time."""
@@ -399,6 +374,11 @@ class ShapecheckSpanProcessor(SpanProcessor):
 def internals(processor: ShapecheckSpanProcessor) -> ProcessorInternals:
     """The parts of ``processor`` the package's own modules work with; not part of its public surface."""
     return ProcessorInternals(processor._state, processor._ledger)
+
+
+def _overrides(downstream: SpanProcessor, hook: str, no_ops: frozenset[object]) -> bool:
+    """Whether ``downstream``'s ``hook`` may do anything: not one of ``no_ops``, or set on the instance."""
+    return getattr(type(downstream), hook) not in no_ops or hook in vars(downstream)
 
 
 def _weak_call(method: weakref.WeakMethod[Callable[[], None]]) -> Callable[[], None]:

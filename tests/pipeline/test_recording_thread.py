@@ -255,6 +255,6 @@ class _NamingRecorder:
         self.recorded.append(span.name)
         return [span]
 
-    def record_forwarded_end(self, context: SpanContext) -> list[ReadableSpan]:
+    def record_forwarded_end(self, context: SpanContext, *, out_of_order: bool = False) -> list[ReadableSpan]:
         self.recorded.append(f"end {context.span_id}")
         return []
