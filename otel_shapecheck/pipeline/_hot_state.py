@@ -139,6 +139,13 @@ class HotPathState:
             or bool(self.analyst_parents)
         )
 
+    def count_unrecorded(self, spans: int) -> None:
+        """Count spans forwarded as they came without being recorded (no room in the queue, or its
+        thread did not finish at shutdown): seen, and passed on untouched."""
+        counters = self.counters
+        counters.passed_at_once += spans
+        counters.forwarded_unrecorded += spans
+
     def forward(self, span: ReadableSpan) -> None:
         """Hand ``span`` to the downstream; a failure is counted, never raised."""
         try:

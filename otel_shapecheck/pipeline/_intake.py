@@ -101,9 +101,7 @@ class LedgerIntake:
         context = span._context
         if context is not None:
             self._state.forward_all(self._recorder.record_forwarded_end(context, out_of_order=True))
-        counters = self._state.counters
-        counters.passed_at_once += 1  # seen, and forwarded as it came
-        counters.forwarded_unrecorded += 1
+        self._state.count_unrecorded(1)
         return False
 
     def put_end(self, context: SpanContext) -> None:

@@ -92,9 +92,10 @@ class ProcessorCounts:
 
 _LEVELS = ("ready_spans", "fact_bytes")
 """Snapshot fields that are levels, not counts: the processor fills them in, no counter observes them."""
-_COUNT_FIELDS = tuple(
+COUNT_FIELDS = tuple(
     name for name in ProcessorCounts.__dataclass_fields__ if name != "errors" and name not in _LEVELS
 )
+"""The snapshot's counts: one ``shapecheck.outcome`` each on the observable counter."""
 
 
 class ProcessorCounters:
@@ -126,7 +127,7 @@ class ProcessorCounters:
         """The counts as they are now."""
         with self._lock:
             errors = tuple(sorted(self._errors.items()))
-        counts = {name: getattr(self, name) for name in _COUNT_FIELDS}
+        counts = {name: getattr(self, name) for name in COUNT_FIELDS}
         passed = self.passed_at_once
         counts["seen"] += passed
         counts["forwarded_untouched"] += passed
@@ -174,7 +175,7 @@ class ProcessorCounters:
 
     def _observe_spans(self, options: CallbackOptions) -> Iterable[Observation]:
         snapshot = self.snapshot()
-        return [Observation(getattr(snapshot, name), {OUTCOME_ATTRIBUTE: name}) for name in _COUNT_FIELDS]
+        return [Observation(getattr(snapshot, name), {OUTCOME_ATTRIBUTE: name}) for name in COUNT_FIELDS]
 
     def _observe_errors(self, options: CallbackOptions) -> Iterable[Observation]:
         return [Observation(count, {ERROR_TYPE_ATTRIBUTE: kind}) for kind, count in self.snapshot().errors]
