@@ -3,9 +3,10 @@
 The processor creates one :class:`HotPathState` and hands it to its recorder, its recording queue and
 its ledger. Each of them reads and writes these maps through this one object (never a copy or an alias
 of its own), so a forked child forgets the parent's spans with one :meth:`HotPathState.clear`, and a
-reader on the hot path pays one slot load per map. Forwarding to the downstream is here too: every
-thread that hands a span on (the application's, the recording thread, the worker) counts a failure
-the same way.
+reader on the hot path pays one slot load per map. Forwarding to the downstream is here too: the
+recording thread, the worker and the processor's shutdown hand spans on through
+:meth:`HotPathState.forward`, which counts a failure; only ``on_end`` calls the downstream itself for
+the span it forwards at once, with the same count (a call fewer for every span the application ends).
 """
 
 from __future__ import annotations
@@ -67,9 +68,10 @@ class HotPathState:
         self._downstream_on_end = downstream_on_end
         self.max_live = max_live
         self.live: dict[int, ReadableSpan | Span] = {}
-        """Started spans whose end is not yet recorded, by span id: an LLM call takes its menu and its
-        run from them. A span queued for recording stays here until it is recorded, so every span is
-        recorded against its ancestors as they were at its end."""
+        """Started spans whose end is not yet recorded, by span id (``on_start`` keeps them, up to
+        ``max_live``): an LLM call takes its menu and its run from them. A span queued for recording
+        stays here until it is recorded, so every span is recorded against its ancestors as they were
+        at its end."""
         self.sees_starts = False
         """Whether spans are handed over at their start (live, and ``check``), not only at their end."""
         self.attempt_parents: dict[int, None] = {}
@@ -99,24 +101,6 @@ class HotPathState:
         self.awaited_ends.clear()
         self.analyst_parents.clear()
         self.counters.reset()
-
-    def started(self, span: ReadableSpan | Span) -> None:
-        """Keep a started span as a possible menu ancestor until its end is recorded (never raises).
-
-        It runs for every span the application starts: the span id is read from the context's tuple.
-        """
-        try:
-            context = span._context
-            if context is None:
-                return
-            self.sees_starts = True
-            live = self.live
-            if len(live) < self.max_live:
-                live[context[SPAN_ID]] = span
-            else:
-                self.counters.started_untracked += 1
-        except Exception:
-            self.counters.error("on_start", "Keeping a started span failed")
 
     def concerns(self, span_id: int) -> bool:
         """Whether a span with no classifying key must still go through ``on_end`` (lock-free): ended

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
@@ -21,7 +22,7 @@ from otel_shapecheck.checks._base import Check
 from otel_shapecheck.pipeline._enrich import is_verdict_attribute, is_verdict_event
 from otel_shapecheck.pipeline._log_processor import ShapecheckLogRecordProcessor
 from otel_shapecheck.pipeline._options import ProcessorOptions
-from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor, internals
+from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
 
 _NO_DEADLINE_MILLIS = 24 * 3600 * 1000
 
@@ -91,9 +92,9 @@ def check_spans(
         for record in sorted(log_records, key=_emit_order):
             content.on_emit(record)
         # Spans start in start order and a started span is a possible menu ancestor until it ends.
-        started = internals(processor).state.started
         for span in sorted(ordered, key=_start_order):
-            started(span)
+            if span.context is not None:  # on_start reads only the fields a ReadableSpan has
+                processor.on_start(cast(Span, span))
         for span in ordered:
             processor.on_end(span)
         processor.force_flush(_NO_DEADLINE_MILLIS)

@@ -75,7 +75,7 @@ class ProcessorInternals(NamedTuple):
     """What the package's own modules share with a processor (see :func:`internals`)."""
 
     state: HotPathState
-    """Its hot-path state: ``check`` replays starts into it, the gateway's pass-through asks it."""
+    """Its hot-path state: the gateway's pass-through asks it which plain spans must go through."""
     ledger: Ledger
     """Its ledger: its log-record processor records content into it."""
 
@@ -154,7 +154,6 @@ class ShapecheckSpanProcessor(SpanProcessor):
         )
         self._recorder = SpanRecorder(state, self._ledger, self._worker.wake)
         self._intake = LedgerIntake(state, self._recorder, max_size=options.max_queue_size)
-        self._started = state.started
         self._downstream_on_end = downstream.on_end
         self._flush_downstream = BoundedCall(
             "ShapecheckDownstreamFlush",
@@ -202,8 +201,20 @@ class ShapecheckSpanProcessor(SpanProcessor):
         )
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        """Keep a reference to the starting span (a possible menu ancestor), then hand it downstream."""
-        self._started(span)
+        """Keep a reference to the starting span (a possible menu ancestor), then hand it downstream.
+
+        The one place a start is kept (``check`` replays exported spans' starts through it too), written
+        here rather than in a call: it runs for every span the application starts."""
+        try:
+            state = self._state
+            state.sees_starts = True
+            live = state.live
+            if len(live) < state.max_live:
+                live[span._context[SPAN_ID]] = span  # type: ignore[index]  # a started span has a context
+            else:
+                self._counters.started_untracked += 1
+        except Exception:
+            self._counters.error("on_start", "Keeping a started span failed")
         if self._downstream_starts:
             try:
                 self._downstream.on_start(span, parent_context=parent_context)
@@ -263,7 +274,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
         """Evaluate and forward every ready span, then flush the downstream and the event sink, in time."""
         deadline = time.monotonic() + max(timeout_millis, 0) / 1000
         flushed = self._intake.flush(_remaining(deadline))
-        flushed = (self._worker.flush(_remaining(deadline)) or self._drain_here()) and flushed
+        flushed = (self._worker.flush(_remaining(deadline)) or self._worker.drain_if_stopped()) and flushed
         if not flushed:
             self._counters.error(
                 "flush_timeout",
@@ -342,17 +353,6 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 name,
                 exc_info=False,
             )
-
-    def _drain_here(self) -> bool:
-        """Evaluate on the calling thread when the worker is gone (shut down, or not yet restarted)."""
-        if self._worker.is_alive():
-            return False
-        try:
-            self._worker.drain()
-        except Exception:
-            self._counters.error("worker", "Evaluating on the flushing thread failed")
-            return False
-        return True
 
     def _at_fork_reinit(self) -> None:
         """A forked child starts empty: the parent's spans and counts are the parent's."""

@@ -128,6 +128,18 @@ class EvaluationWorker:
                         request.set()
                 return
 
+    def drain_if_stopped(self) -> bool:
+        """Evaluate on the calling thread when the thread is gone (shut down, or not yet restarted);
+        whether everything ready was forwarded so."""
+        if self._thread.is_alive():
+            return False
+        try:
+            self.drain()
+        except Exception:
+            self._counters.error("worker", "Evaluating on the flushing thread failed")
+            return False
+        return True
+
     def drain(self) -> None:
         """Evaluate and forward ready spans, batch by batch, until none is ready."""
         while releases := self._ledger.take_ready(self._batch_size):
