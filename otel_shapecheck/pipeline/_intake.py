@@ -82,11 +82,6 @@ class LedgerIntake:
         if self.max_size:
             self._thread.start()
 
-    def backlog(self) -> bool:
-        """Whether ended spans may still be waiting to be recorded (lock-free, may say so spuriously)."""
-        state = self._state
-        return bool(state.queued) or not state.recording_idle
-
     def put_span(self, span: ReadableSpan, attempt: bool) -> bool:
         """Queue an ended span (``attempt``: an analyst attempt); False when it cannot be queued.
 
