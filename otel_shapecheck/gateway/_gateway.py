@@ -53,6 +53,7 @@ from otel_shapecheck.otlp._counting import CountingLogExporter, CountingSpanExpo
 from otel_shapecheck.outputs._bounded_call import BoundedCall
 from otel_shapecheck.outputs._sinks import VerdictSink
 from otel_shapecheck.pipeline._options import ProcessorOptions
+from otel_shapecheck.pipeline._processor import internals
 from otel_shapecheck.pipeline._shapecheck import Shapecheck
 
 logger = logging.getLogger(__name__)
@@ -289,8 +290,8 @@ class Gateway:
     # The pipeline.
 
     def _split(self, message: ExportTraceServiceRequest, body: bytes, done: bytearray) -> Split:
-        processor = self._shapecheck.span_processor if self._shapecheck is not None else None
-        return split_request(message, body, done, processor)
+        state = internals(self._shapecheck.span_processor).state if self._shapecheck is not None else None
+        return split_request(message, body, done, state)
 
     def _forward_raw(self, body: bytes, ref: RawRef, spans: int) -> None:
         if self._raw is not None:

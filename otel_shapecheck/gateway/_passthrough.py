@@ -8,8 +8,9 @@ request is split by its scope groups (one resource's spans of one instrumentatio
 * with checks, a group passes through when none of its spans would stop in the span processor's
   ``on_end`` test: no classifying attribute key and no tool-span name (what
   :func:`~otel_shapecheck.readers._classify.classify_span` reads), not the parent of such a span in the
-  same request, and no span the ledger waits for (:meth:`ShapecheckSpanProcessor.concerns`). The other
-  groups are converted and evaluated as before. A byte test on the stored body settles the common case:
+  same request, and no span the ledger waits for
+  (:meth:`~otel_shapecheck.pipeline._hot_state.HotPathState.concerns`). The other groups are converted
+  and evaluated as before. A byte test on the stored body settles the common case:
   a request none of whose bytes spell a classifying key or the tool-span prefix holds no GenAI span.
 
 A request that passes through whole is forwarded as the stored bytes themselves (validated at the door,
@@ -76,7 +77,7 @@ class RawSender(Protocol):
 
 
 class Evaluating(Protocol):
-    """What the split asks the span processor: whether the ledger waits for a plain span's end."""
+    """What the split asks the span processor's hot-path state: whether a plain span's end is awaited."""
 
     def concerns(self, span_id: int) -> bool: ...
 
@@ -160,7 +161,7 @@ def split_request(
     """Split a stored trace request (``body``, parsed as ``message``) by scope group; see the module.
 
     ``done`` marks spans already forwarded (a request carried over from a previous run); ``evaluating``
-    is the span processor, or None when nothing is evaluated.
+    is the span processor's hot-path state, or None when nothing is evaluated.
     """
     plain_body = evaluating is None or not any(marker in body for marker in _MARKERS)
     if plain_body and (evaluating is None or not evaluating.concerns_any()):

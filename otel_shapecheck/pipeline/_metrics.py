@@ -78,13 +78,24 @@ class ProcessorCounts:
     """Started spans not kept as possible menu ancestors, because ``max_pending_spans`` already were."""
     errors: tuple[tuple[str, int], ...] = ()
     """Errors survived inside the processor, by kind (``check:<name>``, ``downstream``, ``events``, ...)."""
+    ready_spans: int = 0
+    """Not a count: held spans ready for the evaluation worker when the snapshot was taken (at most
+    ``max_queue_size``)."""
+    fact_bytes: int = 0
+    """Not a count: the estimated bytes the kept facts held when the snapshot was taken (at most
+    ``max_fact_bytes``)."""
 
     def error_count(self, kind: str | None = None) -> int:
         """Errors of one kind, or of every kind."""
         return sum(count for name, count in self.errors if kind is None or name == kind)
 
 
-_COUNT_FIELDS = tuple(name for name in ProcessorCounts.__dataclass_fields__ if name != "errors")
+_LEVELS = ("ready_spans", "fact_bytes")
+"""Snapshot fields that are levels, not counts: the processor fills them in, no counter observes them."""
+COUNT_FIELDS = tuple(
+    name for name in ProcessorCounts.__dataclass_fields__ if name != "errors" and name not in _LEVELS
+)
+"""The snapshot's counts: one ``shapecheck.outcome`` each on the observable counter."""
 
 
 class ProcessorCounters:
@@ -116,7 +127,7 @@ class ProcessorCounters:
         """The counts as they are now."""
         with self._lock:
             errors = tuple(sorted(self._errors.items()))
-        counts = {name: getattr(self, name) for name in _COUNT_FIELDS}
+        counts = {name: getattr(self, name) for name in COUNT_FIELDS}
         passed = self.passed_at_once
         counts["seen"] += passed
         counts["forwarded_untouched"] += passed
@@ -164,7 +175,7 @@ class ProcessorCounters:
 
     def _observe_spans(self, options: CallbackOptions) -> Iterable[Observation]:
         snapshot = self.snapshot()
-        return [Observation(getattr(snapshot, name), {OUTCOME_ATTRIBUTE: name}) for name in _COUNT_FIELDS]
+        return [Observation(getattr(snapshot, name), {OUTCOME_ATTRIBUTE: name}) for name in COUNT_FIELDS]
 
     def _observe_errors(self, options: CallbackOptions) -> Iterable[Observation]:
         return [Observation(count, {ERROR_TYPE_ATTRIBUTE: kind}) for kind, count in self.snapshot().errors]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from opentelemetry.context import Context
 from opentelemetry.sdk._logs import ReadWriteLogRecord
@@ -92,7 +93,8 @@ def check_spans(
             content.on_emit(record)
         # Spans start in start order and a started span is a possible menu ancestor until it ends.
         for span in sorted(ordered, key=_start_order):
-            processor.span_started(span)
+            if span.context is not None:  # on_start reads only the fields a ReadableSpan has
+                processor.on_start(cast(Span, span))
         for span in ordered:
             processor.on_end(span)
         processor.force_flush(_NO_DEADLINE_MILLIS)

@@ -231,3 +231,17 @@ def test_on_end_forwards_a_plain_span_exactly_once(extra: int) -> None:
     processor.shutdown()
     assert counts.seen == counts.forwarded_untouched == 1 + extra
     assert len(exporter.get_finished_spans()) == 1 + extra
+
+
+def test_the_public_processor_is_a_span_processor_with_a_counts_snapshot() -> None:
+    """Its public surface is the SpanProcessor interface and ``counts()``, a frozen snapshot: no ledger,
+    counters or internals to write through."""
+    public = {name for name in dir(ShapecheckSpanProcessor) if not name.startswith("_")}
+    assert public == {"on_start", "on_end", "force_flush", "shutdown", "counts"}
+    processor = ShapecheckSpanProcessor(SimpleSpanProcessor(InMemorySpanExporter()), checks=[])
+    try:
+        counts = processor.counts()
+        with pytest.raises(AttributeError):
+            counts.seen = 1  # type: ignore[misc]
+    finally:
+        processor.shutdown()
