@@ -19,6 +19,7 @@ from otel_shapecheck.pipeline._facts import attribute_mapping
 from otel_shapecheck.pipeline._ledger import UNKNOWN_ANCESTRY, Ancestry, Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters
 from otel_shapecheck.readers._classify import (
+    OTHER,
     ROLE_AGENT,
     ROLE_LLM_CALL,
     SpanClass,
@@ -130,6 +131,8 @@ class SpanRecorder:
         self, span: ReadableSpan, classified: SpanClass, attributes: Mapping[str, object]
     ) -> tuple[bool, Sequence[ReadableSpan]]:
         role = classified.role
+        if classified is not OTHER:
+            self._counters.count_class(classified.label)
         llm_call = role is ROLE_LLM_CALL
         context = span._context
         menu: dict[str, object] | None = None
