@@ -17,6 +17,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from otel_shapecheck.pipeline._facts import HeldSpan, Member, RunState, TraceFacts
 from otel_shapecheck.pipeline._runs import RunTally
 
+CLOCK_SLACK_NS = 1_000_000
+"""How far past an agent span's time window a member of unknown ancestry may reach and still be its."""
+
 
 class RunBook:
     """Runs whose agent span has not ended yet, and those forgotten for the bound.
@@ -63,11 +66,17 @@ class RunBook:
 
     @staticmethod
     def claim(run: RunState, facts: TraceFacts, start: int, end: int) -> None:
-        """Count for ``run`` the trace's members of unknown ancestry that ran inside its time window."""
+        """Count for ``run`` the trace's members of unknown ancestry that ran inside its time window.
+
+        The window is widened by :data:`CLOCK_SLACK_NS` at each end: an SDK that takes start times from
+        a millisecond clock and durations from a finer one (OpenTelemetry JS) can put a child's end up
+        to a millisecond past its parent's.
+        """
         if facts.lost_members:
             run.lost = True
         if not facts.unclaimed:
             return
+        start, end = start - CLOCK_SLACK_NS, end + CLOCK_SLACK_NS
         kept: list[Member] = []
         for member in facts.unclaimed:
             if not (start <= member.start_time and member.end_time <= end):

@@ -21,8 +21,8 @@ import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
   BasicTracerProvider,
+  BatchSpanProcessor,
   InMemorySpanExporter,
-  SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 
 const [row, mode, exporterKind, endpoint, baseURL, exportFile, scenarioJson] = process.argv.slice(2);
@@ -92,10 +92,11 @@ class TeeExporter {
 async function main() {
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   const tee = new TeeExporter(otlpExporter());
-  let processor = new SimpleSpanProcessor(tee);
+  // Batch processors, as NodeSDK and the integrations' guides set up: the run's spans leave in end order.
+  let processor = new BatchSpanProcessor(tee);
   if (row === 'ai-sdk-openinference') {
-    const { OpenInferenceSimpleSpanProcessor } = await import('@arizeai/openinference-vercel');
-    processor = new OpenInferenceSimpleSpanProcessor({ exporter: tee });
+    const { OpenInferenceBatchSpanProcessor } = await import('@arizeai/openinference-vercel');
+    processor = new OpenInferenceBatchSpanProcessor({ exporter: tee });
   }
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ 'service.name': `js-${row}` }),

@@ -290,6 +290,39 @@ class TestWithoutStarts:
         (agent,) = _runs(collected.spans)
         assert _summary(agent) == EXPECTED_RUN
 
+    def test_a_millisecond_clock_skew_keeps_the_call_in_its_run(self) -> None:
+        """A call ending up to 1 ms past its agent span (the JS SDK takes start times from a millisecond
+        clock, ends from a finer one) still ran inside it: the run claims it."""
+        exported = CollectingSpanProcessor()
+        provider = TracerProvider(shutdown_on_exit=False)
+        provider.add_span_processor(exported)
+        run(provider.get_tracer("app"), GENAI)
+        provider.shutdown()
+        *calls, agent = exported.spans
+        last_end = max(span.end_time or 0 for span in calls)
+        skewed = ReadableSpan(
+            name=agent.name,
+            context=agent.context,
+            parent=agent.parent,
+            resource=agent.resource,
+            attributes=agent.attributes,
+            events=agent.events,
+            links=agent.links,
+            kind=agent.kind,
+            status=agent.status,
+            start_time=agent.start_time,
+            end_time=last_end - 900_000,
+            instrumentation_scope=agent.instrumentation_scope,
+        )
+        collected = CollectingSpanProcessor()
+        processor = ShapecheckSpanProcessor(collected, checks=build_checks("hashing"))
+        for span in (*calls, skewed):
+            processor.on_end(span)
+        assert processor.force_flush()
+        processor.shutdown()
+        (summarised,) = _runs(collected.spans)
+        assert _summary(summarised) == EXPECTED_RUN
+
     def test_sequential_runs_of_one_trace_keep_their_own_calls(self) -> None:
         """Two agent spans one after the other under one request: each counts only the calls inside it."""
         exported = CollectingSpanProcessor()
