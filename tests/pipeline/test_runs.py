@@ -293,27 +293,7 @@ class TestWithoutStarts:
     def test_a_millisecond_clock_skew_keeps_the_call_in_its_run(self) -> None:
         """A call ending up to 1 ms past its agent span (the JS SDK takes start times from a millisecond
         clock, ends from a finer one) still ran inside it: the run claims it."""
-        exported = CollectingSpanProcessor()
-        provider = TracerProvider(shutdown_on_exit=False)
-        provider.add_span_processor(exported)
-        run(provider.get_tracer("app"), GENAI)
-        provider.shutdown()
-        *calls, agent = exported.spans
-        last_end = max(span.end_time or 0 for span in calls)
-        skewed = ReadableSpan(
-            name=agent.name,
-            context=agent.context,
-            parent=agent.parent,
-            resource=agent.resource,
-            attributes=agent.attributes,
-            events=agent.events,
-            links=agent.links,
-            kind=agent.kind,
-            status=agent.status,
-            start_time=agent.start_time,
-            end_time=last_end - 900_000,
-            instrumentation_scope=agent.instrumentation_scope,
-        )
+        calls, skewed = _skewed_run()
         collected = CollectingSpanProcessor()
         processor = ShapecheckSpanProcessor(collected, checks=build_checks("hashing"))
         for span in (*calls, skewed):
@@ -343,6 +323,39 @@ class TestWithoutStarts:
         runs = {span.name: _summary(span) for span in _runs(collected.spans)}
         assert runs["invoke_agent first"] == EXPECTED_RUN
         assert (runs["invoke_agent second"]["evaluated"], runs["invoke_agent second"]["scored"]) == (1, 1)
+
+
+def _skewed_run() -> tuple[list[ReadableSpan], ReadableSpan]:
+    """The scripted run's spans, its agent span ending 0.9 ms before its last call (as exported)."""
+    exported = CollectingSpanProcessor()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(exported)
+    run(provider.get_tracer("app"), GENAI)
+    provider.shutdown()
+    *calls, agent = exported.spans
+    skewed = ReadableSpan(
+        name=agent.name,
+        context=agent.context,
+        parent=agent.parent,
+        resource=agent.resource,
+        attributes=agent.attributes,
+        events=agent.events,
+        links=agent.links,
+        kind=agent.kind,
+        status=agent.status,
+        start_time=agent.start_time,
+        end_time=max(span.end_time or 0 for span in calls) - 900_000,
+        instrumentation_scope=agent.instrumentation_scope,
+    )
+    return calls, skewed
+
+
+def test_check_replays_a_skewed_call_before_its_agent_span_ends() -> None:
+    """``check`` orders ends by time, but a call ending within the clock slack after its parent
+    ended first: its run counts it, as the gateway (which receives it first) does."""
+    calls, skewed = _skewed_run()
+    (summarised,) = _runs(check_spans([skewed, *calls], build_checks("hashing")))
+    assert _summary(summarised) == EXPECTED_RUN
 
 
 def _wait_for_run(
