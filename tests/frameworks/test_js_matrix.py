@@ -63,7 +63,13 @@ class Agent:
 
 
 AGENTS = [
-    # The AI SDK's own convention (ai.*): LegacyOpenTelemetry writes what experimental_telemetry did.
+    # The AI SDK 6's built-in telemetry (experimental_telemetry), its own ai.* convention.
+    Agent(
+        "ai-sdk-v6",
+        {"generate": "ai.generateText", "stream": "ai.streamText"},
+        {"agent:ai-sdk": 1, "llm_call:ai-sdk": 2, "tool_execution:ai-sdk": 1},
+    ),
+    # The same convention from AI SDK 7, where LegacyOpenTelemetry writes what experimental_telemetry did.
     Agent(
         "ai-sdk-legacy",
         {"generate": "ai.generateText", "stream": "ai.streamText"},

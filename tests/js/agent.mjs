@@ -2,7 +2,7 @@
 // server, exporting its spans with a standard OpenTelemetry JS exporter to an OTLP endpoint.
 //
 // Usage: node agent.mjs ROW MODE EXPORTER OTLP_ENDPOINT BASE_URL EXPORT_FILE SCENARIO_JSON
-//   ROW       ai-sdk-legacy | ai-sdk-otel | ai-sdk-openinference | openai-traceloop
+//   ROW       ai-sdk-v6 | ai-sdk-legacy | ai-sdk-otel | ai-sdk-openinference | openai-traceloop
 //   MODE      generate | stream
 //   EXPORTER  http-proto | http-json | grpc
 //
@@ -105,7 +105,8 @@ async function main() {
   trace.setGlobalTracerProvider(provider);
   const tracer = provider.getTracer('otel-shapecheck-js-matrix');
 
-  const answer = row === 'openai-traceloop' ? await openaiAgent(provider, tracer) : await aiSdkAgent(tracer);
+  const agents = { 'openai-traceloop': openaiAgent, 'ai-sdk-v6': aiSdk6Agent };
+  const answer = await (agents[row] ?? aiSdkAgent)(provider, tracer);
   console.log(answer);
 
   await provider.forceFlush();
@@ -119,34 +120,55 @@ async function main() {
 }
 
 /** The AI SDK's tool loop, with the telemetry integration the row names. */
-async function aiSdkAgent(tracer) {
+async function aiSdkAgent(provider, tracer) {
   const { generateText, jsonSchema, registerTelemetry, stepCountIs, streamText, tool } = await import('ai');
   const { createOpenAI } = await import('@ai-sdk/openai');
   const { LegacyOpenTelemetry, OpenTelemetry } = await import('@ai-sdk/otel');
   registerTelemetry(row === 'ai-sdk-otel' ? new OpenTelemetry({ tracer }) : new LegacyOpenTelemetry({ tracer }));
 
   const openai = createOpenAI({ baseURL, apiKey: 'scripted' });
-  const tools = Object.fromEntries(
+  const call = {
+    model: openai.chat('gpt-4o-mini'),
+    instructions: scenario.instructions,
+    prompt: scenario.question,
+    tools: aiSdkTools(tool, jsonSchema),
+    stopWhen: stepCountIs(5),
+    telemetry: { functionId: 'storage-ops' },
+  };
+  return mode === 'stream' ? streamedText(streamText(call)) : (await generateText(call)).text;
+}
+
+/** The AI SDK 6's tool loop with its built-in telemetry (`experimental_telemetry`), before `@ai-sdk/otel`. */
+async function aiSdk6Agent(provider, tracer) {
+  const { generateText, jsonSchema, stepCountIs, streamText, tool } = await import('ai-v6');
+  const { createOpenAI } = await import('ai-sdk-openai-v3');
+  const openai = createOpenAI({ baseURL, apiKey: 'scripted' });
+  const call = {
+    model: openai.chat('gpt-4o-mini'),
+    system: scenario.instructions,
+    prompt: scenario.question,
+    tools: aiSdkTools(tool, jsonSchema),
+    stopWhen: stepCountIs(5),
+    experimental_telemetry: { isEnabled: true, functionId: 'storage-ops', tracer },
+  };
+  return mode === 'stream' ? streamedText(streamText(call)) : (await generateText(call)).text;
+}
+
+/** The scenario's tools, built with the AI SDK's own `tool` and `jsonSchema` helpers. */
+function aiSdkTools(tool, jsonSchema) {
+  return Object.fromEntries(
     Object.entries(scenario.tools).map(([name, description]) => [
       name,
       tool({ description, inputSchema: jsonSchema(PARAMETERS[name]), execute: async input => RUN[name](input) }),
     ]),
   );
-  const call = {
-    model: openai.chat('gpt-4o-mini'),
-    instructions: scenario.instructions,
-    prompt: scenario.question,
-    tools,
-    stopWhen: stepCountIs(5),
-    telemetry: { functionId: 'storage-ops' },
-  };
-  if (mode === 'stream') {
-    const result = streamText(call);
-    let text = '';
-    for await (const chunk of result.textStream) text += chunk;
-    return text;
-  }
-  return (await generateText(call)).text;
+}
+
+/** A streamed call's whole text. */
+async function streamedText(result) {
+  let text = '';
+  for await (const chunk of result.textStream) text += chunk;
+  return text;
 }
 
 /** A hand-written tool loop over the `openai` client, instrumented by Traceloop's OpenAI instrumentation. */
