@@ -139,7 +139,7 @@ class Convention(enum.Flag):
 
 @dataclass(frozen=True, slots=True)
 class SpanClass:
-    """A span's role and the convention that said so (one shared instance per combination in use)."""
+    """A span's role, the convention that said so, and the rule's label (one shared instance per rule)."""
 
     role: SpanRole
     convention: Convention
