@@ -131,14 +131,17 @@ _MAX_DEPTH = 32
 
 
 def _end_ordered(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
-    """The spans in end order, each after its descendants that end at most :data:`CLOCK_SLACK_NS` later.
+    """The spans in end order, each after its descendants that end at most :data:`CLOCK_SLACK_NS` later
+    or that the input lists before it.
 
-    Such a child ended first: its SDK takes start times from a millisecond clock and durations from a
-    finer one (OpenTelemetry JS), so its end time can pass its parent's by up to a millisecond. Replayed
-    before its parent's end, it is recorded under its live parent, as a gateway receiving the export's
-    request in the exporter's order records it in its run.
+    Such a child ended first: its SDK takes start times from a millisecond wall clock and durations
+    from a finer one (OpenTelemetry JS), so its end time can pass its parent's by up to a millisecond,
+    or by more when the wall clock moved in between, while the exporter wrote it first. Replayed before
+    its parent's end, it is recorded under its live parent, as a gateway receiving the export's request
+    in the exporter's order records it in its run.
     """
     by_id = {(span.context.trace_id, span.context.span_id): span for span in spans if span.context}
+    listed = {key: index for index, key in enumerate(by_id)}
     ends = {key: _end_order(span) for key, span in by_id.items()}
     depth = dict.fromkeys(by_id, 0)
     for key, span in sorted(by_id.items(), key=lambda item: _end_order(item[1])):
@@ -151,7 +154,9 @@ def _end_ordered(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
             if ancestor is None:
                 break
             depth[key] = max(depth[key], level)
-            if end > ends[parent_key] and end - _end_order(ancestor) <= CLOCK_SLACK_NS:
+            if end > ends[parent_key] and (
+                end - _end_order(ancestor) <= CLOCK_SLACK_NS or listed[key] < listed[parent_key]
+            ):
                 ends[parent_key] = end
             parent = ancestor.parent
     unkeyed = [span for span in spans if not span.context]
