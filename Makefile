@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_TEST := $(VENV)/.installed-test
 STAMP_DEMO := $(VENV)/.installed-demo
 
-.PHONY: demo test lint test-e2e test-compat bench clean
+.PHONY: demo test lint js-deps test-e2e test-compat bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,18 @@ lint: $(STAMP_TEST)
 	$(BIN)/ruff format --check otel_shapecheck tests benchmarks
 	$(BIN)/mypy
 
-test: lint
+# The JavaScript rows of the framework matrix (tests/frameworks/test_js_matrix.py) run real Node agents
+# with the packages pinned in tests/js/package-lock.json, installed there by npm ci (Node 20+ and npm).
+JS_DIR := tests/js
+STAMP_JS := $(JS_DIR)/node_modules/.installed
+
+$(STAMP_JS): $(JS_DIR)/package.json $(JS_DIR)/package-lock.json
+	npm ci --prefix $(JS_DIR) --no-audit --no-fund --loglevel=error
+	touch $@
+
+js-deps: $(STAMP_JS)
+
+test: lint $(STAMP_JS)
 	$(BIN)/pytest -q -m "not e2e"
 
 # End-to-end tests against real backends started on 127.0.0.1 by the tests: Arize Phoenix (traces) and
@@ -100,4 +111,4 @@ bench: $(STAMP_TEST) $(STAMP_BFCL)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(E2E_VENV) $(COMPAT_OLDEST) $(COMPAT_NEWEST) build *.egg-info
+	rm -rf $(VENV) $(E2E_VENV) $(COMPAT_OLDEST) $(COMPAT_NEWEST) $(JS_DIR)/node_modules build *.egg-info

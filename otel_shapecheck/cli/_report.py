@@ -8,6 +8,7 @@ exactly what a trace backend would show. Agent runs are read from their agent sp
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +49,7 @@ from otel_shapecheck._attributes import (
 )
 from otel_shapecheck.otlp._ids import span_id_hex, trace_id_hex
 from otel_shapecheck.outputs._enrich import is_verdict_event
+from otel_shapecheck.readers._classify import OTHER, classify_span
 
 REPORT_VERSION = 1
 """The version of the ``check --json`` document; it changes only when the shape does."""
@@ -218,6 +220,7 @@ def summary(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
                 for level in (COVERAGE_NONE, COVERAGE_PARTIAL, COVERAGE_FULL)
             },
         },
+        "classified": classified(spans),
     }
 
 
@@ -228,6 +231,20 @@ def unchecked_runs(spans: Sequence[ReadableSpan]) -> list[dict[str, Any]]:
         for span in spans
         if is_run(span) and (span.attributes or {}).get(RUN_COVERAGE) == COVERAGE_NONE
     ]
+
+
+def classified(spans: Sequence[ReadableSpan]) -> dict[str, int]:
+    """How many spans each classification took (the processor's ``classified`` counts), by label.
+
+    Spans that are nothing to the checks are not counted, so an empty mapping says that no span was
+    recognised as a model call, a tool execution or an agent in any convention read.
+    """
+    counts: Counter[str] = Counter()
+    for span in spans:
+        span_class = classify_span(span.name, span.attributes or {})
+        if span_class is not OTHER:
+            counts[span_class.label] += 1
+    return dict(sorted(counts.items()))
 
 
 def _tool_choice_summary(calls: Sequence[Mapping[str, AnyValue]]) -> dict[str, int]:

@@ -154,6 +154,14 @@ def print_summary(console: Console, summary: Mapping[str, Any]) -> None:
         f"{figures['computed']} computed, {figures.get('inferred', 0)} inferred, "
         f"{figures['unsupported']} unsupported" + _figures_skipped(figures)
     )
+    classified = summary.get("classified")
+    if classified is not None:
+        console.print(
+            "  classified: " + ", ".join(f"{count} {label}" for label, count in classified.items())
+            if classified
+            else "  classified: no span is a model call, tool execution or agent in a convention read "
+            "(OTel GenAI, OpenInference, OpenLLMetry, the AI SDK's ai.*)"
+        )
     runs = summary.get("runs") or {}
     if runs.get("runs"):
         console.print(

@@ -51,11 +51,13 @@ class Member:
     """A held span of unknown ancestry: when it ran, the run that claimed it, and what it counts for.
 
     Kept in its trace's facts after the span is forwarded (a few integers, not the span), until an
-    agent span of the trace whose time window holds it claims it.
+    agent span of the trace that is its parent, or whose time window holds it, claims it.
     """
 
     start_time: int
     end_time: int
+    parent_id: int = 0
+    """The span's parent span id (0: none): an agent span claims its own children whatever their times."""
     run: RunState | None = None
     done: bool = False
     """Evaluated (or forwarded without evaluation); ``tally`` holds what it counts for."""

@@ -18,6 +18,7 @@ from otel_shapecheck.pipeline._facts import attribute_mapping
 from otel_shapecheck.pipeline._hot_state import IS_REMOTE, SPAN_ID, TRACE_ID, HotPathState
 from otel_shapecheck.pipeline._ledger import UNKNOWN_ANCESTRY, Ancestry, Ledger
 from otel_shapecheck.readers._classify import (
+    OTHER,
     ROLE_AGENT,
     ROLE_LLM_CALL,
     SpanClass,
@@ -86,6 +87,8 @@ class SpanRecorder:
         self, span: ReadableSpan, classified: SpanClass, attributes: Mapping[str, object]
     ) -> tuple[bool, Sequence[ReadableSpan]]:
         role = classified.role
+        if classified is not OTHER:
+            self._state.counters.count_class(classified.label)
         llm_call = role is ROLE_LLM_CALL
         context = span._context
         menu: dict[str, object] | None = None

@@ -28,6 +28,17 @@ from otel_shapecheck.readers._adk import (
     TOOL_RESPONSE,
     is_captured,
 )
+from otel_shapecheck.readers._ai_sdk import (
+    AI_SDK_CONTENT_KEYS,
+    MODEL_CALL_OPERATIONS,
+    OPERATION_ID,
+    PROMPT_MESSAGES,
+    RESPONSE_FINISH_REASON,
+    RESPONSE_TEXT,
+    RESPONSE_TOOL_CALLS,
+    RUN_OPERATIONS,
+    TOOL_CALL_OPERATION,
+)
 from otel_shapecheck.readers._content import stopped_for_tools
 from otel_shapecheck.readers._genai import (
     EXECUTE_TOOL_SPAN_PREFIX,
@@ -37,6 +48,7 @@ from otel_shapecheck.readers._genai import (
     OPERATION_NAME,
     OUTPUT_MESSAGES,
     SYSTEM_INSTRUCTIONS,
+    TOOL_DEFINITIONS,
 )
 from otel_shapecheck.readers._genai_events import CONTENT_EVENT_NAMES, event_name_of
 from otel_shapecheck.readers._openinference import FINISH_REASON as OPENINFERENCE_FINISH_REASON
@@ -73,6 +85,8 @@ _MCP_TOOLS_CALL = "tools/call"
 _INVOKE_AGENT = "invoke_agent"
 _OPENINFERENCE_AGENT = "AGENT"
 _TRACELOOP_AGENT_KINDS = frozenset({"agent", "workflow"})
+_MODEL_CALL_CONTENT_KEYS = frozenset({INPUT_MESSAGES, OUTPUT_MESSAGES, TOOL_DEFINITIONS})
+"""GenAI keys that only a model call's span carries when no operation name says what the span is."""
 
 CLASSIFYING_KEYS = frozenset(
     {
@@ -85,6 +99,8 @@ CLASSIFYING_KEYS = frozenset(
         MCP_METHOD_NAME,
         *ADK_CONTENT_KEYS,
         *ADK_TOOL_KEYS,
+        OPERATION_ID,
+        *_MODEL_CALL_CONTENT_KEYS,
     }
 )
 """Every attribute :func:`classify_span` reads; a span with none of them (and no tool-span name) is OTHER."""
@@ -92,6 +108,7 @@ CLASSIFYING_KEYS = frozenset(
 _OUTPUT_KEYS = frozenset(
     {OUTPUT_MESSAGES, OUTPUT_VALUE, *COMPLETION_MARKERS, *OUTPUT_MESSAGE_MARKERS}
     | {COMPLETION_FINISH_REASON, OPENINFERENCE_FINISH_REASON, FINISH_REASONS}
+    | {RESPONSE_TEXT, RESPONSE_TOOL_CALLS, RESPONSE_FINISH_REASON}
 )
 """Every attribute :func:`names_own_tool_calls` reads."""
 
@@ -129,30 +146,43 @@ class Convention(enum.Flag):
     """Our own analyst-attempt spans (``shapecheck.analyst.*``)."""
     ADK = enum.auto()
     """google-adk's own record (``gcp.vertex.agent.llm_request`` / ``llm_response`` JSON, tool fields)."""
+    AI_SDK = enum.auto()
+    """The Vercel AI SDK's own telemetry (``ai.operationId``, ``ai.prompt.*``, ``ai.response.*``)."""
 
 
 @dataclass(frozen=True, slots=True)
 class SpanClass:
-    """A span's role and the convention that said so (one shared instance per combination in use)."""
+    """A span's role, the convention that said so, and the rule's label (one shared instance per rule)."""
 
     role: SpanRole
     convention: Convention
+    label: str = "other"
+    """How the span was classified, as counted (``ProcessorCounts.classified``, ``check``'s report)."""
 
 
 OTHER = SpanClass(SpanRole.OTHER, Convention.NONE)
 """The class of every span that is nothing to the checks."""
-LLM_CALL_GENAI = SpanClass(SpanRole.LLM_CALL, Convention.GENAI)
-LLM_CALL_OPENINFERENCE = SpanClass(SpanRole.LLM_CALL, Convention.OPENINFERENCE)
-LLM_CALL_OPENLLMETRY = SpanClass(SpanRole.LLM_CALL, Convention.OPENLLMETRY)
-LLM_CALL_ADK = SpanClass(SpanRole.LLM_CALL, Convention.ADK)
-TOOL_EXECUTION_GENAI = SpanClass(SpanRole.TOOL_EXECUTION, Convention.GENAI)
-TOOL_EXECUTION_OPENINFERENCE = SpanClass(SpanRole.TOOL_EXECUTION, Convention.OPENINFERENCE)
-TOOL_EXECUTION_OPENLLMETRY = SpanClass(SpanRole.TOOL_EXECUTION, Convention.OPENLLMETRY)
-TOOL_EXECUTION_ADK = SpanClass(SpanRole.TOOL_EXECUTION, Convention.ADK)
-ANALYST_ATTEMPT_SPAN = SpanClass(SpanRole.ANALYST_ATTEMPT, Convention.SHAPECHECK)
-AGENT_GENAI = SpanClass(SpanRole.AGENT, Convention.GENAI)
-AGENT_OPENINFERENCE = SpanClass(SpanRole.AGENT, Convention.OPENINFERENCE)
-AGENT_OPENLLMETRY = SpanClass(SpanRole.AGENT, Convention.OPENLLMETRY)
+LLM_CALL_GENAI = SpanClass(SpanRole.LLM_CALL, Convention.GENAI, "llm_call:genai")
+LLM_CALL_GENAI_CONTENT = SpanClass(SpanRole.LLM_CALL, Convention.GENAI, "llm_call:genai-content")
+"""A model call known by its GenAI messages or tool definitions: it names no operation."""
+LLM_CALL_OPENINFERENCE = SpanClass(SpanRole.LLM_CALL, Convention.OPENINFERENCE, "llm_call:openinference")
+LLM_CALL_OPENLLMETRY = SpanClass(SpanRole.LLM_CALL, Convention.OPENLLMETRY, "llm_call:openllmetry")
+LLM_CALL_AI_SDK = SpanClass(SpanRole.LLM_CALL, Convention.AI_SDK, "llm_call:ai-sdk")
+TOOL_EXECUTION_GENAI = SpanClass(SpanRole.TOOL_EXECUTION, Convention.GENAI, "tool_execution:genai")
+TOOL_EXECUTION_OPENINFERENCE = SpanClass(
+    SpanRole.TOOL_EXECUTION, Convention.OPENINFERENCE, "tool_execution:openinference"
+)
+TOOL_EXECUTION_OPENLLMETRY = SpanClass(
+    SpanRole.TOOL_EXECUTION, Convention.OPENLLMETRY, "tool_execution:openllmetry"
+)
+TOOL_EXECUTION_AI_SDK = SpanClass(SpanRole.TOOL_EXECUTION, Convention.AI_SDK, "tool_execution:ai-sdk")
+ANALYST_ATTEMPT_SPAN = SpanClass(SpanRole.ANALYST_ATTEMPT, Convention.SHAPECHECK, "analyst_attempt")
+AGENT_GENAI = SpanClass(SpanRole.AGENT, Convention.GENAI, "agent:genai")
+AGENT_OPENINFERENCE = SpanClass(SpanRole.AGENT, Convention.OPENINFERENCE, "agent:openinference")
+AGENT_OPENLLMETRY = SpanClass(SpanRole.AGENT, Convention.OPENLLMETRY, "agent:openllmetry")
+AGENT_AI_SDK = SpanClass(SpanRole.AGENT, Convention.AI_SDK, "agent:ai-sdk")
+LLM_CALL_ADK = SpanClass(SpanRole.LLM_CALL, Convention.ADK, "llm_call:adk")
+TOOL_EXECUTION_ADK = SpanClass(SpanRole.TOOL_EXECUTION, Convention.ADK, "tool_execution:adk")
 # Shared instances: classify_span runs once per recorded span and must not build objects (nor look
 # them up by enum members, whose hashing runs Python code).
 
@@ -186,12 +216,18 @@ def classify_span(name: str, attributes: Mapping[str, object]) -> SpanClass:
         return LLM_CALL_OPENINFERENCE
     if _string(values.get(LLM_REQUEST_TYPE)) in _LEGACY_LLM_REQUEST_TYPES:
         return LLM_CALL_OPENLLMETRY
+    ai_operation = _string(values.get(OPERATION_ID))
+    if ai_operation in MODEL_CALL_OPERATIONS:
+        return LLM_CALL_AI_SDK
     if (
         openinference_kind == "TOOL"
         or traceloop_kind == "tool"
         or _string(values.get(MCP_METHOD_NAME)) == _MCP_TOOLS_CALL
+        or ai_operation == TOOL_CALL_OPERATION
         or is_tool_name
     ):
+        if ai_operation == TOOL_CALL_OPERATION and openinference_kind is None and traceloop_kind is None:
+            return TOOL_EXECUTION_AI_SDK
         return _tool_class(openinference_kind, traceloop_kind, values)
     if operation is None and (LLM_REQUEST in values or LLM_RESPONSE in values):
         # google-adk's call_llm span names no operation: its request and response say it is a model
@@ -203,6 +239,18 @@ def classify_span(name: str, attributes: Mapping[str, object]) -> SpanClass:
         return AGENT_OPENINFERENCE
     if traceloop_kind in _TRACELOOP_AGENT_KINDS:
         return AGENT_OPENLLMETRY
+    if ai_operation in RUN_OPERATIONS:
+        return AGENT_AI_SDK
+    if (
+        operation is None
+        and openinference_kind is None
+        and traceloop_kind is None
+        and ai_operation is None
+        and not _MODEL_CALL_CONTENT_KEYS.isdisjoint(values)
+    ):
+        # Traceloop's JS span processor writes a model call's messages and tool definitions without
+        # gen_ai.operation.name: spans that name another operation, or another convention's role, are not.
+        return LLM_CALL_GENAI_CONTENT
     return OTHER
 
 
@@ -217,7 +265,10 @@ def is_agent_span(attributes: Mapping[str, object]) -> bool:
     if attributes.get(OPENINFERENCE_SPAN_KIND) == _OPENINFERENCE_AGENT:
         return True
     kind = attributes.get(TRACELOOP_SPAN_KIND)
-    return isinstance(kind, str) and kind in _TRACELOOP_AGENT_KINDS
+    if isinstance(kind, str) and kind in _TRACELOOP_AGENT_KINDS:
+        return True
+    operation = attributes.get(OPERATION_ID)
+    return isinstance(operation, str) and operation in RUN_OPERATIONS
 
 
 def _tool_class(
@@ -254,11 +305,14 @@ def content_conventions(attributes: Mapping[str, object]) -> Convention:
             found |= Convention.OPENINFERENCE
         elif key in ADK_CONTENT_KEYS:
             found |= Convention.ADK
+        elif key in AI_SDK_CONTENT_KEYS:
+            found |= Convention.AI_SDK
     return found
 
 
 _MESSAGE_CONTENT_KEYS = frozenset(
     {INPUT_MESSAGES, OUTPUT_MESSAGES, SYSTEM_INSTRUCTIONS, INPUT_VALUE, OUTPUT_VALUE}
+    | {PROMPT_MESSAGES, RESPONSE_TEXT, RESPONSE_TOOL_CALLS}
 )
 _MESSAGE_CONTENT_PREFIXES = (PROMPT_PREFIX, COMPLETION_PREFIX, INPUT_MESSAGES_PREFIX, OUTPUT_MESSAGES_PREFIX)
 
@@ -298,6 +352,8 @@ def names_own_tool_calls(attributes: Mapping[str, object]) -> bool:
         tool_call_marker, finish_reason_key = COMPLETION_TOOL_CALL_MARKER, COMPLETION_FINISH_REASON
     elif not present.isdisjoint(OUTPUT_MESSAGE_MARKERS):
         tool_call_marker, finish_reason_key = OUTPUT_TOOL_CALL_MARKER, OPENINFERENCE_FINISH_REASON
+    elif RESPONSE_TEXT in present or RESPONSE_TOOL_CALLS in present:
+        tool_call_marker, finish_reason_key = RESPONSE_TOOL_CALLS, RESPONSE_FINISH_REASON
     else:
         return OUTPUT_VALUE in present
     if tool_call_marker in present:

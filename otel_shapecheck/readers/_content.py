@@ -19,8 +19,9 @@ ASSISTANT_ROLES = frozenset({"assistant", "model"})
 """Roles of the model's own messages (``model`` is Gemini's name for it)."""
 TOOL_RESULT_ROLES = frozenset({"tool", "function"})
 """Roles of messages that return a tool's result (``function`` is the older OpenAI name)."""
-TOOL_FINISH_REASONS = frozenset({"tool_calls", "tool_call", "function_call", "tool_use"})
-"""Finish reasons (compared in lower case) that mean the model stopped to call tools."""
+TOOL_FINISH_REASONS = frozenset({"tool_calls", "tool_call", "function_call", "tool_use", "tool-calls"})
+"""Finish reasons (compared in lower case) that mean the model stopped to call tools (``tool-calls`` is
+the AI SDK's, in its own attributes and in the GenAI ones of ``@ai-sdk/otel``)."""
 
 
 @dataclass(frozen=True)
