@@ -121,8 +121,9 @@ def read_span_content(attributes: Mapping[str, object], convention: Convention) 
     """Call content read by the reader of ``convention`` and of every other convention the span carries.
 
     Readers run in a fixed order (OTel GenAI, OpenLLMetry, OpenInference, google-adk, the AI SDK's) and
-    the first to find a field wins; a span written in one convention runs one reader. OpenInference's Vercel span
-    processor, for one, leaves the menu in ``ai.prompt.tools``, where the AI SDK's reader finds it.
+    the first to find a field wins; a span written in one convention runs one reader. OpenInference's
+    Vercel span processor, for one, leaves the menu in ``ai.prompt.tools``, where the AI SDK's reader
+    finds it.
     """
     conventions = convention | content_conventions(attributes)
     readings = [read(attributes) for flag, read in _CONTENT_READERS if flag in conventions]
