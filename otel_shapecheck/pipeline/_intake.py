@@ -25,6 +25,7 @@ from typing import Final, Protocol
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanContext
 
+from otel_shapecheck.otlp._sdk_fields import span_context, span_parent
 from otel_shapecheck.pipeline._hot_state import SPAN_ID, HotPathState, Item
 
 THREAD_NAME: Final = "ShapecheckRecorder"
@@ -88,12 +89,12 @@ class LedgerIntake:
         The caller then forwards it as it came, counted as unrecorded; spans held for its end learn of
         it here, out of order.
         """
-        parent = span._parent
+        parent = span_parent(span)
         if attempt and parent is not None:  # before the append: its parent may end right after
             self._state.attempt_parents[parent[SPAN_ID]] = None
         if self.put(span):
             return True
-        context = span._context
+        context = span_context(span)
         if context is not None:
             self._state.forward_all(self._recorder.record_forwarded_end(context, out_of_order=True))
         self._state.count_unrecorded(1)

@@ -34,6 +34,7 @@ from typing import NamedTuple
 from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 
+from otel_shapecheck.otlp._sdk_fields import span_context, span_parent
 from otel_shapecheck.pipeline._completion import Completion
 from otel_shapecheck.pipeline._facts import (
     ExecutionFact,
@@ -165,7 +166,7 @@ class Ledger:
         ``wake_at`` spans are ready for the worker; ``overflow`` holds earlier spans this end released
         that found the worker's queue full (the caller forwards them as they are).
         """
-        context = span._context  # the field ReadableSpan.context returns, read without the property call
+        context = span_context(span)
         if context is None:
             return False, False, None
         role = classified.role
@@ -228,7 +229,7 @@ class Ledger:
         llm_call = role is ROLE_LLM_CALL
         tool_execution = role is ROLE_TOOL_EXECUTION
         analyst_attempt = role is ROLE_ANALYST_ATTEMPT
-        parent = span._parent
+        parent = span_parent(span)
         parent_id = parent[1] if parent is not None else None
         counts = self._counters
         completion = self._completion

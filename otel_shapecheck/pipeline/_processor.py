@@ -39,6 +39,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_shapecheck._attributes import ANALYST_ATTEMPT
 from otel_shapecheck.checks._base import Check
+from otel_shapecheck.otlp._sdk_fields import NO_OP_ON_ENDING, NO_OP_ON_START, SPAN_FIELDS
 from otel_shapecheck.outputs._bounded_call import BoundedCall
 from otel_shapecheck.outputs._sinks import VerdictSink
 from otel_shapecheck.pipeline._hot_state import SPAN_ID, HotPathState
@@ -47,7 +48,6 @@ from otel_shapecheck.pipeline._ledger import Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters, ProcessorCounts
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._recorder import SpanRecorder
-from otel_shapecheck.pipeline._sdk_fields import NO_OP_ON_ENDING, NO_OP_ON_START
 from otel_shapecheck.pipeline._verdict_metrics import VerdictMetrics
 from otel_shapecheck.pipeline._worker import EvaluationWorker
 from otel_shapecheck.readers._classify import CLASSIFYING_KEYS
@@ -201,7 +201,8 @@ class ShapecheckSpanProcessor(SpanProcessor):
             state.sees_starts = True
             live = state.live
             if len(live) < state.max_live:
-                live[span._context[SPAN_ID]] = span  # type: ignore[index]  # a started span has a context
+                context = span._context if SPAN_FIELDS else span.context
+                live[context[SPAN_ID]] = span  # type: ignore[index]  # a started span has a context
             else:
                 self._counters.started_untracked += 1
         except Exception:
@@ -226,17 +227,23 @@ class ShapecheckSpanProcessor(SpanProcessor):
         try:
             # Every span the application ends comes through here, so the span is read through its
             # fields, not its properties (each a Python call; `attributes` builds a view per call):
-            # ReadableSpan's properties return these fields, and tests/pipeline/test_sdk_fields.py pins
-            # them. A SpanContext is a tuple; its span id is item 1.
-            stored = span._attributes
-            attributes = stored._dict if type(stored) is BoundedAttributes else (span.attributes or {})
+            # ReadableSpan's properties return these fields, which otlp/_sdk_fields.py checks at import
+            # (SPAN_FIELDS), with the properties where an SDK release lacks them. A SpanContext is a
+            # tuple; its span id is item 1.
+            if SPAN_FIELDS:
+                stored = span._attributes
+                attributes = stored._dict if type(stored) is BoundedAttributes else (span.attributes or {})
+                name = span._name
+            else:
+                attributes = span.attributes or {}
+                name = span.name
             # This test is the whole cost an ordinary span pays: without any classifying key and a
             # tool-span name, classify_span() would answer OTHER. The name test is
             # name.startswith(EXECUTE_TOOL_SPAN_PREFIX) as two string comparisons (no method call).
             if CLASSIFYING_KEYS.isdisjoint(attributes) and not (
-                EXECUTE_TOOL_SPAN_PREFIX <= span._name < _AFTER_TOOL_SPAN_NAMES
+                EXECUTE_TOOL_SPAN_PREFIX <= name < _AFTER_TOOL_SPAN_NAMES
             ):
-                context = span._context
+                context = span._context if SPAN_FIELDS else span.context
                 state = self._state
                 if context is None:
                     self._counters.passed_at_once += 1

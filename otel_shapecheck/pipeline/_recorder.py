@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.trace import SpanContext
 
+from otel_shapecheck.otlp._sdk_fields import span_context, span_events, span_name, span_parent
 from otel_shapecheck.pipeline._facts import attribute_mapping
 from otel_shapecheck.pipeline._hot_state import IS_REMOTE, SPAN_ID, TRACE_ID, HotPathState
 from otel_shapecheck.pipeline._ledger import UNKNOWN_ANCESTRY, Ancestry, Ledger
@@ -52,14 +53,14 @@ class SpanRecorder:
         held = False
         overflow: Sequence[ReadableSpan] = ()
         try:
-            context = span._context
+            context = span_context(span)
             if context is not None:
                 span_id = context[SPAN_ID]
                 state = self._state
                 state.live.pop(span_id, None)
                 state.attempt_parents.pop(span_id, None)
             attributes = attribute_mapping(span)
-            held, overflow = self._record(span, classify_span(span._name, attributes), attributes)
+            held, overflow = self._record(span, classify_span(span_name(span), attributes), attributes)
         except Exception:
             self._state.counters.error("on_end", "Recording an ended span failed; forwarding it as it is")
         return overflow if held else (span, *overflow)
@@ -90,7 +91,7 @@ class SpanRecorder:
         if classified is not OTHER:
             self._state.counters.count_class(classified.label)
         llm_call = role is ROLE_LLM_CALL
-        context = span._context
+        context = span_context(span)
         menu: dict[str, object] | None = None
         ancestry = UNKNOWN_ANCESTRY
         if (
@@ -105,7 +106,7 @@ class SpanRecorder:
             names_own_tool_calls=llm_call
             and (
                 names_own_tool_calls(attributes)
-                or (bool(span._events) and events_name_tool_calls(span.events))
+                or (bool(span_events(span)) and events_name_tool_calls(span.events))
             ),
             parent_ended=llm_call and self._parent_ended(span),
             ancestor_menu=menu,
@@ -127,7 +128,7 @@ class SpanRecorder:
         start went untracked (``max_pending_spans`` live spans were already kept) a parent missing from
         the live spans may still be open, so from then on the child waits as before.
         """
-        parent = span._parent
+        parent = span_parent(span)
         state = self._state
         if not state.sees_starts or parent is None or parent[IS_REMOTE] or parent[SPAN_ID] in state.live:
             return False
