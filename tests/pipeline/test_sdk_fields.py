@@ -61,7 +61,8 @@ spans = sorted(
     key=json.dumps,
 )
 counts = processor.counts()
-print(json.dumps({"fields": SPAN_FIELDS, "spans": spans, "counts": [counts.seen, counts.evaluated, len(spans)]}))
+summary = {"fields": SPAN_FIELDS, "spans": spans, "counts": [counts.seen, counts.evaluated, len(spans)]}
+print(json.dumps(summary))
 """
 
 
