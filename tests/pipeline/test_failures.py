@@ -16,8 +16,8 @@ from opentelemetry.util.genai.handler import TelemetryHandler
 
 from otel_shapecheck import ShapecheckSpanProcessor, Subject, Verdict
 from otel_shapecheck._attributes import EVALUATION_NAME, FLAGGED
-from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.otlp._sdk_fields import HAS_ON_ENDING
+from otel_shapecheck.pipeline._options import ProcessorOptions
 
 from .agent import CountingProcessor, RaisingCheck, RecordingCheck, chat, tool_turn
 

@@ -23,9 +23,9 @@ from opentelemetry.util.genai.handler import TelemetryHandler
 
 from otel_shapecheck import ShapecheckSpanProcessor
 from otel_shapecheck.checks._builtin import build_checks
+from otel_shapecheck.otlp._sdk_fields import HAS_ON_ENDING
 from otel_shapecheck.pipeline._facts import approximate_bytes
 from otel_shapecheck.pipeline._processor import _AFTER_TOOL_SPAN_NAMES, EXECUTE_TOOL_SPAN_PREFIX
-from otel_shapecheck.otlp._sdk_fields import HAS_ON_ENDING
 from otel_shapecheck.readers._classify import CLASSIFYING_KEYS, classify_span
 
 from .agent import tool_turn
