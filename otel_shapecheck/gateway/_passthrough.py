@@ -60,7 +60,6 @@ _MARKERS: Final = (
     b"gcp.vertex.agent.",  # google-adk's request, response and tool fields
     b"ai.operationId",  # the AI SDK's own telemetry
     b"put.messages",  # gen_ai.input.messages, gen_ai.output.messages (model calls without an operation name)
-    b"gen_ai.tool.definitions",
     EXECUTE_TOOL_SPAN_PREFIX.encode(),
 )
 """Byte strings of which a GenAI-looking span's encoding holds at least one: each classifying key holds

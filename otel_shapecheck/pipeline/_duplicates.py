@@ -68,6 +68,7 @@ def response_of(
         for other, other_call in others
         if other is not span
         and could_pair(span, other)
+        and awaits_response(span, call, other)
         and has_output(other_call)
         and _same_turn(call, other_call)
     ]
@@ -89,7 +90,7 @@ def request_of(
         for other, other_call in others
         if other is not span
         and could_pair(other, span)
-        and not has_output(other_call)
+        and awaits_response(other, other_call, span)
         and _same_turn(call, other_call)
     ]
     if not matches:
@@ -116,6 +117,26 @@ def could_pair(request: ReadableSpan, response: ReadableSpan) -> bool:
         response_parent.span_id if response_parent else None
     )
     return same_parent and (request.end_time or 0) <= (response.start_time or 0)
+
+
+def awaits_response(request: ReadableSpan, call: LLMCall, response: ReadableSpan) -> bool:
+    """Whether ``request`` (read as ``call``) may be the request half of a pair with ``response``: no
+    output read, and, beside its response rather than around or under it, no finish reason either. A
+    finish reason says the response was recorded on the request's own span (its content was just not
+    captured), so such a span is not paired with a later sibling, a separate call of the same turn; a
+    nested pair (google-adk's ``call_llm`` over ``generate_content``) is one call either way."""
+    if has_output(call):
+        return False
+    nested = _is_parent(request, response) or _is_parent(response, request)
+    return nested or not call.finish_reasons
+
+
+def _is_parent(parent: ReadableSpan, child: ReadableSpan) -> bool:
+    return (
+        parent.context is not None
+        and child.parent is not None
+        and child.parent.span_id == parent.context.span_id
+    )
 
 
 def has_output(call: LLMCall) -> bool:

@@ -48,7 +48,6 @@ from otel_shapecheck.readers._genai import (
     OPERATION_NAME,
     OUTPUT_MESSAGES,
     SYSTEM_INSTRUCTIONS,
-    TOOL_DEFINITIONS,
 )
 from otel_shapecheck.readers._genai_events import CONTENT_EVENT_NAMES, event_name_of
 from otel_shapecheck.readers._openinference import FINISH_REASON as OPENINFERENCE_FINISH_REASON
@@ -85,8 +84,10 @@ _MCP_TOOLS_CALL = "tools/call"
 _INVOKE_AGENT = "invoke_agent"
 _OPENINFERENCE_AGENT = "AGENT"
 _TRACELOOP_AGENT_KINDS = frozenset({"agent", "workflow"})
-_MODEL_CALL_CONTENT_KEYS = frozenset({INPUT_MESSAGES, OUTPUT_MESSAGES, TOOL_DEFINITIONS})
-"""GenAI keys that only a model call's span carries when no operation name says what the span is."""
+_MODEL_CALL_CONTENT_KEYS = frozenset({INPUT_MESSAGES, OUTPUT_MESSAGES})
+"""GenAI keys that only a model call's span carries when no operation name says what the span is. Tool
+definitions are not among them: a loop or agent span may carry its calls' menu, and a span with a menu
+alone must stay an ordinary span on the hot path (its menu still reaches the calls below it)."""
 
 CLASSIFYING_KEYS = frozenset(
     {

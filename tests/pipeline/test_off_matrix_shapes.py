@@ -433,3 +433,20 @@ class TestOutputOnAnotherSpan:
         for spans in _both_ways(write)[:2]:
             assert not any(DUPLICATE_OF in (span.attributes or {}) for span in spans)
             assert _one(spans, "first")[TOOL_CHOICE_SKIPPED] == "no-output"
+
+    def test_a_call_whose_finish_reason_was_recorded_is_no_request_half_of_its_next_sibling(self) -> None:
+        """Output capture off, but the call's finish reason recorded (the response is its own): the next
+        call of the turn, with the same recorded input and an output, stays another call."""
+
+        def write(provider: TracerProvider) -> None:
+            tracer = provider.get_tracer("framework")
+            with tracer.start_as_current_span("invoke_agent ops") as agent:
+                agent.set_attribute("gen_ai.operation.name", "invoke_agent")
+                chose = {**_request(), "gen_ai.response.finish_reasons": ("tool_calls",)}
+                tracer.start_span("first", attributes=chose).end()
+                tracer.start_span("second", attributes=_request(with_output=True)).end()
+
+        for spans in _both_ways(write)[:2]:
+            assert not any(DUPLICATE_OF in (span.attributes or {}) for span in spans)
+            run = _one(spans, "invoke_agent ops")
+            assert (run[RUN_EVALUATED], run[RUN_DUPLICATES]) == (2, 0)

@@ -324,15 +324,19 @@ class TestGenAIWithoutOperationName:
         [
             ("gen_ai.input.messages", GENAI_INPUT),
             ("gen_ai.output.messages", GENAI_OUTPUT),
-            ("gen_ai.tool.definitions", GENAI_TOOLS),
         ],
     )
     def test_content_makes_a_model_call(self, key: str, value: str) -> None:
-        """Messages or tool definitions alone say it is a model call, classified apart to be counted."""
+        """Input or output messages alone say it is a model call, classified apart to be counted."""
         assert (
             classify_span("chat gpt-4o-mini", {"gen_ai.request.model": "gpt-4o-mini", key: value})
             is LLM_CALL_GENAI_CONTENT
         )
+
+    def test_a_menu_alone_is_no_model_call(self) -> None:
+        """A span that only carries tool definitions (a loop or agent span holding its calls' menu, with
+        no operation name) is not a model call; its menu still reaches the calls below it."""
+        assert classify_span("agent loop", {"gen_ai.tool.definitions": GENAI_TOOLS}) is OTHER
 
     def test_traceloop_span_processor_shape_is_read(self, telemetry: CapturedTelemetry) -> None:
         attributes = {
