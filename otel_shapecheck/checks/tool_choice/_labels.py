@@ -30,6 +30,7 @@ SKIP_NO_CONTEXT: Final = "no-context"
 SKIP_INCOMPLETE: Final = "incomplete"
 SKIP_MENU_TOO_LARGE: Final = "menu-too-large"
 SKIP_ANSWER_TOOL: Final = "answer-tool"
+SKIP_EMBEDDING_FAILED: Final = "embedding-failed"
 
 # Values of ``gen_ai.evaluation.score.label`` for tool choice.
 LABEL_CLEAR: Final = "clear"
@@ -53,6 +54,10 @@ _SKIP_EXPLANATIONS: Final = {
         "The menu has more tools, or more tool text, than the check scores per call, so it was not scored."
     ),
     SKIP_ANSWER_TOOL: "The call answered through an output tool: an answer, not a tool choice.",
+    SKIP_EMBEDDING_FAILED: (
+        "The embedder failed on a text this call needs (its context or a tool of its menu), "
+        "so it was not scored."
+    ),
 }
 
 
