@@ -3,12 +3,16 @@
 An agent's tool definitions arrive as the same JSON string on every chat span of a run, and a call's
 messages are read again when later calls of its trace are checked for duplicates; parsing them each time
 was a third of the worker's Python time. Readers wrap their string parsers in :class:`ParseCache`, which
-keeps the newest results, bounded both by entries and by the characters of the keys it holds. Results
-are shared between calls, so they must be immutable (tuples of frozen records) and are read-only.
+keeps the newest results, bounded by entries and by the estimated bytes of what each entry keeps alive:
+its key string and its parsed value (:func:`parsed_bytes`, computed once per entry). A parsed menu takes
+several times the characters of its JSON (a named tool of 20 characters is about 160 bytes of records),
+so a bound on key characters alone let a few thousand distinct menus hold a million tool objects.
+Results are shared between calls, so they must be immutable (tuples of frozen records) and are read-only.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -16,53 +20,114 @@ from typing import Final, Generic, TypeVar
 
 T = TypeVar("T")
 
-MAX_CACHED_CHARS: Final = 32 * 1024 * 1024
-"""Characters of content strings a cache keeps at most (its results are smaller than their text)."""
+MAX_CACHED_BYTES: Final = 64 * 1024 * 1024
+"""Estimated bytes a cache keeps alive at most: its key strings and their parsed values."""
 MAX_CACHED_ENTRIES: Final = 1024
-_MISSING = object()
+SAMPLED_ITEMS: Final = 32
+"""Items of a long tuple or list walked by :func:`parsed_bytes`; the rest are taken to be like them."""
+_SINGLETONS = (type(None), bool)
+
+
+def parsed_bytes(value: object) -> int:
+    """What a parsed value keeps alive, roughly, in bytes: its records, containers and strings.
+
+    Every object is counted at :func:`sys.getsizeof` (a record with its ``__dict__``); a tuple or list
+    longer than :data:`SAMPLED_ITEMS` is estimated from that many of its items, evenly spaced, so the
+    estimate of a 100 000-tool menu costs what a 32-tool one does. Objects reached twice count twice.
+    """
+    total = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, weight = stack.pop()
+        kind = type(item)
+        if kind in _SINGLETONS or (kind is tuple and not item):  # shared by every value
+            continue
+        size = sys.getsizeof(item)
+        if kind is str or kind is int or kind is float or kind is bytes:
+            total += size * weight
+        elif kind is tuple or kind is list:
+            total += size * weight
+            items: list[object] | tuple[object, ...] = item  # type: ignore[assignment]
+            if len(items) > SAMPLED_ITEMS:
+                step = len(items) / SAMPLED_ITEMS
+                sample = [items[int(i * step)] for i in range(SAMPLED_ITEMS)]
+                scale = weight * len(items) / SAMPLED_ITEMS
+                stack.extend((entry, scale) for entry in sample)  # type: ignore[misc]
+            else:
+                stack.extend((entry, weight) for entry in items)
+        elif kind is dict:
+            mapping: dict[object, object] = item  # type: ignore[assignment]
+            total += size * weight
+            stack.extend((key, weight) for key in mapping)
+            stack.extend((entry, weight) for entry in mapping.values())
+        elif hasattr(item, "__dict__"):  # a record of the model
+            fields = vars(item)
+            total += (size + sys.getsizeof(fields)) * weight
+            stack.extend((entry, weight) for entry in fields.values())
+        else:
+            total += size * weight
+    return int(total)
 
 
 class ParseCache(Generic[T]):
-    """``parse(text)`` memoised for strings, newest first out of an LRU bounded in entries and characters."""
+    """``parse(text)`` memoised for strings, newest first out of an LRU bounded in entries and bytes."""
 
     def __init__(
         self,
         parse: Callable[[str], T],
         *,
         max_entries: int = MAX_CACHED_ENTRIES,
-        max_chars: int = MAX_CACHED_CHARS,
+        max_bytes: int = MAX_CACHED_BYTES,
     ) -> None:
         self._parse = parse
         self._max_entries = max_entries
-        self._max_chars = max_chars
-        self._entries: OrderedDict[str, T] = OrderedDict()
-        self._chars = 0
+        self._max_bytes = max_bytes
+        self._entries: OrderedDict[str, tuple[T, int]] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    @property
+    def nbytes(self) -> int:
+        """Estimated bytes of the kept keys and values (at most ``max_bytes``)."""
+        with self._lock:
+            return self._bytes
+
+    @property
+    def max_bytes(self) -> int:
+        """The bound on :attr:`nbytes`."""
+        return self._max_bytes
+
     def __call__(self, text: str) -> T:
         with self._lock:
-            found = self._entries.get(text, _MISSING)
-            if found is not _MISSING:
+            found = self._entries.get(text)
+            if found is not None:
                 self._entries.move_to_end(text)
                 self.hits += 1
-                return found  # type: ignore[return-value]
+                return found[0]
         value = self._parse(text)
-        if len(text) > self._max_chars // 4:  # one huge string must not flush everything else
+        if len(text) > self._max_bytes // 4:  # too big to keep, and measuring it would cost as much again
+            return value
+        nbytes = sys.getsizeof(text) + parsed_bytes(value)
+        if nbytes > self._max_bytes // 4:  # one huge value must not flush everything else
             return value
         with self._lock:
             self.misses += 1
             if text not in self._entries:
-                self._entries[text] = value
-                self._chars += len(text)
-                while len(self._entries) > self._max_entries or self._chars > self._max_chars:
-                    old, _ = self._entries.popitem(last=False)
-                    self._chars -= len(old)
+                self._entries[text] = (value, nbytes)
+                self._bytes += nbytes
+                while len(self._entries) > self._max_entries or self._bytes > self._max_bytes:
+                    _, (_, dropped) = self._entries.popitem(last=False)
+                    self._bytes -= dropped
         return value
 
     def clear(self) -> None:
         """Forget every result."""
         with self._lock:
             self._entries.clear()
-            self._chars = 0
+            self._bytes = 0
