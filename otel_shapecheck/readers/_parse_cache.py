@@ -12,6 +12,7 @@ Results are shared between calls, so they must be immutable (tuples of frozen re
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 from collections import OrderedDict
@@ -26,12 +27,14 @@ MAX_CACHED_ENTRIES: Final = 1024
 SAMPLED_ITEMS: Final = 32
 """Items of a long tuple or list walked by :func:`parsed_bytes`; the rest are taken to be like them."""
 _SINGLETONS = (type(None), bool)
+_RECORD_VALUES_BYTES: Final = 16
+"""A record's inline field values beyond the object's own size: a header, then 8 bytes a field."""
 
 
 def parsed_bytes(value: object) -> int:
     """What a parsed value keeps alive, roughly, in bytes: its records, containers and strings.
 
-    Every object is counted at :func:`sys.getsizeof` (a record with its ``__dict__``); a tuple or list
+    Every object is counted at :func:`sys.getsizeof` (a record with its field values); a tuple or list
     longer than :data:`SAMPLED_ITEMS` is estimated from that many of its items, evenly spaced, so the
     estimate of a 100 000-tool menu costs what a 32-tool one does. Objects reached twice count twice.
     """
@@ -60,13 +63,28 @@ def parsed_bytes(value: object) -> int:
             total += size * weight
             stack.extend((key, weight) for key in mapping)
             stack.extend((entry, weight) for entry in mapping.values())
-        elif hasattr(item, "__dict__"):  # a record of the model
-            fields = vars(item)
-            total += (size + sys.getsizeof(fields)) * weight
-            stack.extend((entry, weight) for entry in fields.values())
+        elif (names := _record_fields(kind)) is not None:  # a record of the model
+            total += (size + _RECORD_VALUES_BYTES + 8 * len(names)) * weight
+            stack.extend((getattr(item, name), weight) for name in names)
         else:
             total += size * weight
     return int(total)
+
+
+def _record_fields(kind: type) -> tuple[str, ...] | None:
+    """The field names of a dataclass record type, else ``None`` (read with ``getattr``: ``vars()`` would
+    give the record a ``__dict__`` of its own, 64 bytes more each, and the estimate would cost memory)."""
+    names = _FIELDS.get(kind, _UNKNOWN)
+    if names is _UNKNOWN:
+        is_record = dataclasses.is_dataclass(kind)
+        names = tuple(field.name for field in dataclasses.fields(kind)) if is_record else None
+        _FIELDS[kind] = names
+    return names  # type: ignore[return-value]
+
+
+_UNKNOWN = object()
+_FIELDS: dict[type, object] = {}
+"""Field names by record type (a few model types; a race only computes one twice)."""
 
 
 class ParseCache(Generic[T]):
