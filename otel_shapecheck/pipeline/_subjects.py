@@ -126,7 +126,9 @@ class _Readings:
         call = read_llm_call(span, classified)
         nbytes = 2 * approximate_bytes(span.attributes)
         menu = call.offered_tools if call is not None else None
-        menu_bytes = parsed_bytes(menu) if menu else 0  # outside the lock; unused when the menu is kept
+        with self._lock:
+            known = menu is not None and id(menu) in self._menus
+        menu_bytes = parsed_bytes(menu) if menu and not known else 0  # outside the lock, once per menu
         with self._lock:
             old = self._entries.pop(id(span), None)
             if old is not None:
@@ -136,8 +138,10 @@ class _Readings:
             self._bytes += nbytes
             if menu:
                 held = self._menus.setdefault(id(menu), [0, menu_bytes])
+                if held[0] == 0 and known:  # dropped in between by another reader: measure it now
+                    held[1] = parsed_bytes(menu)
                 held[0] += 1
-                self._bytes += menu_bytes if held[0] == 1 else 0
+                self._bytes += held[1] if held[0] == 1 else 0
             while len(self._entries) > 1 and (
                 len(self._entries) > self._max_entries or self._bytes > self._max_bytes
             ):
