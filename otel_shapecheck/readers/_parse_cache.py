@@ -128,10 +128,11 @@ class ParseCache(Generic[T]):
                 self.hits += 1
                 return found[0]
         value = self._parse(text)
-        if len(text) > self._max_bytes // 4:  # too big to keep, and measuring it would cost as much again
+        if len(text) > self._max_bytes // 2:  # too big to keep: not worth measuring
             return value
         nbytes = sys.getsizeof(text) + parsed_bytes(value)
-        if nbytes > self._max_bytes // 4:  # one huge value must not flush everything else
+        # One value may take half the bound (a 100 000-tool menu is about 30 MB), never all of it.
+        if nbytes > self._max_bytes // 2:
             return value
         with self._lock:
             self.misses += 1
