@@ -13,7 +13,8 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from typing import Final
 
@@ -26,6 +27,12 @@ K1: Final = 1.2
 """BM25 term-frequency saturation (the usual value)."""
 B: Final = 0.75
 """BM25 length normalisation (the usual value)."""
+
+MAX_LEXICONS: Final = 256
+MAX_LEXICON_BYTES: Final = 32 * 1024 * 1024
+"""Estimated bytes of the recent menus' lexicons kept at most."""
+_TERM_BYTES: Final = 800
+_POSTING_BYTES: Final = 85
 
 _WORD = re.compile(r"\w+")
 _SLOT_LABEL = re.compile(r"(?:\A|\n\n)(?:user|assistant): ")
@@ -84,6 +91,10 @@ class MenuLexicon:
         self._posting_lists = {
             term: (where.tolist(), weights.tolist()) for term, (where, weights) in self._postings.items()
         }
+        posting_count = sum(len(where) for where, _ in self._postings.values())
+        self.nbytes = _TERM_BYTES * len(self._postings) + _POSTING_BYTES * posting_count + 8 * self.size
+        """Estimated bytes the lexicon holds: per term its arrays, lists and entries, per posting its
+        numbers in both forms."""
 
     def raw(self, context: str) -> npt.NDArray[np.float64]:
         """BM25 of ``context`` against every candidate (each distinct context word counts once)."""
@@ -115,10 +126,55 @@ class MenuLexicon:
         return [score / best for score in raw] if best > 0 else raw
 
 
-@functools.lru_cache(maxsize=256)  # a menu recurs on every call of an agent; large menus keep their own
+class _Lexicons:
+    """Recent menus' lexicons, bounded by count and by their estimated bytes (a 300-tool menu's is
+    about half a megabyte, so a count alone let 256 of them hold over 100 MB)."""
+
+    def __init__(self, max_entries: int = MAX_LEXICONS, max_bytes: int = MAX_LEXICON_BYTES) -> None:
+        self._max_entries = max_entries
+        self._max_bytes = max_bytes
+        self._entries: OrderedDict[tuple[str, ...], MenuLexicon] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @property
+    def nbytes(self) -> int:
+        """Estimated bytes of the kept lexicons (at most ``max_bytes``)."""
+        with self._lock:
+            return self._bytes
+
+    def get(self, candidates: tuple[str, ...]) -> MenuLexicon:
+        """The lexicon of ``candidates``, built on first sight (a too-big one is built and not kept)."""
+        with self._lock:
+            found = self._entries.get(candidates)
+            if found is not None:
+                self._entries.move_to_end(candidates)
+                return found
+        lexicon = MenuLexicon(candidates)
+        if lexicon.nbytes > self._max_bytes // 2:
+            return lexicon
+        with self._lock:
+            if candidates not in self._entries:
+                self._entries[candidates] = lexicon
+                self._bytes += lexicon.nbytes
+                while len(self._entries) > self._max_entries or self._bytes > self._max_bytes:
+                    self._bytes -= self._entries.popitem(last=False)[1].nbytes
+        return lexicon
+
+    def clear(self) -> None:
+        """Forget every lexicon."""
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+lexicons = _Lexicons()
+"""The process's lexicons of recent menus (a menu recurs on every call of an agent)."""
+
+
 def menu_lexicon(candidates: tuple[str, ...]) -> MenuLexicon:
-    """The :class:`MenuLexicon` of ``candidates``, built once per distinct menu."""
-    return MenuLexicon(candidates)
+    """The :class:`MenuLexicon` of ``candidates``, built once per distinct menu while it is recent."""
+    return lexicons.get(candidates)
 
 
 def lexical_scores(context: str, candidates: Sequence[str]) -> list[float]:
