@@ -10,7 +10,6 @@ between calls, and the cost is a pass over the menu's words.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import threading
@@ -22,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from otel_shapecheck.embedding._tool_index import tokenised_name
+from otel_shapecheck.readers._parse_cache import ParseCache
 
 K1: Final = 1.2
 """BM25 term-frequency saturation (the usual value)."""
@@ -31,6 +31,8 @@ B: Final = 0.75
 MAX_LEXICONS: Final = 256
 MAX_LEXICON_BYTES: Final = 32 * 1024 * 1024
 """Estimated bytes of the recent menus' lexicons kept at most."""
+MAX_CACHED_TERMS: Final = 8192
+MAX_CACHED_TERM_BYTES: Final = 16 * 1024 * 1024
 _TERM_BYTES: Final = 800
 _POSTING_BYTES: Final = 85
 
@@ -46,7 +48,6 @@ _STOPWORD_TEXT = (
 _STOPWORDS: Final = frozenset(_STOPWORD_TEXT.split())
 
 
-@functools.lru_cache(maxsize=8192)  # candidate texts recur on every call that offers the same menu
 def lexical_terms(text: str) -> tuple[str, ...]:
     """The words BM25 compares: camelCase and ``_``/``-`` split, lower case, no stopwords, crude plurals.
 
@@ -54,8 +55,17 @@ def lexical_terms(text: str) -> tuple[str, ...]:
     dropped; a trailing ``s`` is removed from words longer than three letters (``orders`` → ``order``),
     unless the word ends in ``ss``, ``us`` or ``is`` (``address``, ``status``, ``analysis``).
     """
+    return _cached_terms(text)
+
+
+def _terms(text: str) -> tuple[str, ...]:
     words = _WORD.findall(tokenised_name(text).lower())
     return tuple(_stem(word) for word in words if len(word) > 1 and word not in _STOPWORDS)
+
+
+_cached_terms = ParseCache(_terms, max_entries=MAX_CACHED_TERMS, max_bytes=MAX_CACHED_TERM_BYTES)
+"""Terms of recent texts (candidate texts recur whenever a menu's lexicon is built again), bounded by
+the estimated bytes of the texts and their terms: a 4 096-character text has about 600 terms."""
 
 
 def _stem(word: str) -> str:
@@ -136,6 +146,11 @@ class _Lexicons:
         self._entries: OrderedDict[tuple[str, ...], MenuLexicon] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+
+    @property
+    def max_bytes(self) -> int:
+        """The bound on :attr:`nbytes`."""
+        return self._max_bytes
 
     @property
     def nbytes(self) -> int:
