@@ -4,8 +4,9 @@ Sentence embeddings blur exact words: ``get_current_weather`` and ``get_forecast
 while the user's "current" names one of them. BM25 rewards the words the context shares with a tool's
 text, weighted by how rare each word is *on this menu* (the idf is computed over the menu's own
 candidate texts, so a word every tool carries counts for almost nothing). The scores are divided by the
-menu's best, so they lie in [0, 1] and fuse with cosines at a fixed weight. Stateless: nothing is kept
-between calls, and the cost is a pass over the menu's words.
+menu's best, so they lie in [0, 1] and fuse with cosines at a fixed weight. The cost is a pass over the
+menu's words; the lexicons of recent menus and the terms of recent texts are memoised, each within a
+bound on their estimated bytes.
 """
 
 from __future__ import annotations
