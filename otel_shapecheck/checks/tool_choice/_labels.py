@@ -31,6 +31,7 @@ SKIP_INCOMPLETE: Final = "incomplete"
 SKIP_MENU_TOO_LARGE: Final = "menu-too-large"
 SKIP_ANSWER_TOOL: Final = "answer-tool"
 SKIP_NO_OUTPUT: Final = "no-output"
+SKIP_EMBEDDING_FAILED: Final = "embedding-failed"
 
 # Values of ``gen_ai.evaluation.score.label`` for tool choice.
 LABEL_CLEAR: Final = "clear"
@@ -55,6 +56,10 @@ _SKIP_EXPLANATIONS: Final = {
     ),
     SKIP_ANSWER_TOOL: "The call answered through an output tool: an answer, not a tool choice.",
     SKIP_NO_OUTPUT: "The call's output was not captured, so what it chose, if anything, is unknown.",
+    SKIP_EMBEDDING_FAILED: (
+        "The embedder failed on a text this call needs (its context or a tool of its menu), "
+        "so it was not scored."
+    ),
 }
 
 
