@@ -17,11 +17,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from otel_shapecheck._model import JSONValue, LLMCall, OfferedTool
+from otel_shapecheck.readers._parse_cache import parsed_bytes
 
 MAX_ARGUMENT_DEPTH = 8
 """How deep the arguments are walked for answer text; deeper values are left out."""
 _MAX_MENUS = 256
 """Menus whose answer-tool-free copy is kept (a menu recurs on every call of an agent)."""
+_MAX_MENU_BYTES = 16 * 1024 * 1024
+"""Estimated bytes those menus and their copies may keep alive."""
 
 
 def is_answer_tool(name: str, names: Sequence[str]) -> bool:
@@ -59,16 +62,19 @@ class _MenusWithout:
     """Each recent menu without its answer tools, keyed by the identity of the menu tuple.
 
     Readers hand every call of one menu the same tuple, and the tool-choice check prepares a menu once
-    per tuple; the copy without answer tools is therefore made once and handed out as the same tuple,
-    and a menu without answer tools is handed back as it is. An entry keeps its menu alive, so the id
-    it is keyed by is not reused while it is kept.
+    per tuple; the copy without answer tools is therefore made once and handed out as the same tuple.
+    A menu without answer tools is handed back as it is and not kept: an entry keeps its menu alive (so
+    the id it is keyed by is not reused while it is kept), and menus are kept within a bound on their
+    estimated bytes as well as their count.
     """
 
-    def __init__(self, max_entries: int = _MAX_MENUS) -> None:
+    def __init__(self, max_entries: int = _MAX_MENUS, max_bytes: int = _MAX_MENU_BYTES) -> None:
         self._max_entries = max_entries
+        self._max_bytes = max_bytes
         self._entries: OrderedDict[
-            tuple[int, tuple[str, ...]], tuple[tuple[OfferedTool, ...], tuple[OfferedTool, ...]]
+            tuple[int, tuple[str, ...]], tuple[tuple[OfferedTool, ...], tuple[OfferedTool, ...], int]
         ] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def without(
@@ -84,12 +90,18 @@ class _MenusWithout:
                 self._entries.move_to_end(key)
                 return entry[1]
         kept = tuple(tool for tool in offered if not is_answer_tool(tool.name, names))
-        menu = offered if len(kept) == len(offered) else kept
+        if len(kept) == len(offered):
+            return offered
+        size = parsed_bytes(offered) + parsed_bytes(kept)
+        if size > self._max_bytes // 2:
+            return kept
         with self._lock:
-            self._entries[key] = (offered, menu)
-            while len(self._entries) > self._max_entries:
-                self._entries.popitem(last=False)
-        return menu
+            if key not in self._entries:
+                self._entries[key] = (offered, kept, size)
+                self._bytes += size
+            while len(self._entries) > self._max_entries or self._bytes > self._max_bytes:
+                self._bytes -= self._entries.popitem(last=False)[1][2]
+        return kept
 
 
 _menus = _MenusWithout()
