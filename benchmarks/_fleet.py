@@ -5,7 +5,7 @@ deployed agent has). A run is an ``invoke_agent`` root, a chat span whose model 
 menu for a varied user turn, the tool's ``execute_tool`` span and a second chat span answering; a share
 of the tools return rows and the answer quotes figures from them. Plain HTTP and database spans sit
 around the GenAI ones, as in a real service. Everything is drawn from one seeded generator, so the same
-arguments give the same spans in every process.
+arguments give the same spans (ids aside) in every process.
 """
 
 from __future__ import annotations
@@ -152,9 +152,13 @@ def _run(tracer: trace.Tracer, rng: random.Random, agent: Agent, menu: str, numb
         _chat(tracer, menu, question, [{"type": "text", "content": answer}], "stop")
 
 
-def fleet_spans(runs: int, seed: int = 7) -> list[ReadableSpan]:
-    """The ended spans of ``runs`` runs spread over the fleet's agents, in the order they ended."""
-    rng = random.Random(seed)
+def fleet_spans(runs: int, seed: int = 7, turns: int | None = None) -> list[ReadableSpan]:
+    """The ended spans of ``runs`` runs spread over the fleet's agents, in the order they ended.
+
+    ``seed`` draws the menus; ``turns`` (default: ``seed``) draws the runs, so traffic with another
+    ``turns`` has the same agents and menus and new user turns, as a fleet has from one hour to the next.
+    """
+    rng = random.Random(seed if turns is None else turns)
     agents = fleet(seed)
     menus = {agent.name: json.dumps(list(agent.tools)) for agent in agents}
     recorder = _Recorder()

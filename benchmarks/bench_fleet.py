@@ -1,26 +1,33 @@
 """Fleet throughput: evaluations per CPU-second on fleet traffic, in-process and through ``serve``.
 
 The traffic is :mod:`benchmarks._fleet`'s: six agents with fixed menus of 10 to 60 tools, runs with
-varied user turns, 40 % of them with tool rows and figures, plain spans around. For each embedder:
+varied user turns, 40 % of them with tool rows and figures, plain spans around. An evaluation is a span
+given a verdict (two chat spans a run: the tool-choosing one and the answering one). For each embedder:
 
-- **in-process**: the spans replayed into ``ShapecheckSpanProcessor`` → ``BatchSpanProcessor`` → an
-  exporter that only notes when each span left; evaluations (spans given a verdict) per CPU-second of
-  the whole process, from the first ``on_end`` until the last enriched copy is exported. The memory
-  cache starts empty and the cache file is off, so every menu is embedded once, as in a fresh process.
+- **in-process, cold / steady**: the spans replayed into ``ShapecheckSpanProcessor`` →
+  ``BatchSpanProcessor`` → an exporter that only notes when each span left; evaluations per CPU-second
+  of the whole process, from the first ``on_end`` until the last span is exported. *Cold* starts with an
+  empty memory cache (the cache file off), so every menu is embedded once; *steady* is the next hour's
+  traffic (same agents and menus, new user turns) through the same cache: the sizing figure.
 - **floor**: the same traffic's unavoidable work: the raw embedder run over exactly the texts the
-  in-process run sent it (each new text once, in batches of 64) plus reading every span with the
-  readers. ``ratio`` is the floor's CPU over the in-process CPU (1 would be no overhead at all).
-- **delay**: p50/p99 from a span's ``on_end`` to its enriched copy's export, with the spans replayed at
-  half the measured rate (a loaded, not saturated, processor).
-- **serve**: the same spans as OTLP requests into an ``otel-shapecheck serve`` child process that
-  forwards to a counting receiver; evaluations per CPU-second of the gateway process, with the cache
-  file off (cold) and with a file a previous gateway filled (restarted).
+  run sent it (each new text once, in batches of 64) plus reading every span with the readers.
+  ``ratio`` is the floor's CPU over the run's (1 would be no overhead at all).
+- **delay**: p50/p99 from a span's ``on_end`` to its enriched copy's export, steady state, with new
+  turns replayed at half the steady rate (a loaded, not saturated, processor).
+- **serve, cold / restarted**: the spans as OTLP requests into an ``otel-shapecheck serve`` child
+  process forwarding to a counting receiver; evaluations per CPU-second of the gateway process. *Cold*:
+  the cache file off. *Restarted*: a gateway filled the file with one hour's traffic and stopped; a new
+  gateway on the same file takes the next hour's.
+- **replicas**: the cold traffic split by trace id over 1, 2 and 4 ``serve`` processes; evaluations per
+  wall-second from the first request to the last span forwarded (on this machine's two shared cores).
+- **intra-op threads**: the raw MiniLM over 256 new texts with 1 and 2 onnxruntime threads.
 
-Keep it short on a shared machine: ``python -m benchmarks fleet`` (``FLEET_RUNS`` runs per round).
+Keep it short on a shared machine: ``python -m benchmarks fleet`` (``FLEET_RUNS`` runs per traffic).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import tempfile
@@ -98,8 +105,7 @@ class _Timed(SpanExporter):
             time.sleep(0.005)
 
 
-def _processor(embedder: Embedder, exporter: _Timed, queue: int) -> ShapecheckSpanProcessor:
-    cache = EmbeddingCache(embedder, path="none")
+def _processor(cache: EmbeddingCache, exporter: _Timed, queue: int) -> ShapecheckSpanProcessor:
     return ShapecheckSpanProcessor(
         BatchSpanProcessor(exporter, max_queue_size=max(queue, 512), schedule_delay_millis=20),
         checks=[ToolChoiceCheck(cache, keep_calls=False), ConformanceCheck(), FiguresCheck()],
@@ -107,10 +113,12 @@ def _processor(embedder: Embedder, exporter: _Timed, queue: int) -> ShapecheckSp
     )
 
 
-def _in_process(raw: Embedder, spans: Sequence[ReadableSpan]) -> dict[str, Any]:
-    recording = _Recording(raw)
+def _in_process(
+    cache: EmbeddingCache, recording: _Recording, spans: Sequence[ReadableSpan]
+) -> dict[str, Any]:
     exporter = _Timed()
-    processor = _processor(recording, exporter, len(spans) + 1)
+    processor = _processor(cache, exporter, len(spans) + 1)
+    sent = len(recording.texts)
     cpu, wall = time.process_time(), time.perf_counter()
     for span in spans:
         processor.on_end(span)
@@ -118,7 +126,7 @@ def _in_process(raw: Embedder, spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     evaluated = processor.counts().evaluated
     processor.shutdown()
-    return {"cpu": cpu, "wall": wall, "evaluated": evaluated, "texts": recording.texts}
+    return {"cpu": cpu, "wall": wall, "evaluated": evaluated, "texts": recording.texts[sent:]}
 
 
 def _floor(raw: Embedder, texts: Sequence[str], spans: Sequence[ReadableSpan]) -> float:
@@ -132,10 +140,10 @@ def _floor(raw: Embedder, texts: Sequence[str], spans: Sequence[ReadableSpan]) -
     return time.process_time() - cpu
 
 
-def _delays(raw: Embedder, spans: Sequence[ReadableSpan], rate: float) -> tuple[float, float]:
+def _delays(cache: EmbeddingCache, spans: Sequence[ReadableSpan], rate: float) -> tuple[float, float]:
     """p50/p99 milliseconds from ``on_end`` to the enriched copy's export, at ``rate`` spans per second."""
     exporter = _Timed()
-    processor = _processor(raw, exporter, len(spans) + 1)
+    processor = _processor(cache, exporter, len(spans) + 1)
     ended: dict[int, float] = {}
     start = time.perf_counter()
     for number, span in enumerate(spans):
@@ -151,78 +159,180 @@ def _delays(raw: Embedder, spans: Sequence[ReadableSpan], rate: float) -> tuple[
     return statistics.median(delays), delays[min(len(delays) - 1, int(0.99 * len(delays)))]
 
 
+def _gateway_arguments(receiver: CountingReceiver, name: str, cache: str) -> list[str]:
+    arguments = ["--forward", receiver.traces_url, "--protocol", "http/protobuf", "--embedder", name]
+    return [*arguments, "--no-spool", "--no-events", "--embedding-cache", cache]
+
+
 def _through_serve(name: str, spans: Sequence[ReadableSpan], cache: str) -> dict[str, float]:
-    """Evaluations per CPU-second of a ``serve`` process over ``spans`` (after a warm-up of other spans)."""
+    """CPU- and wall-seconds of a ``serve`` process over ``spans`` (after a warm-up of other agents)."""
     warm_up = fleet_spans(6, seed=99)
-    with CountingReceiver() as receiver:
-        arguments = ["--forward", receiver.traces_url, "--protocol", "http/protobuf", "--embedder", name]
-        arguments += ["--no-spool", "--no-events", "--embedding-cache", cache]
-        with GatewayProcess(arguments) as gateway:
+    with CountingReceiver() as receiver, GatewayProcess(_gateway_arguments(receiver, name, cache)) as gateway:
+        send_all(gateway.port, requests_of(warm_up))
+        if not receiver.wait_for(len(warm_up)):
+            raise RuntimeError("the gateway forwarded too little of the warm-up")
+        before, cpu = receiver.count(), gateway.cpu_seconds()
+        wall = time.perf_counter()
+        send_all(gateway.port, requests_of(spans))
+        if not receiver.wait_for(before + len(spans), timeout=600):
+            raise RuntimeError("the gateway forwarded too little")
+        return {"cpu": gateway.cpu_seconds() - cpu, "wall": time.perf_counter() - wall}
+
+
+def _replicas(name: str, spans: Sequence[ReadableSpan], count: int) -> dict[str, float]:
+    """Wall- and CPU-seconds of ``count`` ``serve`` processes taking ``spans`` split by trace id."""
+    shares: list[list[ReadableSpan]] = [[] for _ in range(count)]
+    for span in spans:
+        assert span.context is not None
+        shares[span.context.trace_id % count].append(span)
+    warm_up = fleet_spans(2, seed=99)
+    with CountingReceiver() as receiver, contextlib.ExitStack() as stack:
+        gateways = [
+            stack.enter_context(GatewayProcess(_gateway_arguments(receiver, name, "none")))
+            for _ in range(count)
+        ]
+        for gateway in gateways:  # load the model in each before the clock starts
             send_all(gateway.port, requests_of(warm_up))
-            if not receiver.wait_for(len(warm_up)):
-                raise RuntimeError("the gateway forwarded too little of the warm-up")
-            before, cpu = receiver.count(), gateway.cpu_seconds()
-            wall = time.perf_counter()
-            send_all(gateway.port, requests_of(spans))
-            if not receiver.wait_for(before + len(spans), timeout=600):
-                raise RuntimeError("the gateway forwarded too little")
-            return {"cpu": gateway.cpu_seconds() - cpu, "wall": time.perf_counter() - wall}
+        if not receiver.wait_for(count * len(warm_up)):
+            raise RuntimeError("the gateways forwarded too little of the warm-up")
+        before, cpu = receiver.count(), sum(gateway.cpu_seconds() for gateway in gateways)
+        wall = time.perf_counter()
+        senders = [
+            threading.Thread(target=send_all, args=(gateway.port, requests_of(share)))
+            for gateway, share in zip(gateways, shares, strict=True)
+        ]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join()
+        if not receiver.wait_for(before + len(spans), timeout=600):
+            raise RuntimeError("the gateways forwarded too little")
+        wall = time.perf_counter() - wall
+        return {"wall": wall, "cpu": sum(gateway.cpu_seconds() for gateway in gateways) - cpu}
 
 
-def measure(name: str, raw: Embedder, spans: Sequence[ReadableSpan]) -> list[dict[str, Any]]:
-    """The rows of one embedder: in-process, floor, ratio and delays, then ``serve`` cold and restarted."""
+def _row(
+    name: str, value: float, unit: str, baseline: float, ratio: float, target: str, **more: Any
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": round(value, 1),
+        "unit": unit,
+        "baseline": round(baseline, 1),
+        "ratio": round(ratio, 3),
+        "target": target,
+        **more,
+    }
+
+
+def measure(name: str, raw: Embedder, runs: int = FLEET_RUNS) -> list[dict[str, Any]]:
+    """Every row of one embedder (see the module's docstring)."""
+    hour_one, hour_two, hour_three = (fleet_spans(runs, turns=turns) for turns in (1, 2, 3))
     raw.embed(["warm up the model"])
-    run = _in_process(raw, spans)
-    floor_cpu = _floor(raw, run["texts"], spans)
-    evaluated = run["evaluated"]
-    per_core = evaluated / run["cpu"]
-    p50, p99 = _delays(raw, spans[: len(spans) // 2], 0.5 * len(spans) / run["wall"])
-    choosing = tool_choosing(spans)
-    rows: list[dict[str, Any]] = [
-        {
-            "name": f"fleet.in_process.evaluations_per_cpu_s[{name}]",
-            "value": round(per_core, 1),
-            "unit": "evaluations/CPU-s",
-            "baseline": round(evaluated / floor_cpu, 1),
-            "ratio": round(floor_cpu / run["cpu"], 3),
-            "target": "report (baseline: the floor, raw model on new texts + reading the spans)",
-            "spans": len(spans),
-            "evaluated": evaluated,
-            "tool_choosing_calls": choosing,
-            "tool_choosing_per_cpu_s": round(choosing / run["cpu"], 1),
-            "texts_embedded": len(run["texts"]),
-            "cpu_s": round(run["cpu"], 2),
-            "floor_cpu_s": round(floor_cpu, 2),
-            "delay_p50_ms": round(p50, 1),
-            "delay_p99_ms": round(p99, 1),
-        }
-    ]
+    recording = _Recording(raw)
+    cache = EmbeddingCache(recording, path="none", max_entries=100_000)
+    rows = []
+    steady_rate = 0.0
+    for label, spans in (("cold", hour_one), ("steady", hour_two)):
+        run = _in_process(cache, recording, spans)
+        floor_cpu = _floor(raw, run["texts"], spans)
+        choosing = tool_choosing(spans)
+        steady_rate = len(spans) / run["wall"]
+        rows.append(
+            _row(
+                f"fleet.in_process.{label}.evaluations_per_cpu_s[{name}]",
+                run["evaluated"] / run["cpu"],
+                "evaluations/CPU-s",
+                run["evaluated"] / floor_cpu,
+                floor_cpu / run["cpu"],
+                "report (baseline: the floor, raw model on new texts + reading the spans)",
+                spans=len(spans),
+                evaluated=run["evaluated"],
+                tool_choosing_per_cpu_s=round(choosing / run["cpu"], 1),
+                texts_embedded=len(run["texts"]),
+                cpu_s=round(run["cpu"], 2),
+                floor_cpu_s=round(floor_cpu, 2),
+            )
+        )
+    p50, p99 = _delays(cache, hour_three[: len(hour_three) // 2], 0.5 * steady_rate)
+    rows.append(
+        _row(
+            f"fleet.in_process.delay_ms[{name}]",
+            p50,
+            "ms (p50)",
+            0,
+            0,
+            "report (p99 beside it)",
+            p99_ms=round(p99, 1),
+        )
+    )
+    evaluated = rows[0]["evaluated"]
     with tempfile.TemporaryDirectory() as directory:
         file = str(Path(directory) / "embeddings.sqlite")
-        for label, cache in (("cold", "none"), ("filling", file), ("restarted", file)):
-            served = _through_serve(name, spans, cache)
-            if label == "filling":
-                continue
-            rows.append(
-                {
-                    "name": f"fleet.serve.{label}.evaluations_per_cpu_s[{name}]",
-                    "value": round(evaluated / served["cpu"], 1),
-                    "unit": "evaluations/CPU-s",
-                    "baseline": round(per_core, 1),
-                    "ratio": round(run["cpu"] / served["cpu"], 3),
-                    "target": "report (baseline: in-process)",
-                    "tool_choosing_per_cpu_s": round(choosing / served["cpu"], 1),
-                    "cpu_s": round(served["cpu"], 2),
-                    "wall_s": round(served["wall"], 2),
-                }
+        cold = _through_serve(name, hour_one, "none")
+        _through_serve(name, hour_one, file)  # the gateway that fills the file, then stops
+        restarted = _through_serve(name, hour_two, file)
+    for label, served in (("cold", cold), ("restarted", restarted)):
+        rows.append(
+            _row(
+                f"fleet.serve.{label}.evaluations_per_cpu_s[{name}]",
+                evaluated / served["cpu"],
+                "evaluations/CPU-s",
+                rows[0 if label == "cold" else 1]["value"],
+                evaluated / served["cpu"] / rows[0 if label == "cold" else 1]["value"],
+                "report (baseline: in-process, cold / steady)",
+                cpu_s=round(served["cpu"], 2),
+                wall_s=round(served["wall"], 2),
             )
+        )
+    single = 0.0
+    for count in (1, 2, 4):
+        scaled = _replicas(name, hour_one, count)
+        rate = evaluated / scaled["wall"]
+        single = single or rate
+        rows.append(
+            _row(
+                f"fleet.serve.replicas_{count}.evaluations_per_s[{name}]",
+                rate,
+                "evaluations/s (wall)",
+                single,
+                rate / single,
+                "report (baseline: one replica; 2 shared cores)",
+                cpu_s=round(scaled["cpu"], 2),
+                wall_s=round(scaled["wall"], 2),
+            )
+        )
     return rows
+
+
+def _intra_op_threads() -> list[dict[str, Any]]:
+    """Raw MiniLM over 256 new texts with 1 and 2 onnxruntime threads: texts per wall- and CPU-second."""
+    texts = [f"user: please look at order {i} for customer {i * 31} in region {i % 7}" for i in range(256)]
+    rates = {}
+    for threads in (1, 2):
+        model = MiniLMEmbedder(intra_op_num_threads=threads)
+        model.embed(["warm up"])
+        cpu, wall = time.process_time(), time.perf_counter()
+        for start in range(0, len(texts), _EMBED_BATCH):
+            model.embed([f"{text} ({threads})" for text in texts[start : start + _EMBED_BATCH]])
+        rates[threads] = (len(texts) / (time.perf_counter() - wall), len(texts) / (time.process_time() - cpu))
+    return [
+        _row(
+            "fleet.minilm.intra_op_threads_2.texts_per_s",
+            rates[2][0],
+            "texts/s (wall)",
+            rates[1][0],
+            rates[2][0] / rates[1][0],
+            "report (baseline: 1 thread, the default)",
+            texts_per_cpu_s=round(rates[2][1], 1),
+            baseline_texts_per_cpu_s=round(rates[1][1], 1),
+        )
+    ]
 
 
 def run() -> list[dict[str, Any]]:
     """Rows for the hashing embedder and MiniLM (one intra-op thread), on the same fleet traffic."""
-    spans = fleet_spans(FLEET_RUNS)
-    return measure("hashing", HashingEmbedder(), spans) + measure("minilm", MiniLMEmbedder(), spans)
+    return measure("hashing", HashingEmbedder()) + measure("minilm", MiniLMEmbedder()) + _intra_op_threads()
 
 
 if __name__ == "__main__":
