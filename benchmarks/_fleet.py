@@ -106,7 +106,8 @@ def _chat(tracer: trace.Tracer, menu: str, question: str, output: list[dict[str,
         http.set_attributes({"http.request.method": "POST", "http.response.status_code": 200})
 
 
-def _run(tracer: trace.Tracer, rng: random.Random, agent: Agent, menu: str, number: int) -> None:
+def agent_run(tracer: trace.Tracer, rng: random.Random, agent: Agent, menu: str, number: int) -> None:
+    """One run of ``agent`` (its menu as JSON in ``menu``): eight spans of one trace, ended in order."""
     tool = rng.choice(agent.tools)
     verb, _, rest = tool["name"].partition("_")
     domain = rest.split("_")[0]
@@ -167,7 +168,7 @@ def fleet_spans(runs: int, seed: int = 7, turns: int | None = None) -> list[Read
     tracer = provider.get_tracer("bench.fleet")
     for number in range(runs):
         agent = rng.choice(agents)
-        _run(tracer, rng, agent, menus[agent.name], number)
+        agent_run(tracer, rng, agent, menus[agent.name], number)
     provider.shutdown()
     return recorder.spans
 

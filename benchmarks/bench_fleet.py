@@ -21,6 +21,10 @@ given a verdict (two chat spans a run: the tool-choosing one and the answering o
 - **replicas**: the cold traffic split by trace id over 1, 2 and 4 ``serve`` processes; evaluations per
   wall-second from the first request to the last span forwarded (on this machine's two shared cores).
 - **intra-op threads**: the raw MiniLM over 256 new texts with 1 and 2 onnxruntime threads.
+- **application feel**: the application's own request loop (each request runs one fleet agent run,
+  live spans through the provider, plus about a millisecond of its own Python work), wall-clock p50 and
+  p99 per request with the processor (its worker busy evaluating the loop's spans) against the same
+  loop with a bare ``BatchSpanProcessor``, alternating rounds.
 
 Keep it short on a shared machine: ``python -m benchmarks fleet`` (``FLEET_RUNS`` runs per traffic).
 """
@@ -28,7 +32,9 @@ Keep it short on a shared machine: ``python -m benchmarks fleet`` (``FLEET_RUNS`
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import random
 import statistics
 import tempfile
 import threading
@@ -37,10 +43,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from benchmarks._fleet import fleet_spans, tool_choosing
+from benchmarks._fleet import agent_run, fleet, fleet_spans, tool_choosing
 from benchmarks._gateway_traffic import GatewayProcess, requests_of, send_all
 from benchmarks.bench_end_to_end import CountingReceiver
 from otel_shapecheck import (
@@ -52,6 +58,7 @@ from otel_shapecheck import (
     ShapecheckSpanProcessor,
     ToolChoiceCheck,
 )
+from otel_shapecheck.checks._builtin import build_checks
 from otel_shapecheck.embedding._cache import EmbeddingCache
 from otel_shapecheck.embedding._vectors import FloatMatrix
 from otel_shapecheck.pipeline._options import ProcessorOptions
@@ -59,6 +66,7 @@ from otel_shapecheck.readers._classify import classify_span
 from otel_shapecheck.readers._read import read_llm_call, read_tool_execution
 
 FLEET_RUNS = int(os.environ.get("FLEET_RUNS", "300"))
+_APPLICATION_WORK = 8_000  # about a millisecond of the request's own Python
 _EMBED_BATCH = 64
 _VERDICT = "shapecheck.flagged"
 
@@ -214,11 +222,14 @@ def _replicas(name: str, spans: Sequence[ReadableSpan], count: int) -> dict[str,
 def _row(
     name: str, value: float, unit: str, baseline: float, ratio: float, target: str, **more: Any
 ) -> dict[str, Any]:
+    def shown(number: float) -> float:
+        return round(number, 3 if abs(number) < 100 else 1)
+
     return {
         "name": name,
-        "value": round(value, 1),
+        "value": shown(value),
         "unit": unit,
-        "baseline": round(baseline, 1),
+        "baseline": shown(baseline),
         "ratio": round(ratio, 3),
         "target": target,
         **more,
@@ -330,9 +341,80 @@ def _intra_op_threads() -> list[dict[str, Any]]:
     ]
 
 
+class _Discard(SpanExporter):
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
+def _request_loop(processor: SpanProcessor, requests: int, turns: int) -> list[float]:
+    """Milliseconds of each request of an application loop whose spans go through ``processor``."""
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("bench.application")
+    rng = random.Random(turns)
+    agents = fleet()
+    menus = {agent.name: json.dumps(list(agent.tools)) for agent in agents}
+    times = []
+    for number in range(requests):
+        start = time.perf_counter()
+        agent = rng.choice(agents)
+        agent_run(tracer, rng, agent, menus[agent.name], number)
+        sum(i * i for i in range(_APPLICATION_WORK))  # the request's own work
+        times.append(1000 * (time.perf_counter() - start))
+    provider.shutdown()
+    return times
+
+
+def _application_feel(name: str, requests: int = 300, rounds: int = 3) -> list[dict[str, Any]]:
+    """p50/p99 per request with the processor against a bare ``BatchSpanProcessor``, alternating rounds."""
+    bare: list[float] = []
+    wrapped: list[float] = []
+    totals = {"bare": 0.0, "wrapped": 0.0}
+    for round_number in range(rounds):
+        turns = 100 + round_number
+        start = time.perf_counter()
+        bare += _request_loop(BatchSpanProcessor(_Discard()), requests, turns)
+        totals["bare"] += time.perf_counter() - start
+        processor = ShapecheckSpanProcessor(BatchSpanProcessor(_Discard()), checks=build_checks(name))
+        start = time.perf_counter()
+        wrapped += _request_loop(processor, requests, turns)
+        totals["wrapped"] += time.perf_counter() - start
+    rows = []
+    for label, quantile in (("p50", 0.5), ("p99", 0.99)):
+        ours, theirs = _quantile(wrapped, quantile), _quantile(bare, quantile)
+        rows.append(
+            _row(
+                f"fleet.application.request_ms_{label}[{name}]",
+                ours,
+                "ms",
+                theirs,
+                ours / theirs,
+                "≤ 1.3× (baseline: bare BatchSpanProcessor)",
+            )
+        )
+    rows.append(
+        _row(
+            f"fleet.application.loop_wall_s[{name}]",
+            totals["wrapped"],
+            "s",
+            totals["bare"],
+            totals["wrapped"] / totals["bare"],
+            "≤ 1.3× (baseline: bare BatchSpanProcessor)",
+            requests=requests * rounds,
+        )
+    )
+    return rows
+
+
+def _quantile(values: Sequence[float], quantile: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(quantile * len(ordered)))]
+
+
 def run() -> list[dict[str, Any]]:
     """Rows for the hashing embedder and MiniLM (one intra-op thread), on the same fleet traffic."""
-    return measure("hashing", HashingEmbedder()) + measure("minilm", MiniLMEmbedder()) + _intra_op_threads()
+    rows = measure("hashing", HashingEmbedder()) + measure("minilm", MiniLMEmbedder()) + _intra_op_threads()
+    return rows + _application_feel("hashing") + _application_feel("minilm")
 
 
 if __name__ == "__main__":

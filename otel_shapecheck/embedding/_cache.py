@@ -201,7 +201,7 @@ class EmbeddingCache:
             )
 
     def clear(self) -> None:
-        """Drop every vector; the counters keep counting."""
+        """Drop every vector held in memory (the cache file keeps its own); the counters keep counting."""
         with self._lock:
             self._entries.clear()
 
