@@ -33,6 +33,7 @@ Keep it short on a shared machine: ``python -m benchmarks fleet`` (``FLEET_RUNS`
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import random
@@ -168,6 +169,14 @@ def _delays(cache: EmbeddingCache, spans: Sequence[ReadableSpan], rate: float) -
     return statistics.median(delays), delays[min(len(delays) - 1, int(0.99 * len(delays)))]
 
 
+_warm_ups = itertools.count(1000)
+
+
+def _warm_up(runs: int) -> list[ReadableSpan]:
+    """Runs of other agents with user turns no gateway has seen, so the model loads before the clock."""
+    return fleet_spans(runs, seed=99, turns=next(_warm_ups))
+
+
 def _gateway_arguments(receiver: CountingReceiver, name: str, cache: str) -> list[str]:
     arguments = ["--forward", receiver.traces_url, "--protocol", "http/protobuf", "--embedder", name]
     return [*arguments, "--no-spool", "--no-events", "--embedding-cache", cache]
@@ -175,7 +184,7 @@ def _gateway_arguments(receiver: CountingReceiver, name: str, cache: str) -> lis
 
 def _through_serve(name: str, spans: Sequence[ReadableSpan], cache: str) -> dict[str, float]:
     """CPU- and wall-seconds of a ``serve`` process over ``spans`` (after a warm-up of other agents)."""
-    warm_up = fleet_spans(6, seed=99)
+    warm_up = _warm_up(6)
     with CountingReceiver() as receiver, GatewayProcess(_gateway_arguments(receiver, name, cache)) as gateway:
         send_all(gateway.port, requests_of(warm_up))
         if not receiver.wait_for(len(warm_up)):
@@ -195,7 +204,7 @@ def _replicas(name: str, spans: Sequence[ReadableSpan], count: int, cache: str) 
     for span in spans:
         assert span.context is not None
         shares[span.context.trace_id % count].append(span)
-    warm_up = fleet_spans(2, seed=99)
+    warm_up = _warm_up(2)
     with CountingReceiver() as receiver, contextlib.ExitStack() as stack:
         gateways = [
             stack.enter_context(GatewayProcess(_gateway_arguments(receiver, name, "none")))
