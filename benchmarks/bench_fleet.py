@@ -177,6 +177,16 @@ def _warm_up(runs: int) -> list[ReadableSpan]:
     return fleet_spans(runs, seed=99, turns=next(_warm_ups))
 
 
+def _settle(gateways: Sequence[GatewayProcess], timeout: float = 60) -> None:
+    """Wait until the gateways are idle: the warm-up's spans arrive before its model load is over."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        before = sum(gateway.cpu_seconds() for gateway in gateways)
+        time.sleep(0.5)
+        if sum(gateway.cpu_seconds() for gateway in gateways) - before < 0.03 * len(gateways):
+            return
+
+
 def _gateway_arguments(receiver: CountingReceiver, name: str, cache: str) -> list[str]:
     arguments = ["--forward", receiver.traces_url, "--protocol", "http/protobuf", "--embedder", name]
     return [*arguments, "--no-spool", "--no-events", "--embedding-cache", cache]
@@ -189,6 +199,7 @@ def _through_serve(name: str, spans: Sequence[ReadableSpan], cache: str) -> dict
         send_all(gateway.port, requests_of(warm_up))
         if not receiver.wait_for(len(warm_up)):
             raise RuntimeError("the gateway forwarded too little of the warm-up")
+        _settle([gateway])
         before, cpu = receiver.count(), gateway.cpu_seconds()
         wall = time.perf_counter()
         send_all(gateway.port, requests_of(spans))
@@ -207,13 +218,14 @@ def _replicas(name: str, spans: Sequence[ReadableSpan], count: int, cache: str) 
     warm_up = _warm_up(2)
     with CountingReceiver() as receiver, contextlib.ExitStack() as stack:
         gateways = [
-            stack.enter_context(GatewayProcess(_gateway_arguments(receiver, name, "none")))
+            stack.enter_context(GatewayProcess(_gateway_arguments(receiver, name, cache)))
             for _ in range(count)
         ]
         for gateway in gateways:  # load the model in each before the clock starts
             send_all(gateway.port, requests_of(warm_up))
         if not receiver.wait_for(count * len(warm_up)):
             raise RuntimeError("the gateways forwarded too little of the warm-up")
+        _settle(gateways)
         before, cpu = receiver.count(), sum(gateway.cpu_seconds() for gateway in gateways)
         wall = time.perf_counter()
         senders = [
