@@ -18,9 +18,9 @@ given a verdict (two chat spans a run: the tool-choosing one and the answering o
   process forwarding to a counting receiver; evaluations per CPU-second of the gateway process. *Cold*:
   the cache file off. *Restarted*: a gateway filled the file with one hour's traffic and stopped; a new
   gateway on the same file takes the next hour's.
-- **replicas**: a third hour's traffic split by trace id over 1, 2 and 4 ``serve`` processes sharing
-  the cache file; evaluations per wall-second from the first request to the last span forwarded, and
-  per CPU-second of all of them (on this machine's two shared cores).
+- **replicas**: a further hour's traffic (new turns for each count) split by trace id over 1, 2 and 4
+  ``serve`` processes sharing the cache file; evaluations per wall-second from the first request to the
+  last span forwarded, and per CPU-second of all of them (on this machine's two shared cores).
 - **intra-op threads**: the raw MiniLM over 256 new texts with 1 and 2 onnxruntime threads.
 - **application feel**: the application's own request loop (each request runs one fleet agent run,
   live spans through the provider, plus about a millisecond of its own Python work), wall-clock p50 and
@@ -306,7 +306,10 @@ def measure(name: str, raw: Embedder, runs: int = FLEET_RUNS) -> list[dict[str, 
         cold = _through_serve(name, hour_one, "none")
         _through_serve(name, hour_one, file)  # the gateway that fills the file, then stops
         restarted = _through_serve(name, hour_two, file)
-        scaled = {count: _replicas(name, hour_three, count, file) for count in (1, 2, 4)}
+        # Each replica count takes an hour of its own (new turns), so none finds the last one's in the file.
+        scaled = {
+            count: _replicas(name, fleet_spans(runs, turns=10 + count), count, file) for count in (1, 2, 4)
+        }
     for label, served in (("cold", cold), ("restarted", restarted)):
         rows.append(
             _row(
