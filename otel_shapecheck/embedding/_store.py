@@ -193,9 +193,7 @@ class VectorStore:
         try:
             with self._lock:
                 return action(self._connect())
-        except sqlite3.Error as error:
-            self._failed(what, error)
-        except (OSError, ValueError) as error:  # the directory cannot be made; a bad path
+        except Exception as error:  # sqlite's errors, a directory that cannot be made, anything else
             self._failed(what, error)
         return fallback
 
