@@ -198,37 +198,29 @@ class VectorStore:
         return fallback
 
     def _failed(self, what: str, error: Exception) -> None:
+        """Step aside as the failure asks: a while (locked), from writing (read-only, full), or for good."""
         code = getattr(error, "sqlite_errorcode", 0) & 0xFF
         if code in _BUSY_CODES:
             self._retry_at = time.monotonic() + LOCKED_BACKOFF_SECONDS
             self._log_once(
                 "locked",
-                "embedding cache %s is locked by another process; bypassing it for %g s (%s)",
+                "embedding cache %s is locked by another process (%s); bypassing it for %g s",
                 error,
                 LOCKED_BACKOFF_SECONDS,
             )
         elif what == "write" and code in (_READONLY, _FULL):
             self._read_only = True
-            self._log_once(
-                "unwritable", "embedding cache %s cannot be written; reading it only from now on (%s)", error
-            )
+            self._log_once("unwritable", "embedding cache %s cannot be written (%s); reading it only", error)
         else:
             self._broken = True
             self.close()
-            self._log_once(
-                "broken",
-                "embedding cache %s cannot be used; embedding without it (delete it to start afresh: %s)",
-                error,
-            )
+            self._log_once("broken", "embedding cache %s cannot be used (%s); embedding without it", error)
 
-    def _log_once(self, kind: str, message: str, error: Exception, *more: object) -> None:
-        if kind in self._logged:
-            return
-        self._logged.add(kind)
-        if more:
-            logger.warning(message, self._path, *more, error)
-        else:
-            logger.warning(message, self._path, error)
+    def _log_once(self, kind: str, message: str, *arguments: object) -> None:
+        """One warning per kind of failure per store, naming the file."""
+        if kind not in self._logged:
+            self._logged.add(kind)
+            logger.warning(message, self._path, *arguments)
 
     def _connect(self) -> sqlite3.Connection:
         if self._pid != os.getpid():  # a forked child must not use its parent's connection
