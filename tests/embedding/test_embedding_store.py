@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -97,6 +98,25 @@ class TestSurvivingTheProcess:
         monkeypatch.setenv(OTEL_SHAPECHECK_EMBEDDING_CACHE_PATH, "NONE")
         assert EmbeddingCache(_kept()).store is None
         assert not any(tmp_path.rglob("*.sqlite"))
+
+    def test_a_leading_tilde_is_the_home_directory(self) -> None:
+        assert EmbeddingCache(_kept(), path="~/vectors.sqlite").path == Path.home() / "vectors.sqlite"
+
+    def test_threads_sharing_one_cache_get_the_embedders_vectors(self, path: Path) -> None:
+        """Eight threads over one cache file (one connection, under its lock): every vector right."""
+        cache = _cache(path)
+        texts = [f"text {i} shared by threads" for i in range(64)]
+        expected = HashingEmbedder(DIMS).embed(texts)
+        with ThreadPoolExecutor(8) as pool:
+            results = list(
+                pool.map(lambda start: (start, cache.embed(texts[start : start + 16])), range(0, 64, 4))
+            )
+        for start, got in results:
+            np.testing.assert_array_equal(got, expected[start : start + 16])
+        _store._stores.clear()
+        again = _kept()
+        _cache(path, again).embed(texts)
+        assert again.calls == 0
 
     def test_a_relative_path_argument_is_refused_naming_it(self) -> None:
         with pytest.raises(ValueError, match="path"):
