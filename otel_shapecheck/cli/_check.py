@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck.checks._builtin import EMBEDDERS, build_checks
 from otel_shapecheck.cli._ci_reports import junit_xml, markdown_report
+from otel_shapecheck.cli._embedding_options import add_embedding_cache_argument
 from otel_shapecheck.cli._exit import EXIT_FLAGGED, EXIT_OK, UsageError
 from otel_shapecheck.cli._figures_options import add_figures_arguments, require_figures_arguments
 from otel_shapecheck.cli._report import json_report, run_entries, summary, unchecked_runs, verdict_rows
@@ -88,6 +89,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help=f"longest line, i.e. one JSON Lines document (default {DEFAULT_MAX_LINE_BYTES})",
     )
+    add_embedding_cache_argument(check)
     add_figures_arguments(check)
     check.set_defaults(run=run)
 
@@ -124,6 +126,7 @@ def run(arguments: argparse.Namespace) -> int:
         arguments.embedder,
         figures_derivations=arguments.figures_derivations,
         figures_coincidence=arguments.figures_coincidence,
+        embedding_cache=arguments.embedding_cache,
     )
     with span_progress(len(spans)) as progress:
         checked = check_spans(spans, checks, log_records=log_records, on_span_done=progress.advance)

@@ -79,6 +79,7 @@ def build_service(args: argparse.Namespace) -> GatewayService:
                 args.embedder,
                 figures_derivations=args.figures_derivations,
                 figures_coincidence=args.figures_coincidence,
+                embedding_cache=args.embedding_cache,
             ),
             evaluate=not args.no_checks,
             spool=spool if spool is not None else MemorySpool(limit),
