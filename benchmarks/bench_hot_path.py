@@ -206,7 +206,7 @@ class _Load:
             time.sleep(0.005)
 
     def still_busy(self) -> bool:
-        return self.processor.ledger.ready_count() > 0
+        return self.processor.counts().ready_spans > 0
 
     def stop(self) -> None:
         self.switch.on = False

@@ -82,6 +82,16 @@ RUN_ANALYSTS: Final = "shapecheck.run.analysts"
 RUN_COLLAPSED: Final = "shapecheck.run.collapsed"
 RUN_RECOVERED: Final = "shapecheck.run.recovered"
 RUN_INCOMPLETE: Final = "shapecheck.run.incomplete"
+RUN_LLM_CALLS: Final = "shapecheck.run.llm_calls"
+RUN_COVERAGE: Final = "shapecheck.run.coverage"
+
+# Values of ``shapecheck.run.coverage``: how much of a run the checks could read.
+COVERAGE_NONE: Final = "none"
+"""No model call of the run was seen: its zero counts say nothing about the run."""
+COVERAGE_PARTIAL: Final = "partial"
+"""Some model calls were seen without their content, menu or output (their checks skipped)."""
+COVERAGE_FULL: Final = "full"
+"""Every model call seen was read whole."""
 
 # Values of ``shapecheck.flags``.
 FLAG_TOOL_CHOICE_NARROW: Final = "tool_choice.narrow"
@@ -107,12 +117,14 @@ EVALUATION_FIGURES: Final = "shapecheck.figures"
 
 # Verdict metrics (OpenTelemetry metrics API, meter ``otel_shapecheck``): instruments, then attributes.
 METRIC_VERDICTS: Final = "shapecheck.verdicts"
-METRIC_TOOL_CHOICE_MARGIN: Final = "shapecheck.tool_choice.margin"
+METRIC_RUNS: Final = "shapecheck.runs"
+METRIC_TOOL_CHOICE_MARGIN_PLUS_ONE: Final = "shapecheck.tool_choice.margin_plus_one"
 METRIC_FIGURES_SUPPORT: Final = "shapecheck.figures.support"
 METRIC_FIGURES_UNSUPPORTED: Final = "shapecheck.figures.unsupported"
 METRIC_CHECK: Final = "shapecheck.check"
 METRIC_LABEL: Final = "shapecheck.label"
 METRIC_FLAGGED: Final = "shapecheck.flagged"
+METRIC_COVERAGE: Final = RUN_COVERAGE
 METRIC_AGENT_NAME: Final = "gen_ai.agent.name"
 METRIC_REQUEST_MODEL: Final = "gen_ai.request.model"
 METRIC_PROVIDER_NAME: Final = "gen_ai.provider.name"

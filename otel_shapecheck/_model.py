@@ -84,7 +84,8 @@ class LLMCall:
     assistant_text: str | None = None
     """The latest assistant text of the current turn that precedes this call, when there is one."""
     tool_results: tuple[ToolResult, ...] = ()
-    """Tool results present in the call's input messages."""
+    """Tool results present in the call's input messages; a tool turn recorded without its content is
+    not captured and left out (it still counts in ``turn_tool_calls``)."""
     answer_text: str | None = None
     """The text the call produced (its first choice), when captured."""
     finish_reasons: tuple[str, ...] = ()
@@ -134,6 +135,7 @@ class LLMCall:
             answer_tool=self.answer_tool or other.answer_tool,
             menu_source=self.menu_source or other.menu_source,
             turn_tool_calls=self.turn_tool_calls or other.turn_tool_calls,
+            input_captured=self.input_captured or other.input_captured,
         )
 
 

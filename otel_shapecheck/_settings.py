@@ -13,6 +13,7 @@ import math
 import os
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 logger = logging.getLogger(__name__)
@@ -210,3 +211,37 @@ def names(
         _warn_bad_variable(env_var, raw, "comma-separated non-empty names", ",".join(default))
         return default
     return tuple(items)
+
+
+OFF = ("none", "")
+"""Values of a path setting that turn its file off."""
+
+
+def path_or_off(name: str, explicit: object, env_var: str | None, default: Path | None) -> Path | None:
+    """A file setting: an absolute path (a leading ``~`` expanded), or ``none`` for no file (``None``).
+
+    An explicit ``""`` also turns the file off; a blank variable is unset, as every variable is.
+    """
+    requirement = "an absolute path or none"
+    if explicit is not None:
+        if not isinstance(explicit, str | os.PathLike) or isinstance(explicit, bytes):
+            raise ValueError(f"{name}={explicit!r} is not a valid value: {name} must be {requirement}")
+        text = os.fspath(explicit)
+        if not isinstance(text, str):
+            raise ValueError(f"{name}={explicit!r} is not a valid value: {name} must be {requirement}")
+        if text.strip().lower() in OFF:
+            return None
+        path = Path(text).expanduser()
+        if not path.is_absolute():
+            raise ValueError(f"{name}={explicit!r} is not a valid value: {name} must be {requirement}")
+        return path
+    raw = _environment_value(env_var)
+    if raw is None or env_var is None:
+        return default
+    if raw.lower() in OFF:
+        return None
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        _warn_bad_variable(env_var, raw, requirement, str(default) if default is not None else "none")
+        return default
+    return path

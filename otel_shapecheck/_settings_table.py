@@ -67,6 +67,7 @@ NUMBER = Kind("a finite number ≥ 0", _settings.non_negative_float)
 PROBABILITY = Kind("a number in [0, 1]", _settings.probability)
 BOOLEAN = Kind("true or false", _settings.boolean)
 NAMES = Kind("comma-separated non-empty names", _settings.names)
+FILE_OR_OFF = Kind("an absolute path or none", _settings.path_or_off)
 
 
 @dataclass(frozen=True)
@@ -400,6 +401,24 @@ EMBEDDING = (
         1024,
         COUNT,
         "vectors kept by an embedding cache",
+    ),
+    Setting(
+        "embedding",
+        "path",
+        env.OTEL_SHAPECHECK_EMBEDDING_CACHE_PATH,
+        None,
+        FILE_OR_OFF,
+        "the file that keeps MiniLM vectors across processes and restarts, or none",
+        flag="--embedding-cache",
+        shown_default="`$XDG_CACHE_HOME/otel-shapecheck/embeddings.sqlite`, else under `~/.cache`",
+    ),
+    Setting(
+        "embedding",
+        "max_file_bytes",
+        env.OTEL_SHAPECHECK_EMBEDDING_CACHE_MAX_FILE_BYTES,
+        128 * MIB,
+        COUNT,
+        "bytes the embedding cache file may hold, least recently used first out",
     ),
 )
 """The embedders' and the embedding cache's settings."""

@@ -189,6 +189,25 @@ OTEL_SHAPECHECK_EMBEDDING_CACHE_ENTRIES: Final = "OTEL_SHAPECHECK_EMBEDDING_CACH
 Vectors kept by an embedding cache. Default 1024.
 """
 
+OTEL_SHAPECHECK_EMBEDDING_CACHE_PATH: Final = "OTEL_SHAPECHECK_EMBEDDING_CACHE_PATH"
+"""
+.. envvar:: OTEL_SHAPECHECK_EMBEDDING_CACHE_PATH
+
+The sqlite file that keeps MiniLM vectors across processes and restarts (shared by ``check``, ``serve``
+and the span processor; several processes may use it at once), or ``none`` to keep vectors in memory
+only. An absolute path; a leading ``~`` is expanded. Default:
+``$XDG_CACHE_HOME/otel-shapecheck/embeddings.sqlite``, else ``~/.cache/otel-shapecheck/embeddings.sqlite``.
+A corrupt, locked, read-only or full file is logged once and bypassed.
+"""
+
+OTEL_SHAPECHECK_EMBEDDING_CACHE_MAX_FILE_BYTES: Final = "OTEL_SHAPECHECK_EMBEDDING_CACHE_MAX_FILE_BYTES"
+"""
+.. envvar:: OTEL_SHAPECHECK_EMBEDDING_CACHE_MAX_FILE_BYTES
+
+Bytes the embedding cache file may hold (vectors, keys and row overhead; the file itself stays under
+twice this), least recently used first out. Default 134217728 (128 MiB).
+"""
+
 # Figures.
 
 OTEL_SHAPECHECK_FIGURES_MIN_DIGITS: Final = "OTEL_SHAPECHECK_FIGURES_MIN_DIGITS"

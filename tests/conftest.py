@@ -21,6 +21,15 @@ def _tracer_provider() -> Iterator[TracerProvider]:
     provider.shutdown()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The embedding cache file lives in the user's cache directory by default: the whole session (and
+    every process it starts) uses a temporary one, so no test writes to the real home."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _private_state_directory(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

@@ -17,6 +17,7 @@ from otel_shapecheck import _settings
 from otel_shapecheck import environment_variables as env
 from otel_shapecheck._settings_table import (
     BOOLEAN,
+    FILE_OR_OFF,
     GATEWAY,
     NAMES,
     NUMBER,
@@ -32,6 +33,7 @@ from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
 from otel_shapecheck.checks.tool_choice._scoring import CALIBRATED_MARGIN_THRESHOLD
 from otel_shapecheck.embedding._cache import EmbeddingCache
 from otel_shapecheck.embedding._embedders import HashingEmbedder, MiniLMEmbedder
+from otel_shapecheck.embedding._store import default_store_path
 from otel_shapecheck.gateway._options import GatewayOptions
 from otel_shapecheck.gateway._spool import spool_flush_seconds
 from otel_shapecheck.outputs._events import EvaluationEventEmitter
@@ -69,6 +71,10 @@ READERS: dict[str, Callable[[], object]] = {
     env.OTEL_SHAPECHECK_EMBEDDING_CACHE_ENTRIES: lambda: (
         EmbeddingCache(HashingEmbedder()).stats().max_entries
     ),
+    env.OTEL_SHAPECHECK_EMBEDDING_CACHE_PATH: lambda: EmbeddingCache(HashingEmbedder()).path,
+    env.OTEL_SHAPECHECK_EMBEDDING_CACHE_MAX_FILE_BYTES: lambda: (
+        EmbeddingCache(HashingEmbedder()).max_file_bytes
+    ),
 }
 """Settings whose component does not expose them under their argument name."""
 
@@ -83,6 +89,8 @@ def _read(setting: Setting) -> Callable[[], object]:
 
 
 def _default(setting: Setting) -> object:
+    if setting.variable == env.OTEL_SHAPECHECK_EMBEDDING_CACHE_PATH:
+        return default_store_path()  # under the session's own XDG_CACHE_HOME
     return READ_DEFAULTS.get(setting.variable, setting.default)
 
 
@@ -102,6 +110,8 @@ def _good(setting: Setting) -> tuple[str, object]:
         return "0.05", 0.05
     if kind is NAMES:
         return "submit, Report*", ("submit", "Report*")
+    if kind is FILE_OR_OFF:
+        return "/var/cache/shapecheck/vectors.sqlite", Path("/var/cache/shapecheck/vectors.sqlite")
     raise AssertionError(f"no good value for the kind of {setting.variable}")
 
 
@@ -120,6 +130,8 @@ def _bad(setting: Setting) -> list[str]:
         return ["1.5", "-0.1", "p"]
     if kind is NAMES:
         return ["a,,b", ","]
+    if kind is FILE_OR_OFF:
+        return ["vectors.sqlite", "./cache/vectors.sqlite"]
     raise AssertionError(f"no bad value for the kind of {setting.variable}")
 
 

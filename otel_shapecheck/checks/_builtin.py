@@ -6,7 +6,8 @@ from otel_shapecheck.checks._base import Check
 from otel_shapecheck.checks.conformance._check import ConformanceCheck
 from otel_shapecheck.checks.figures._check import FiguresCheck
 from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
-from otel_shapecheck.embedding._embedders import HashingEmbedder
+from otel_shapecheck.embedding._cache import EmbeddingCache
+from otel_shapecheck.embedding._embedders import HashingEmbedder, MiniLMEmbedder
 
 
 def builtin_checks() -> list[Check]:
@@ -20,13 +21,18 @@ EMBEDDERS = ("minilm", "hashing")
 
 
 def build_checks(
-    embedder: str, *, figures_derivations: str | None = None, figures_coincidence: float | None = None
+    embedder: str,
+    *,
+    figures_derivations: str | None = None,
+    figures_coincidence: float | None = None,
+    embedding_cache: str | None = None,
 ) -> list[Check]:
     """The built-in checks, with tool choice scored by the named embedder (one of :data:`EMBEDDERS`).
 
     ``minilm`` gives exactly the span processor's default checks; ``hashing`` swaps the embedder only.
     ``figures_derivations`` and ``figures_coincidence`` are :class:`FiguresCheck`'s ``derivations`` and
-    ``coincidence`` (``None``: the variable, else the default).
+    ``coincidence`` (``None``: the variable, else the default). ``embedding_cache`` is the MiniLM
+    :class:`EmbeddingCache`'s ``path`` (a file, or ``"none"``; ``None``: the variable, else the default).
 
     Raises:
         ValueError: an unknown embedder, or a bad figures setting (the message names it).
@@ -36,9 +42,11 @@ def build_checks(
             f"embedder={embedder!r} is not a valid value: embedder must be one of {', '.join(EMBEDDERS)}"
         )
     figures = FiguresCheck(derivations=figures_derivations, coincidence=figures_coincidence)
-    tool_choice = (
-        ToolChoiceCheck(keep_calls=False)
-        if embedder == "minilm"
-        else ToolChoiceCheck(embedder=HashingEmbedder(), keep_calls=False)
-    )
+    if embedder == "hashing":
+        tool_choice = ToolChoiceCheck(embedder=HashingEmbedder(), keep_calls=False)
+    elif embedding_cache is None:
+        tool_choice = ToolChoiceCheck(keep_calls=False)  # the process's shared MiniLM index
+    else:
+        minilm = EmbeddingCache(MiniLMEmbedder(), path=embedding_cache)
+        tool_choice = ToolChoiceCheck(embedder=minilm, keep_calls=False)
     return [tool_choice, ConformanceCheck(), figures]

@@ -12,12 +12,15 @@ from pathlib import Path
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck.checks._builtin import EMBEDDERS, build_checks
+from otel_shapecheck.cli._ci_reports import junit_xml, markdown_report
+from otel_shapecheck.cli._embedding_options import add_embedding_cache_argument
 from otel_shapecheck.cli._exit import EXIT_FLAGGED, EXIT_OK, UsageError
 from otel_shapecheck.cli._figures_options import add_figures_arguments, require_figures_arguments
-from otel_shapecheck.cli._report import json_report, run_entries, summary, verdict_rows
+from otel_shapecheck.cli._report import json_report, run_entries, summary, unchecked_runs, verdict_rows
 from otel_shapecheck.cli._terminal import (
     print_runs,
     print_summary,
+    print_unchecked_runs,
     print_verdicts,
     reading_status,
     span_progress,
@@ -44,21 +47,33 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             '({"batches": ...}) or a Jaeger OTLP API response ({"result": {"resourceSpans": ...}}). '
             'OTLP/JSON logs ({"resourceLogs": ...}) given beside them supply the message content that '
             "instrumentations in event mode put into log events. "
-            "Exit 0 when done, 1 when something was flagged under --fail-on flagged, 2 on a usage "
-            "error or unreadable input, 3 on an internal error."
+            "Exit 0 when done, 1 when something was flagged under --fail-on flagged (or a run had no "
+            "model call read under --fail-on unchecked), 2 on a usage error or unreadable input, 3 on "
+            "an internal error."
         ),
     )
     check.add_argument("paths", nargs="+", metavar="PATH", help="an exported-traces file, or - for stdin")
     check.add_argument("--json", action="store_true", help="print the verdicts and counts as JSON")
     check.add_argument("--out", metavar="FILE", help="write the enriched traces as OTLP/JSON Lines")
     check.add_argument(
+        "--junit",
+        metavar="FILE",
+        help="write a JUnit XML report: a test suite per agent run (or trace), a case per evaluated span",
+    )
+    check.add_argument(
+        "--markdown", metavar="FILE", help="write the summary and the flagged verdicts as a Markdown table"
+    )
+    check.add_argument(
         "--embedder", choices=EMBEDDERS, default="minilm", help="embedder for tool choice (default: minilm)"
     )
     check.add_argument(
         "--fail-on",
-        choices=("flagged", "never"),
+        choices=("flagged", "unchecked", "never"),
         default="never",
-        help="exit 1 when any span is flagged (flagged), or only report (never; the default)",
+        help=(
+            "exit 1 when any span is flagged (flagged), when any run had no model call read "
+            "(unchecked: coverage none), or only report (never; the default)"
+        ),
     )
     check.add_argument(
         "--max-input-bytes",
@@ -74,6 +89,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help=f"longest line, i.e. one JSON Lines document (default {DEFAULT_MAX_LINE_BYTES})",
     )
+    add_embedding_cache_argument(check)
     add_figures_arguments(check)
     check.set_defaults(run=run)
 
@@ -92,9 +108,9 @@ def run(arguments: argparse.Namespace) -> int:
     paths: list[str] = arguments.paths
     if paths.count(STDIN) > 1:
         raise UsageError("standard input (-) can be read only once")
-    out = Path(arguments.out) if arguments.out else None
-    if out is not None and (out.is_dir() or not out.parent.is_dir()):
-        raise UsageError(f"--out {out}: not a file in an existing directory")
+    out = _output_path("--out", arguments.out)
+    junit = _output_path("--junit", arguments.junit)
+    markdown = _output_path("--markdown", arguments.markdown)
     try:
         require_figures_arguments(arguments)
     except ValueError as error:
@@ -110,12 +126,17 @@ def run(arguments: argparse.Namespace) -> int:
         arguments.embedder,
         figures_derivations=arguments.figures_derivations,
         figures_coincidence=arguments.figures_coincidence,
+        embedding_cache=arguments.embedding_cache,
     )
     with span_progress(len(spans)) as progress:
         checked = check_spans(spans, checks, log_records=log_records, on_span_done=progress.advance)
     checked = _in_input_order(checked, spans)
     if out is not None:
         _write_traces(out, checked)
+    if junit is not None:
+        _write_report(junit, junit_xml(checked))
+    if markdown is not None:
+        _write_report(markdown, markdown_report(checked).encode("utf-8"))
     if arguments.json:
         json.dump(json_report(checked), sys.stdout, separators=(",", ":"))
         sys.stdout.write("\n")
@@ -124,10 +145,31 @@ def run(arguments: argparse.Namespace) -> int:
         print_verdicts(console, verdict_rows(checked))
         print_runs(console, run_entries(checked))
         print_summary(console, summary(checked))
+        print_unchecked_runs(console, unchecked_runs(checked))
         if out is not None:
             console.print(f"Enriched traces ({len(checked)} spans): {out}")
-    flagged = summary(checked)["flagged"] > 0
-    return EXIT_FLAGGED if arguments.fail_on == "flagged" and flagged else EXIT_OK
+    if arguments.fail_on == "flagged" and summary(checked)["flagged"] > 0:
+        return EXIT_FLAGGED
+    if arguments.fail_on == "unchecked" and unchecked_runs(checked):
+        return EXIT_FLAGGED
+    return EXIT_OK
+
+
+def _output_path(flag: str, value: str | None) -> Path | None:
+    """An output file named on the command line, refused before any work if it cannot be written there."""
+    if not value:
+        return None
+    path = Path(value)
+    if path.is_dir() or not path.parent.is_dir():
+        raise UsageError(f"{flag} {path}: not a file in an existing directory")
+    return path
+
+
+def _write_report(path: Path, content: bytes) -> None:
+    try:
+        path.write_bytes(content)
+    except OSError as error:
+        raise UsageError(f"{path}: cannot be written ({error.strerror or error})") from None
 
 
 def _size(path: str) -> int | None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 EXIT_OK = 0
-"""Done (and, under ``check --fail-on flagged``, nothing flagged)."""
+"""Done (and, under ``check --fail-on flagged``, nothing flagged; under ``unchecked``, every run read)."""
 EXIT_FLAGGED = 1
-"""``check --fail-on flagged`` found a flag; ``demo`` could not deliver to its endpoint."""
+"""``check --fail-on flagged`` found a flag, ``--fail-on unchecked`` a run with coverage ``none``;
+``demo`` could not deliver to its endpoint."""
 EXIT_USAGE = 2
 """A usage error or unreadable input; the message names the input and the problem."""
 EXIT_INTERNAL_ERROR = 3

@@ -8,6 +8,7 @@ exactly what a trace backend would show. Agent runs are read from their agent sp
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,9 @@ from otel_shapecheck._attributes import (
     CONFORMANCE_ANALYST_ID,
     CONFORMANCE_COLLAPSED,
     CONFORMANCE_RECOVERED,
+    COVERAGE_FULL,
+    COVERAGE_NONE,
+    COVERAGE_PARTIAL,
     DUPLICATE_OF,
     EVALUATION_EXPLANATION,
     EVALUATION_NAME,
@@ -33,6 +37,7 @@ from otel_shapecheck._attributes import (
     FIGURES_UNSUPPORTED_COUNT,
     FLAGGED,
     FLAGS,
+    RUN_COVERAGE,
     RUN_EVALUATED,
     RUN_FLAGGED,
     RUN_INCOMPLETE,
@@ -44,6 +49,7 @@ from otel_shapecheck._attributes import (
 )
 from otel_shapecheck.otlp._ids import span_id_hex, trace_id_hex
 from otel_shapecheck.outputs._enrich import is_verdict_event
+from otel_shapecheck.readers._classify import OTHER, classify_span
 
 REPORT_VERSION = 1
 """The version of the ``check --json`` document; it changes only when the shape does."""
@@ -121,11 +127,19 @@ def verdict_rows(spans: Sequence[ReadableSpan]) -> list[VerdictRow]:
 
 
 def _root_names(spans: Sequence[ReadableSpan]) -> dict[int, str]:
-    """Trace id to the name of its local root span (no parent, or a parent from another process)."""
+    """Trace id to the name of its local root span (no parent, or a parent from another process).
+
+    A parent marked remote that is among the spans is this process's own (a re-attached context).
+    """
+    present = {(span.context.trace_id, span.context.span_id) for span in spans if span.context is not None}
     return {
         span.context.trace_id: span.name
         for span in spans
-        if span.context is not None and (span.parent is None or span.parent.is_remote)
+        if span.context is not None
+        and (
+            span.parent is None
+            or (span.parent.is_remote and (span.parent.trace_id, span.parent.span_id) not in present)
+        )
     }
 
 
@@ -201,8 +215,36 @@ def summary(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
             "runs": len(runs),
             "flagged": sum(1 for run in runs if _count(run.get(RUN_FLAGGED)) > 0),
             "incomplete": sum(1 for run in runs if run.get(RUN_INCOMPLETE) is True),
+            "coverage": {
+                level: sum(1 for run in runs if run.get(RUN_COVERAGE) == level)
+                for level in (COVERAGE_NONE, COVERAGE_PARTIAL, COVERAGE_FULL)
+            },
         },
+        "classified": classified(spans),
     }
+
+
+def unchecked_runs(spans: Sequence[ReadableSpan]) -> list[dict[str, Any]]:
+    """The runs in which no model call was read (``shapecheck.run.coverage = none``), as run entries."""
+    return [
+        _run_entry(span)
+        for span in spans
+        if is_run(span) and (span.attributes or {}).get(RUN_COVERAGE) == COVERAGE_NONE
+    ]
+
+
+def classified(spans: Sequence[ReadableSpan]) -> dict[str, int]:
+    """How many spans each classification took (the processor's ``classified`` counts), by label.
+
+    Spans that are nothing to the checks are not counted, so an empty mapping says that no span was
+    recognised as a model call, a tool execution or an agent in any convention read.
+    """
+    counts: Counter[str] = Counter()
+    for span in spans:
+        span_class = classify_span(span.name, span.attributes or {})
+        if span_class is not OTHER:
+            counts[span_class.label] += 1
+    return dict(sorted(counts.items()))
 
 
 def _tool_choice_summary(calls: Sequence[Mapping[str, AnyValue]]) -> dict[str, int]:

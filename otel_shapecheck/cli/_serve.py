@@ -9,7 +9,8 @@ progress finish, and what was accepted is evaluated and forwarded within
 ``--auth-token-file``.
 
 Exit codes: 0 everything accepted was forwarded; 4 some is left in the spool (the next start forwards
-it); 5 some was lost (``--no-spool``, or given up); 3 items unaccounted for (a bug); 2 a usage error.
+it); 5 some was lost (``--no-spool``, given up, or a spool found damaged at start); 3 items unaccounted
+for (a bug); 2 a usage error.
 """
 
 from __future__ import annotations
@@ -99,17 +100,22 @@ def summary(counts: GatewayCounts) -> str:
         f"({counts.spans_exported} spans), {left} {where}, {counts.dropped} given up; "
         f"{counts.refused_full} requests refused while full, {counts.export_retries} export retries"
     )
+    if counts.tracestates_dropped:
+        text += f"; {counts.tracestates_dropped} invalid tracestates dropped"
+    if counts.spool_damage is not None:
+        text += f"; {counts.spool_damage.describe()}"
     if counts.unaccounted:
         text += f"; {counts.unaccounted} UNACCOUNTED"
     return text
 
 
 def exit_code(counts: GatewayCounts) -> int:
-    """0 all forwarded, 4 some left in the spool, 5 some lost, 3 some unaccounted for."""
+    """0 all forwarded, 4 some left in the spool, 5 some lost (a damaged spool too), 3 some unaccounted
+    for."""
     if counts.unaccounted:
         return EXIT_INTERNAL_ERROR
     left = counts.left_in_spool or 0
-    if counts.dropped or (left and not counts.durable):
+    if counts.dropped or (left and not counts.durable) or counts.spool_damage is not None:
         return EXIT_LOST
     return EXIT_LEFT_IN_SPOOL if left else EXIT_OK
 

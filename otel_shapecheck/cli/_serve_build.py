@@ -79,6 +79,7 @@ def build_service(args: argparse.Namespace) -> GatewayService:
                 args.embedder,
                 figures_derivations=args.figures_derivations,
                 figures_coincidence=args.figures_coincidence,
+                embedding_cache=args.embedding_cache,
             ),
             evaluate=not args.no_checks,
             spool=spool if spool is not None else MemorySpool(limit),
@@ -104,6 +105,7 @@ def build_service(args: argparse.Namespace) -> GatewayService:
             request_timeout_seconds=args.request_timeout_seconds,
             idle_timeout_seconds=args.idle_timeout_seconds,
             max_connections=args.max_connections,
+            tls_handshake_timeout_seconds=args.tls_handshake_timeout_seconds,
         ).start()
     except ValueError:
         gateway.shutdown(0)

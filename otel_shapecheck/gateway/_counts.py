@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from otel_shapecheck.gateway._admission import Admission
+from otel_shapecheck.gateway._spool_files import SpoolDamage
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,10 @@ class GatewayCounts:
     export_retries: int
     spans_passed_through: int = 0
     """Of ``spans_exported``, spans forwarded as received (no evaluation needed; never converted)."""
+    tracestates_dropped: int = 0
+    """Span and link tracestates that broke the W3C grammar, removed at the door (the spans kept)."""
+    spool_damage: SpoolDamage | None = None
+    """A damaged spool found at start: what it lost (acknowledged by a previous run, not recoverable)."""
 
     @property
     def accepted(self) -> int:

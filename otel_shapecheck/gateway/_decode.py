@@ -15,6 +15,7 @@ nested deeper than :data:`MAX_JSON_DEPTH` is refused, so every stored request pa
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
@@ -38,6 +39,11 @@ REQUEST_TYPES: dict[Kind, type[Message]] = {
 MAX_JSON_DEPTH = 96
 """Deepest OTLP/JSON document read: below the protobuf parser's 100 levels, so a stored request parses."""
 _MAX_PROBLEMS = 3
+_TRACESTATE_MEMBER = re.compile(  # W3C Trace Context, "tracestate" list-member: key "=" value
+    r"([a-z][_0-9a-z\-*/]{0,255}|[a-z0-9][_0-9a-z\-*/]{0,240}@[a-z][_0-9a-z\-*/]{0,13})"
+    r"=([\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e])"
+)
+_TRACESTATE_MAX_MEMBERS = 32
 _MAX_SEVERITY = 24
 _SOURCE = "export request"
 
@@ -58,6 +64,8 @@ class Validated:
     """Spans or log records that passed."""
     rejected: int = 0
     problems: list[str] = field(default_factory=list)
+    tracestates_dropped: int = 0
+    """Tracestates (of spans and links) that broke the W3C grammar: removed, the span kept."""
 
     @property
     def error_message(self) -> str:
@@ -74,16 +82,27 @@ def read_request(kind: Kind, body: bytes, *, as_json: bool = False) -> Validated
         UnreadableRequest: the body is not an export request of ``kind`` (malformed, nested too deeply).
     """
     message_type = REQUEST_TYPES[kind]
-    message = _parse_json(body, message_type) if as_json else _parse_protobuf(body, message_type)
+    try:
+        message = _parse_json(body, message_type) if as_json else _parse_protobuf(body, message_type)
+    except UnreadableRequest:
+        raise
+    except Exception as error:  # whatever else decoding raises is the body's fault, not the gateway's
+        raise UnreadableRequest(
+            f"not an {'OTLP/JSON' if as_json else 'OTLP protobuf'} {message_type.__name__} "
+            f"({type(error).__name__}: {str(error)[:200]})"
+        ) from None
     problems: list[str] = []
+    dropped = 0
     if kind == "traces":
         assert isinstance(message, ExportTraceServiceRequest)
         items, rejected = _check_spans(message, problems)
+        dropped = _drop_bad_tracestates(message)
     else:
         assert isinstance(message, ExportLogsServiceRequest)
         items, rejected = _check_log_records(message, problems)
-    stored = body if not rejected and not as_json else message.SerializeToString()
-    return Validated(kind, message, stored, items, rejected, problems)
+    changed = rejected or dropped or as_json
+    stored = message.SerializeToString() if changed else body
+    return Validated(kind, message, stored, items, rejected, problems, dropped)
 
 
 def parse_stored(kind: Kind, body: bytes) -> Message:
@@ -107,8 +126,8 @@ def _parse_json(body: bytes, message_type: type[Message]) -> Message:
     name = message_type.__name__
     try:
         document = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UnreadableRequest(f"not JSON ({error})") from None
+    except ValueError as error:  # not JSON, not UTF-8, or a number past int's digit limit
+        raise UnreadableRequest(f"not JSON ({str(error)[:200]})") from None
     except RecursionError:
         raise UnreadableRequest(
             f"not JSON that an export could be (nested deeper than {MAX_JSON_DEPTH})"
@@ -201,6 +220,37 @@ def _check_spans(message: ExportTraceServiceRequest, problems: list[str]) -> tup
             rejected += len(bad)
             items += len(scope_spans.spans)
     return items, rejected
+
+
+def valid_tracestate(header: str) -> bool:
+    """Whether a tracestate follows the W3C grammar: at most 32 list-members ``key=value``, keys unique
+    (empty members allowed), so the SDK takes it whole instead of warning and emptying it."""
+    keys = set()
+    for member in header.split(","):
+        member = member.strip(" \t")
+        if not member:
+            continue
+        found = _TRACESTATE_MEMBER.fullmatch(member)
+        if found is None or found.group(1) in keys:
+            return False
+        keys.add(found.group(1))
+    return len(keys) <= _TRACESTATE_MAX_MEMBERS
+
+
+def _drop_bad_tracestates(message: ExportTraceServiceRequest) -> int:
+    """Empty every span's and link's tracestate that is not valid; how many were."""
+    dropped = 0
+    for resource_spans in message.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                if span.trace_state and not valid_tracestate(span.trace_state):
+                    span.trace_state = ""
+                    dropped += 1
+                for link in span.links:
+                    if link.trace_state and not valid_tracestate(link.trace_state):
+                        link.trace_state = ""
+                        dropped += 1
+    return dropped
 
 
 def _check_log_records(message: ExportLogsServiceRequest, problems: list[str]) -> tuple[int, int]:

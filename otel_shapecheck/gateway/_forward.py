@@ -26,6 +26,8 @@ from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportRes
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from otel_shapecheck.otlp._suppressed import instrumentation_suppressed
+
 logger = logging.getLogger(__name__)
 
 _FIRST_DELAY_SECONDS = 0.5
@@ -133,7 +135,8 @@ class _Retrying(Generic[_Item, _Result]):
     def export(self, batch: Sequence[_Item]) -> _Result:
         def attempt() -> bool:
             try:
-                return self._export(batch) == self._success
+                with instrumentation_suppressed():
+                    return self._export(batch) == self._success
             except Exception:  # an exporter bug is one more failed attempt
                 logger.debug("%s export raised", self._what, exc_info=True)
                 return False

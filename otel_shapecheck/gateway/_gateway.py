@@ -41,24 +41,33 @@ from otel_shapecheck._attributes import FLAGGED
 from otel_shapecheck._settings import non_negative_float
 from otel_shapecheck.checks._base import Check
 from otel_shapecheck.gateway._admission import Admission, Budget, RequestGate
+from otel_shapecheck.gateway._body import quiet, refusals
 from otel_shapecheck.gateway._counts import ExportAnswer, GatewayCounts, Ticket
 from otel_shapecheck.gateway._decode import Validated
 from otel_shapecheck.gateway._forward import ForwardingPolicy, RetryingLogExporter, RetryingSpanExporter
 from otel_shapecheck.gateway._options import GatewayOptions
 from otel_shapecheck.gateway._passthrough import RawForwarder, Split, raw_sender, split_request
 from otel_shapecheck.gateway._queue import RawRef, SpoolQueue
-from otel_shapecheck.gateway._spool import MemorySpool, Spool
+from otel_shapecheck.gateway._spool import MemorySpool, Spool, SpoolFull
 from otel_shapecheck.otlp._counting import CountingLogExporter, CountingSpanExporter
 from otel_shapecheck.outputs._bounded_call import BoundedCall
 from otel_shapecheck.outputs._sinks import VerdictSink
 from otel_shapecheck.pipeline._options import ProcessorOptions
+from otel_shapecheck.pipeline._processor import internals
 from otel_shapecheck.pipeline._shapecheck import Shapecheck
 
 logger = logging.getLogger(__name__)
 
 _DEFAULT_EXPORT_BATCH_SIZE = 512
 _DRAIN_REQUESTS_SECONDS = 10.0
+_DRAIN_STEP_SECONDS = 2.0
+_DRAIN_POLL_SECONDS = 0.02
 _NO_ATTRIBUTES: frozenset[str] = frozenset()
+_PER_SPAN_LOGGERS = ("opentelemetry.trace.span", "opentelemetry.attributes", "opentelemetry.sdk.trace")
+"""The SDK loggers that warn once per span or value converted (tracestates, attributes, limits): the
+door removes what makes them warn where it can, and what still does is throttled."""
+for _name in _PER_SPAN_LOGGERS:
+    quiet(_name)
 
 
 class Gateway:
@@ -171,6 +180,7 @@ class Gateway:
         self._spans_accepted = 0
         self._log_records_accepted = 0
         self._rejected = 0
+        self._tracestates_dropped = 0
         self._refused_full = 0
         self._left: int | None = None
         self._is_shutdown = False
@@ -193,19 +203,22 @@ class Gateway:
 
     # The door.
 
-    def open_request(self, declared_bytes: int, *, inflating: bool = False) -> Ticket | ExportAnswer:
-        """Check the budgets for a request of ``declared_bytes`` before its body is read.
+    def open_request(self, declared_bytes: int | None, *, inflating: bool = False) -> Ticket | ExportAnswer:
+        """Check the budgets for a request of ``declared_bytes`` (``None``: not declared, a chunked body)
+        before its body is read.
 
-        ``inflating`` (a compressed body) reserves spool room for the largest request, since its size
-        after decompression is not known yet. Call :meth:`close_request` with the ticket in any case.
+        ``inflating`` (a compressed body) and an undeclared size reserve spool room for the largest
+        request, since the size to store is not known yet. Call :meth:`close_request` with the ticket in
+        any case.
         """
         if not self.gate.begin_request():
             return self._refusal(Admission.CLOSING, "the gateway is shutting down; retry later")
         ticket = Ticket()
-        if not self.receiving.fits(declared_bytes):
+        if not self.receiving.fits(declared_bytes or 0):
             self.close_request(ticket)
             return self._refusal(Admission.FULL, "the gateway is receiving too much at once; retry later")
-        wanted = max(declared_bytes, self.max_request_bytes if inflating else 0)
+        unknown = inflating or declared_bytes is None
+        wanted = max(declared_bytes or 0, self.max_request_bytes if unknown else 0)
         if not self._spool.space.reserve(wanted):
             self.close_request(ticket)
             return self._refusal(Admission.FULL, f"the spool is full ({self._spool.space.max_bytes} bytes)")
@@ -233,6 +246,7 @@ class Gateway:
         """
         with self._lock:
             self._rejected += validated.rejected
+            self._tracestates_dropped += validated.tracestates_dropped
         if validated.items > self.capacity:
             return self._refusal(
                 Admission.TOO_LARGE,
@@ -248,8 +262,10 @@ class Gateway:
                 ticket.spool = size
             try:
                 entry = self._spool.put(validated.kind, validated.body, validated.items, ticket.spool)
+            except SpoolFull:  # logged by the spool, once per episode
+                return self._refusal(Admission.FULL, "the spool's disk is full; retry later", validated)
             except Exception:
-                logger.exception("Storing a request in the spool failed; it is refused (the sender retries)")
+                refusals.failure("spool", "Storing a request in the spool failed; it is refused (retried)")
                 return self._refusal(
                     Admission.FULL, "the spool could not store the request; retry", validated
                 )
@@ -274,8 +290,8 @@ class Gateway:
     # The pipeline.
 
     def _split(self, message: ExportTraceServiceRequest, body: bytes, done: bytearray) -> Split:
-        processor = self._shapecheck.span_processor if self._shapecheck is not None else None
-        return split_request(message, body, done, processor)
+        state = internals(self._shapecheck.span_processor).state if self._shapecheck is not None else None
+        return split_request(message, body, done, state)
 
     def _forward_raw(self, body: bytes, ref: RawRef, spans: int) -> None:
         if self._raw is not None:
@@ -319,15 +335,18 @@ class Gateway:
                 log_records_export_failed=logs.failed if logs else 0,
                 export_retries=self.policy.retries,
                 spans_passed_through=self._raw.exported if self._raw else 0,
+                spool_damage=self._spool.damage,
+                tracestates_dropped=self._tracestates_dropped,
             )
 
     def shutdown(self, timeout_seconds: float | None = None) -> GatewayCounts:
         """Stop: refuse new requests, then evaluate and forward what is held, within the timeout.
 
-        Held spans are evaluated (``incomplete`` where facts are missing) and forwarded with everything
-        else in the pipeline until the timeout (default: the options' ``shutdown_timeout_millis``,
-        25 s); what is not forwarded by then, and every request still waiting, stays in the spool for
-        the next start. Returns the final counts. Idempotent.
+        Requests waiting in the spool keep being loaded and forwarded while that makes progress, then
+        held spans are evaluated (``incomplete`` where facts are missing) and forwarded with everything
+        else in the pipeline, all within the timeout (default: the options' ``shutdown_timeout_millis``,
+        25 s); what is not forwarded by then stays in the spool for the next start. Returns the final
+        counts. Idempotent.
         """
         with self._lock:
             if self._is_shutdown:
@@ -339,8 +358,9 @@ class Gateway:
         deadline = time.monotonic() + wait
         if not self.gate.close(min(_DRAIN_REQUESTS_SECONDS, _remaining(deadline))):
             logger.warning("Export requests were still running at shutdown")
-        self._queue.stop_loading()
         self.policy.stop_at(deadline)
+        self._drain_spool(deadline)
+        self._queue.stop_loading()
         drain = BoundedCall("ShapecheckGatewayDrain", lambda _: self._drain())
         if not drain(int(_remaining(deadline) * 1000)):
             self.policy.stop_now()
@@ -362,6 +382,25 @@ class Gateway:
             left,
         )
         return counts
+
+    def _drain_spool(self, deadline: float) -> None:
+        """Flush the pipeline while requests wait in the spool, so the loader keeps finding room for them;
+        stop when none waits, time is up, or a step made no progress (spans held for facts that may
+        never come: the final drain releases them)."""
+        while self._queue.pending and _remaining(deadline) > 0:
+            before = self._progress()
+            step = time.monotonic() + min(_remaining(deadline), _DRAIN_STEP_SECONDS)
+            millis = max(1, int(_remaining(step) * 1000))
+            self._spans.force_flush(millis)
+            if self._batch_logs is not None:
+                self._batch_logs.force_flush(millis)
+            while self._progress() == before and _remaining(step) > 0:
+                time.sleep(_DRAIN_POLL_SECONDS)  # the pass-through and the exporters forward meanwhile
+            if self._progress() == before:
+                return
+
+    def _progress(self) -> tuple[int, int]:
+        return self._queue.pending, self._queue.counts.forwarded
 
     def _drain(self) -> None:
         if self._raw is not None:

@@ -58,6 +58,7 @@ def start_grpc_server(
     tls: TLSSettings | None = None,
     tokens: TokenFile | None = None,
     idle_timeout_seconds: float = 300.0,
+    handshake_timeout_seconds: float = 5.0,
 ) -> tuple[grpc.Server, int]:
     """Serve both OTLP services on ``address`` (``host:port``, port 0 for any); returns the server and port.
 
@@ -76,6 +77,8 @@ def start_grpc_server(
             ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
             ("grpc.http2.max_ping_strikes", 2),
             ("grpc.max_connection_idle_ms", int(idle_timeout_seconds * 1000)),
+            # A connection that never completes its handshake (TLS and HTTP/2 preface) is closed.
+            ("grpc.server_handshake_timeout_ms", max(1, int(handshake_timeout_seconds * 1000))),
         ],
         # Past this gRPC answers RESOURCE_EXHAUSTED itself, without retry information.
         maximum_concurrent_rpcs=workers * CALLS_PER_WORKER,
@@ -131,7 +134,7 @@ class _Export:
             refusals.note("malformed", str(error))
             malformed = str(error)
         except Exception:  # a bug must not kill the server thread; the sender may retry
-            logger.exception("Handling an OTLP/gRPC export request failed")
+            refusals.failure("grpc", "Handling an OTLP/gRPC export request failed")
         finally:
             gateway.close_request(opened)
         if malformed is not None:
@@ -144,10 +147,10 @@ class _Export:
         return bytes(export_response(self._kind, answer.rejected, answer.error_message).SerializeToString())
 
 
-def _authorization(context: grpc.ServicerContext) -> str | None:
+def _authorization(context: grpc.ServicerContext) -> bytes | str | None:
     for key, value in context.invocation_metadata():
         if key == "authorization":
-            return value if isinstance(value, str) else value.decode("latin-1")
+            return value
     return None
 
 

@@ -2,10 +2,13 @@
 
 A small ASGI application (served by uvicorn, see :mod:`._http_server`). Everything that can be decided
 from the headers is decided before the body is read: the path and method, the bearer token (401), the
-content type and encoding (415), ``Content-Length`` (411 without one, 413 over the limit), and room in
-the receiving and spool budgets (429 with ``Retry-After``, 503 while shutting down). The body is then
-read within the server's whole-request deadline, counted against the receiving budget as it arrives,
-and decompressed, parsed, validated and spooled on a worker thread, off the event loop.
+content type and encoding (415), a ``Content-Length`` over the limit (413), and room in the receiving
+and spool budgets (429 with ``Retry-After``, 503 while shutting down). The body, with a length or
+chunked (``Transfer-Encoding: chunked``, as the OpenTelemetry JS exporter sends it), is then read
+within the server's whole-request deadline, counted against the byte limit and the receiving budget as
+it arrives (413 the moment it passes the limit, whatever the framing), and decompressed, parsed,
+validated and spooled on a worker thread, off the event loop. A chunked body reserves spool room for
+the largest request, as a compressed one does, since its size is not known before it is read.
 
 Answers follow the OTLP/HTTP specification, in the request's own encoding: 200 with ``partialSuccess``
 when some items were rejected, a ``google.rpc.Status`` body with a message saying what is wrong
@@ -104,7 +107,7 @@ class OTLPApplication:
             kind = self._route(scope, headers)
             length = _content_length(headers)
             inflating = _encoding(headers) == "gzip"
-            if length > self.gateway.max_request_bytes:
+            if length is not None and length > self.gateway.max_request_bytes:
                 raise HTTPError(
                     HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                     code_pb2.INVALID_ARGUMENT,
@@ -114,7 +117,7 @@ class OTLPApplication:
                 )
             opened = self.gateway.open_request(length, inflating=inflating)
             if isinstance(opened, ExportAnswer):
-                raise _refusal(opened, close=length > 0)
+                raise _refusal(opened, close=length != 0)
             try:
                 body = await self._body(receive, length, opened)
                 loop = asyncio.get_running_loop()
@@ -129,7 +132,7 @@ class OTLPApplication:
         except _Disconnected:
             return
         except Exception:  # a bug must not leave the sender without an answer, nor flood the log
-            logger.exception("Handling an OTLP/HTTP export request failed")
+            refusals.failure("http", "Handling an OTLP/HTTP export request failed")
             failed = HTTPError(
                 HTTPStatus.INTERNAL_SERVER_ERROR, code_pb2.INTERNAL, "the gateway failed", close=True
             )
@@ -151,7 +154,7 @@ class OTLPApplication:
                 close=True,
                 headers=((b"allow", b"POST"),),
             )
-        if self.tokens is not None and not self.tokens.allows(headers.get("authorization")):
+        if self.tokens is not None and not self.tokens.allows(_raw_header(scope, b"authorization")):
             refusals.note("unauthenticated", f"HTTP {scope['path']} from {_client(scope)}")
             raise HTTPError(
                 HTTPStatus.UNAUTHORIZED,
@@ -170,14 +173,25 @@ class OTLPApplication:
             )
         return kind
 
-    async def _body(self, receive: Receive, length: int, ticket: Ticket) -> bytes:
+    async def _body(self, receive: Receive, length: int | None, ticket: Ticket) -> bytes:
+        """The whole body (``length`` bytes, or chunked when ``None``), counted as it arrives."""
         chunks: list[bytes] = []
+        size = 0
+        limit = self.gateway.max_request_bytes
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
                 raise _Disconnected
             chunk = message.get("body", b"")
             if chunk:
+                size += len(chunk)
+                if size > limit:  # only a chunked body can get here: a length was checked before
+                    raise HTTPError(
+                        HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                        code_pb2.INVALID_ARGUMENT,
+                        f"the request body has more than the limit of {limit} bytes",
+                        close=True,
+                    )
                 if not self.gateway.receive(ticket, len(chunk)):
                     raise HTTPError(
                         HTTPStatus.TOO_MANY_REQUESTS,
@@ -190,7 +204,7 @@ class OTLPApplication:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        if len(body) != length:  # h11 enforces Content-Length; this guards other servers
+        if length is not None and len(body) != length:  # h11 enforces the length; this guards others
             raise HTTPError(
                 HTTPStatus.BAD_REQUEST, code_pb2.INVALID_ARGUMENT, "the body is not Content-Length long"
             )
@@ -233,14 +247,10 @@ def _refusal(answer: ExportAnswer, *, close: bool = False) -> HTTPError:
     return HTTPError(status, code, answer.error_message, retry_after=retry, close=close)
 
 
-def _content_length(headers: dict[str, str]) -> int:
+def _content_length(headers: dict[str, str]) -> int | None:
+    """The declared body length; ``None`` for a chunked body (h11 refuses a request with both)."""
     if "chunked" in headers.get("transfer-encoding", "").lower():
-        raise HTTPError(
-            HTTPStatus.LENGTH_REQUIRED,
-            code_pb2.INVALID_ARGUMENT,
-            "send a Content-Length (chunked bodies are not read)",
-            close=True,
-        )
+        return None
     raw = headers.get("content-length", "0")
     length = int(raw) if raw.strip().isdigit() else -1
     if length < 0:
@@ -248,6 +258,14 @@ def _content_length(headers: dict[str, str]) -> int:
             HTTPStatus.BAD_REQUEST, code_pb2.INVALID_ARGUMENT, f"bad Content-Length {raw!r}", close=True
         )
     return length
+
+
+def _raw_header(scope: Scope, name: bytes) -> bytes | None:
+    """A header's value as its bytes on the wire (a token compares as bytes, not as latin-1 text)."""
+    for key, value in scope["headers"]:
+        if key.lower() == name:
+            return bytes(value)
+    return None
 
 
 def _encoding(headers: dict[str, str]) -> str:

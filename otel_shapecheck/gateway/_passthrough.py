@@ -8,8 +8,9 @@ request is split by its scope groups (one resource's spans of one instrumentatio
 * with checks, a group passes through when none of its spans would stop in the span processor's
   ``on_end`` test: no classifying attribute key and no tool-span name (what
   :func:`~otel_shapecheck.readers._classify.classify_span` reads), not the parent of such a span in the
-  same request, and no span the ledger waits for (:meth:`ShapecheckSpanProcessor.concerns`). The other
-  groups are converted and evaluated as before. A byte test on the stored body settles the common case:
+  same request, and no span the ledger waits for
+  (:meth:`~otel_shapecheck.pipeline._hot_state.HotPathState.concerns`). The other groups are converted
+  and evaluated as before. A byte test on the stored body settles the common case:
   a request none of whose bytes spell a classifying key or the tool-span prefix holds no GenAI span.
 
 A request that passes through whole is forwarded as the stored bytes themselves (validated at the door,
@@ -42,7 +43,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from otel_shapecheck.gateway._forward import ForwardingPolicy
-from otel_shapecheck.gateway._spool import bit
+from otel_shapecheck.gateway._spool_entry import bit
+from otel_shapecheck.otlp._suppressed import instrumentation_suppressed
 from otel_shapecheck.readers._classify import CLASSIFYING_KEYS
 from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
 
@@ -55,6 +57,9 @@ _MARKERS: Final = (
     b"llm.request.type",
     b"mcp.method.name",
     b"shapecheck.analyst.",  # the analyst id and attempt
+    b"gcp.vertex.agent.",  # google-adk's request, response and tool fields
+    b"ai.operationId",  # the AI SDK's own telemetry
+    b"put.messages",  # gen_ai.input.messages, gen_ai.output.messages (model calls without an operation name)
     EXECUTE_TOOL_SPAN_PREFIX.encode(),
 )
 """Byte strings of which a GenAI-looking span's encoding holds at least one: each classifying key holds
@@ -74,7 +79,7 @@ class RawSender(Protocol):
 
 
 class Evaluating(Protocol):
-    """What the split asks the span processor: whether the ledger waits for a plain span's end."""
+    """What the split asks the span processor's hot-path state: whether a plain span's end is awaited."""
 
     def concerns(self, span_id: int) -> bool: ...
 
@@ -86,17 +91,25 @@ def raw_sender(exporter: SpanExporter) -> RawSender | None:
 
     For the SDK's OTLP/gRPC exporter: its channel (reopened by the exporter after ``UNAVAILABLE``), its
     metadata and timeout; for OTLP/HTTP: its client (endpoint, headers, compression, retries within the
-    timeout). tests/gateway/test_passthrough.py pins the exporter fields read here.
+    timeout). tests/gateway/test_passthrough.py pins the exporter fields read here. Those fields are not
+    public API: on an exporter release without them there is no raw sender, and the gateway converts and
+    exports passed-through spans like evaluated ones (slower, nothing lost).
     """
     if isinstance(exporter, GrpcSpanExporter):
+        if not all(hasattr(exporter, name) for name in ("_channel", "_headers", "_timeout", "_shutdown")):
+            return None
         return _grpc_sender(exporter)
     if isinstance(exporter, HttpSpanExporter):
-        client = exporter._client
+        # The HTTP transport client arrived with opentelemetry-exporter-otlp-proto-http 1.45.
+        client = getattr(exporter, "_client", None)
+        if client is None or not hasattr(client, "export") or not hasattr(exporter, "_shutdown"):
+            return None
 
         def send_http(body: bytes) -> bool:
             if exporter._shutdown:
                 return False
-            return bool(client.export(body).success)
+            with instrumentation_suppressed():
+                return bool(client.export(body).success)
 
         return send_http
     return None
@@ -120,7 +133,8 @@ def _grpc_sender(exporter: GrpcSpanExporter) -> RawSender:
                 response_deserializer=ExportTraceServiceResponse.FromString,
             )
         try:
-            export(body, metadata=exporter._headers, timeout=exporter._timeout)
+            with instrumentation_suppressed():
+                export(body, metadata=exporter._headers, timeout=exporter._timeout)
         except grpc.RpcError as error:
             logger.debug("Forwarding a passed-through request failed: %s", error.code())
             return False
@@ -149,7 +163,7 @@ def split_request(
     """Split a stored trace request (``body``, parsed as ``message``) by scope group; see the module.
 
     ``done`` marks spans already forwarded (a request carried over from a previous run); ``evaluating``
-    is the span processor, or None when nothing is evaluated.
+    is the span processor's hot-path state, or None when nothing is evaluated.
     """
     plain_body = evaluating is None or not any(marker in body for marker in _MARKERS)
     if plain_body and (evaluating is None or not evaluating.concerns_any()):

@@ -35,9 +35,10 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanContext
 
 from otel_shapecheck.gateway._admission import Budget
-from otel_shapecheck.gateway._decode import log_records_of, parse_stored, spans_of
+from otel_shapecheck.gateway._decode import UnreadableRequest, log_records_of, parse_stored, spans_of
 from otel_shapecheck.gateway._passthrough import Split
-from otel_shapecheck.gateway._spool import Spool, SpoolEntry, bit, set_bit, set_bits
+from otel_shapecheck.gateway._spool import Spool
+from otel_shapecheck.gateway._spool_entry import SpoolEntry, bit, set_bit, set_bits
 
 logger = logging.getLogger(__name__)
 
@@ -206,8 +207,13 @@ class SpoolQueue:
 
     def _load(self, entry: SpoolEntry, message: Message | None, body: bytes | None) -> None:
         if message is None or (body is None and self._split is not None):
-            body = self.spool.body(entry)
-            message = parse_stored(entry.kind, body)
+            try:
+                body = self.spool.body(entry)
+                message = parse_stored(entry.kind, body)
+            except UnreadableRequest:  # damaged where the spool's checks cannot see: lost, once
+                self._note_failure(entry.remaining)
+                self._finish([_Loaded(entry, 0, 0)], [])
+                return
         loaded = _Loaded(entry, 0, entry.size)
         spans: list[ReadableSpan] = []
         records: list[ReadWriteLogRecord] = []

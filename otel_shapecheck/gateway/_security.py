@@ -1,10 +1,11 @@
 """Who may send to the gateway: bearer tokens from a file, TLS (and mTLS) settings for both listeners.
 
-Tokens are read from a file, one per line (blank lines and ``#`` comments ignored), and kept as SHA-256
-digests; a presented token is hashed and looked up, so the comparison takes the same time whatever the
-token. :meth:`TokenFile.reload` (``SIGHUP``) reads the file again; an unreadable or empty file keeps the
-tokens in force and logs why. Both transports check the ``authorization`` header (``Bearer <token>``)
-before they read or decode anything else of a request.
+Tokens are read from a UTF-8 file (a leading byte-order mark is dropped), one per line (blank lines and
+``#`` comments ignored), and kept as SHA-256 digests of their UTF-8 bytes; a presented token's bytes are
+hashed and looked up, so a non-ASCII token matches as sent and the comparison takes the same time
+whatever the token. :meth:`TokenFile.reload` (``SIGHUP``) reads the file again; an unreadable or empty
+file keeps the tokens in force and logs why. Both transports check the ``authorization`` header
+(``Bearer <token>``) before they read or decode anything else of a request.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
-_BEARER = "bearer "
+_BEARER = b"bearer "
 
 
 class TokenFile:
@@ -38,12 +39,15 @@ class TokenFile:
     def __len__(self) -> int:
         return len(self._digests)
 
-    def allows(self, authorization: str | None) -> bool:
-        """Whether an ``authorization`` header value carries one of the tokens."""
+    def allows(self, authorization: bytes | str | None) -> bool:
+        """Whether an ``authorization`` header value (its bytes as received, or text) carries one of the
+        tokens."""
+        if isinstance(authorization, str):
+            authorization = authorization.encode("utf-8", "surrogateescape")
         if not authorization or authorization[: len(_BEARER)].lower() != _BEARER:
             return False
         token = authorization[len(_BEARER) :].strip()
-        digest = hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
+        digest = hashlib.sha256(token).digest()
         with self._lock:
             return digest in self._digests
 
@@ -61,7 +65,7 @@ class TokenFile:
 
     def _read(self) -> frozenset[bytes]:
         try:
-            text = self.path.read_text(encoding="utf-8")
+            text = self.path.read_text(encoding="utf-8-sig")  # a byte-order mark is not a token
         except (OSError, UnicodeDecodeError) as error:
             raise ValueError(f"--auth-token-file {str(self.path)!r}: cannot read it ({error})") from None
         tokens = [line.strip() for line in text.splitlines()]

@@ -23,6 +23,7 @@ from otel_shapecheck.gateway._settings import (
     DEFAULT_IDLE_TIMEOUT_SECONDS,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_REQUEST_TIMEOUT_SECONDS,
+    tls_handshake_timeout,
 )
 
 logger = logging.getLogger(__name__)
@@ -43,7 +44,11 @@ class GatewayService:
         http_workers: threads decoding and spooling HTTP request bodies.
         request_timeout_seconds: an HTTP request's headers and body must arrive within this.
         idle_timeout_seconds: idle HTTP connections are closed after this (gRPC ones after 10 times it).
-        max_connections: HTTP connections at once; past it requests are answered 503.
+        max_connections: HTTP connections at once (idle ones are closed first to make room); past it
+            requests are answered 503.
+        tls_handshake_timeout_seconds: longest a connection's handshake may take (TLS on HTTP; TLS and
+            the HTTP/2 preface on gRPC) (default 5 s,
+            at most the request deadline).
 
     Raises:
         ValueError: neither address given, a bad setting, or an address that cannot be bound.
@@ -62,6 +67,7 @@ class GatewayService:
         request_timeout_seconds: float = DEFAULT_REQUEST_TIMEOUT_SECONDS,
         idle_timeout_seconds: float = DEFAULT_IDLE_TIMEOUT_SECONDS,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        tls_handshake_timeout_seconds: float | None = None,
     ) -> None:
         if grpc_address is None and http_address is None:
             raise ValueError("the gateway needs at least one of a gRPC or an HTTP address to listen on")
@@ -75,6 +81,7 @@ class GatewayService:
         self._request_timeout = request_timeout_seconds
         self._idle_timeout = idle_timeout_seconds
         self._max_connections = max_connections
+        self._handshake_timeout = tls_handshake_timeout_seconds
         self._grpc: grpc.Server | None = None
         self._http: GatewayHTTPServer | None = None
         self.grpc_port = 0
@@ -98,6 +105,9 @@ class GatewayService:
                     tls=self.tls,
                     tokens=self.tokens,
                     idle_timeout_seconds=self._idle_timeout * 10,
+                    handshake_timeout_seconds=tls_handshake_timeout(
+                        self._handshake_timeout, request_timeout_seconds=self._request_timeout
+                    ),
                 )
                 self._warn("gRPC", self._grpc_address)
             if self._http_address is not None:
@@ -109,6 +119,7 @@ class GatewayService:
                     request_timeout_seconds=self._request_timeout,
                     idle_timeout_seconds=self._idle_timeout,
                     max_connections=self._max_connections,
+                    tls_handshake_timeout_seconds=self._handshake_timeout,
                 ).start()
                 self.http_port = self._http.port
                 self._warn("HTTP", self._http_address)

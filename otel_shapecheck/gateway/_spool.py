@@ -10,7 +10,9 @@ done are *in doubt*: they may have reached the destination before the crash, so 
 possible duplicates.
 
 :class:`SqliteSpool` is the durable store: one sqlite3 database in WAL mode in the spool directory,
-guarded by an exclusive lock file so that two gateways never replay the same entries. With
+locked (an exclusive ``flock`` on the database file itself) so that two gateways never replay the same
+entries, and checked at every start (:mod:`._spool_files`: a damaged one is moved aside, what still
+reads is recovered and what could not be is reported in :attr:`SqliteSpool.damage`). With
 ``synchronous=NORMAL`` (the default) a commit survives the process being killed (``kill -9``, the OOM
 killer); ``fsync=True`` makes every commit survive a power loss too, at the cost of one fsync per
 request. Only two writes are committed at once: the store of a request, before its answer, and its
@@ -21,7 +23,8 @@ waiting (by the forwarding thread that deferred the last) or by a flusher thread
 stored; freed pages are not zeroed (``secure_delete=FAST``), which would write each request's size a
 second time. A crash loses at most those deferred writes: the entries they concern are
 found again with their ``sent`` bits, so they are forwarded once more and counted as possibly sent twice,
-never lost.
+never lost. Its volume is watched (:mod:`._spool_volume`): requests are refused while the disk would be
+too full to checkpoint the write-ahead log, which is checkpointed and truncated once drained.
 :class:`MemorySpool` has the same interface and keeps entries in memory only (``--no-spool``).
 Both are bounded in bytes: space is reserved before a request's body is read, and a request that does
 not fit is refused with backpressure, never dropped after it was acknowledged.
@@ -29,43 +32,34 @@ not fit is refused with backpressure, never dropped after it was acknowledged.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from otel_shapecheck._settings import non_negative_float
 from otel_shapecheck._settings_table import GATEWAY, by_name
+from otel_shapecheck.gateway._spool_entry import Kind, SpoolEntry, SpoolSpace, bitmap
+from otel_shapecheck.gateway._spool_files import DATABASE_NAME, SpoolDamage, SpoolError, SpoolFiles
+from otel_shapecheck.gateway._spool_volume import (
+    CHECKPOINT_EVERY_SECONDS,
+    WAL_LIMIT_BYTES,
+    SpoolVolume,
+    is_full,
+)
 
 logger = logging.getLogger(__name__)
 
-Kind = Literal["traces", "logs"]
 _KINDS: dict[str, int] = {"traces": 0, "logs": 1}
 _KIND_NAMES: dict[int, Kind] = {0: "traces", 1: "logs"}
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS entries (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    kind INTEGER NOT NULL,
-    items INTEGER NOT NULL,
-    size INTEGER NOT NULL,
-    sent BLOB,
-    done BLOB,
-    body BLOB NOT NULL
-)
-"""
-DATABASE_NAME = "spool.sqlite3"
 _FLUSH = by_name(GATEWAY, "spool_flush_millis")
 _DEFERRED_WRITES_PER_FLUSH = 8
 """Deferred writes that are flushed at once, before the interval ends: in small batches the pages of
 deleted entries are reused by the next ones stored (large batches grow the file and the WAL)."""
 _DELETES_PER_STATEMENT = 500
 """Ids in one ``DELETE … WHERE id IN (…)``: well under sqlite's limit on a statement's parameters."""
-LOCK_NAME = "spool.lock"
 
 
 def spool_flush_seconds(explicit: float | None = None) -> float:
@@ -77,102 +71,8 @@ def spool_flush_seconds(explicit: float | None = None) -> float:
     return millis / 1000
 
 
-class SpoolError(ValueError):
-    """The spool cannot be opened (a usage error: the message names the directory and the problem)."""
-
-
-def bitmap(items: int) -> bytearray:
-    """An all-clear bitmap for ``items`` items."""
-    return bytearray((items + 7) // 8)
-
-
-def bit(bits: bytes | bytearray, index: int) -> bool:
-    """Whether item ``index`` is set."""
-    return bool(bits[index >> 3] & (1 << (index & 7)))
-
-
-def set_bit(bits: bytearray, index: int) -> bool:
-    """Set item ``index``; whether it was clear before."""
-    mask = 1 << (index & 7)
-    if bits[index >> 3] & mask:
-        return False
-    bits[index >> 3] |= mask
-    return True
-
-
-def set_bits(bits: bytearray, indices: Sequence[int], items: int) -> int:
-    """Set the items ``indices`` (of ``items``); how many were clear before. A whole clear bitmap is
-    filled at once (a request forwarded in one piece)."""
-    if len(indices) == items and not any(bits):
-        full, rest = divmod(items, 8)
-        bits[:full] = b"\xff" * full
-        if rest:
-            bits[full] = (1 << rest) - 1
-        return items
-    return sum(set_bit(bits, index) for index in indices)
-
-
-def count_bits(bits: bytes | bytearray) -> int:
-    """How many items are set."""
-    return int.from_bytes(bits, "little").bit_count()  # one C call, not a loop over the bytes
-
-
-@dataclass(eq=False)
-class SpoolEntry:
-    """One acknowledged request: its items and which of them were sent and confirmed."""
-
-    id: int
-    kind: Kind
-    items: int
-    size: int
-    """Bytes of the stored body (what the entry costs the spool)."""
-    sent: bytearray = field(default_factory=bytearray)
-    done: bytearray = field(default_factory=bytearray)
-
-    def __post_init__(self) -> None:
-        width = (self.items + 7) // 8
-        self.sent = self.sent.ljust(width, b"\0")[:width]
-        self.done = self.done.ljust(width, b"\0")[:width]
-
-    @property
-    def remaining(self) -> int:
-        """Items not yet confirmed."""
-        return self.items - count_bits(self.done)
-
-    @property
-    def in_doubt(self) -> int:
-        """Items sent but not confirmed: they may have reached the destination already."""
-        return sum((sent & ~done & 0xFF).bit_count() for sent, done in zip(self.sent, self.done, strict=True))
-
-
-class _Space:
-    """Bytes used by stored entries plus bytes reserved by requests still being received."""
-
-    def __init__(self, max_bytes: int, used: int) -> None:
-        self.max_bytes = max_bytes
-        self._lock = threading.Lock()
-        self.used = used
-        self.reserved = 0
-
-    def reserve(self, size: int) -> bool:
-        with self._lock:
-            if self.used + self.reserved + size > self.max_bytes and (self.used or self.reserved):
-                return False
-            self.reserved += size
-            return True
-
-    def unreserve(self, size: int) -> None:
-        with self._lock:
-            self.reserved = max(0, self.reserved - size)
-
-    def store(self, reserved: int, size: int) -> None:
-        with self._lock:
-            self.reserved = max(0, self.reserved - reserved)
-            self.used += size
-
-    def free(self, size: int) -> None:
-        with self._lock:
-            self.used = max(0, self.used - size)
+class SpoolFull(Exception):
+    """The spool's volume has no room to store a request (it is refused with backpressure)."""
 
 
 class MemorySpool:
@@ -180,12 +80,13 @@ class MemorySpool:
 
     durable = False
     description = "memory (no spool directory)"
+    damage: SpoolDamage | None = None
 
     def __init__(self, max_bytes: int) -> None:
         self._lock = threading.Lock()
         self._bodies: dict[int, tuple[SpoolEntry, bytes]] = {}
         self._next_id = 1
-        self.space = _Space(max_bytes, 0)
+        self.space = SpoolSpace(max_bytes, 0)
 
     def recover(self) -> list[SpoolEntry]:
         """Nothing survives a restart in memory."""
@@ -257,38 +158,26 @@ class SqliteSpool:
         self.flush_seconds = spool_flush_seconds(flush_seconds)
         self.directory = Path(directory).expanduser()
         self.description = str(self.directory)
-        try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._lock_file = open(self.directory / LOCK_NAME, "a+")  # noqa: SIM115 - held while open
-        except OSError as error:
-            raise SpoolError(f"--spool-dir {self.description!r}: cannot use it ({error.strerror})") from None
-        try:
-            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self._lock_file.close()
-            raise SpoolError(
-                f"--spool-dir {self.description!r} is in use by another gateway; give each its own"
-            ) from None
+        self._files = SpoolFiles.open(self.directory, fsync=fsync)
+        self.damage = self._files.damage
+        """What a check at start found damaged and could not recover (``None``: nothing)."""
+        self._db = self._files.db
+        self._record = self._files.record
         self._lock = threading.Lock()
+        self.volume = SpoolVolume(self.directory / f"{DATABASE_NAME}-wal", self.description)
         try:
-            self._db = sqlite3.connect(
-                self.directory / DATABASE_NAME, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            # Freed pages are not zeroed (as a build with SQLITE_SECURE_DELETE does): that would write
-            # every deleted request's size again; what was forwarded stays only until its pages are reused.
-            self._db.execute("PRAGMA secure_delete=FAST")
-            self._db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
-            self._db.execute(_SCHEMA)
+            self._db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
             used = int(self._db.execute("SELECT COALESCE(SUM(size), 0) FROM entries").fetchone()[0])
         except sqlite3.Error as error:
-            self._lock_file.close()
+            self._files.close()
             raise SpoolError(f"--spool-dir {self.description!r}: unreadable spool ({error})") from None
-        self.space = _Space(max_bytes, used)
+        self.space = SpoolSpace(max_bytes, used, self._volume_has_room)
         self._closed = False
         self._deferred_lock = threading.Lock()
         self._deferred: dict[int, SpoolEntry | None] = {}
         """Writes waiting for the next commit: an entry's bitmaps to write, or ``None`` to delete it."""
+        self._deleted_items: dict[int, int] = {}
+        """Items of each entry whose delete is deferred (for the record)."""
         self._deferred_waiting = threading.Event()
         self._closing = threading.Event()
         self._flusher = threading.Thread(
@@ -315,16 +204,28 @@ class SqliteSpool:
             ]
 
     def put(self, kind: Kind, body: bytes, items: int, reserved: int) -> SpoolEntry:
-        """Store one request durably (committed when this returns)."""
+        """Store one request durably (committed when this returns).
+
+        Raises:
+            SpoolFull: the volume has no room (the first of an episode is logged, the others not).
+        """
         sent, done = bitmap(items), bitmap(items)
         with self._lock:
             self._check_open()
-            cursor = self._db.execute(
-                "INSERT INTO entries (kind, items, size, sent, done, body) VALUES (?, ?, ?, ?, ?, ?)",
-                (_KINDS[kind], items, len(body), bytes(sent), bytes(done), body),
-            )
+            try:
+                cursor = self._db.execute(
+                    "INSERT INTO entries (kind, items, size, sent, done, body) VALUES (?, ?, ?, ?, ?, ?)",
+                    (_KINDS[kind], items, len(body), bytes(sent), bytes(done), body),
+                )
+            except sqlite3.OperationalError as error:
+                if not is_full(error):
+                    raise
+                self.volume.found_full(str(error))
+                self.volume.checkpoint(self._db)
+                raise SpoolFull(str(error)) from None
             entry_id = cursor.lastrowid
-        assert entry_id is not None
+            assert entry_id is not None
+            self._record.stored(entry_id, items)
         self.space.store(reserved, len(body))
         return SpoolEntry(entry_id, kind, items, len(body), sent, done)
 
@@ -363,14 +264,18 @@ class SqliteSpool:
         crash, they are forwarded again); their space is free at once."""
         if not entries:
             return
+        with self._deferred_lock:
+            self._deleted_items.update((entry.id, entry.items) for entry in entries)
         self._defer(dict.fromkeys((entry.id for entry in entries), None))
         self.space.free(sum(entry.size for entry in entries))
 
     def flush(self) -> None:
-        """Commit the deferred marks and deletes now, in one transaction."""
+        """Commit the deferred marks and deletes now, in one transaction (and a checkpoint put off)."""
         with self._lock:
             if not self._closed:
                 self._write_deferred()
+                if self.volume.checkpoint_wanted and self.volume.due():
+                    self.volume.checkpoint(self._db)
 
     def _defer(self, writes: dict[int, SpoolEntry | None]) -> None:
         if not writes or self._closed:
@@ -389,14 +294,17 @@ class SqliteSpool:
         """One transaction of every deferred write (the caller holds ``_lock``); put back if it fails."""
         with self._deferred_lock:
             deferred, self._deferred = self._deferred, {}
+            deleted = [entry_id for entry_id, write in deferred.items() if write is None]
+            deleted_items = {entry_id: self._deleted_items.pop(entry_id, 0) for entry_id in deleted}
+            items = sum(deleted_items.values())
         if not deferred:
             return
-        deleted = [entry_id for entry_id, write in deferred.items() if write is None]
         marked = [
             (bytes(write.sent), bytes(write.done), entry_id)
             for entry_id, write in deferred.items()
             if write is not None
         ]
+        self._record.deleting(len(deleted), items)  # before the commit: the record never claims more
         try:
             self._db.execute("BEGIN")
             for start in range(0, len(deleted), _DELETES_PER_STATEMENT):
@@ -405,22 +313,35 @@ class SqliteSpool:
                 self._db.execute(f"DELETE FROM entries WHERE id IN ({','.join('?' * len(chunk))})", chunk)
             self._db.executemany("UPDATE entries SET sent = ?, done = ? WHERE id = ?", marked)
             self._db.execute("COMMIT")
-        except BaseException:
+            if self.volume.full or (deleted and self.space.used == 0):
+                # Drained (or out of space): hand the log's pages back to the volume, at most once a
+                # second (else the flusher does it within a second).
+                self.volume.checkpoint_wanted = True
+                if self.volume.due():
+                    self.volume.checkpoint(self._db)
+        except BaseException as error:
+            if is_full(error):
+                self.volume.found_full(str(error))
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
+            self._record.undo(len(deleted), items)
             with self._deferred_lock:  # what was deferred since is newer
                 self._deferred = {**deferred, **self._deferred}
+                self._deleted_items.update(deleted_items)
             raise
 
     def _flush_deferred(self) -> None:
         """The flusher thread: a deferred write waits at most ``flush_seconds``, and the
         writes of that interval share one commit."""
         while not self._closed:
-            self._deferred_waiting.wait()
+            self._deferred_waiting.wait(CHECKPOINT_EVERY_SECONDS if self.volume.checkpoint_wanted else None)
             self._closing.wait(self.flush_seconds)
             self._deferred_waiting.clear()
             try:
                 self.flush()
+            except sqlite3.OperationalError as error:  # kept for the next flush
+                if not is_full(error):  # a full volume was logged once, as its episode began
+                    logger.exception("Writing deferred spool marks failed")
             except Exception:  # kept for the next flush: at worst forwarded again after a restart
                 logger.exception("Writing deferred spool marks failed")
 
@@ -446,10 +367,20 @@ class SqliteSpool:
             self._closed = True
             self._closing.set()
             self._deferred_waiting.set()
+            self._files.close()
+
+    def _volume_has_room(self, size: int) -> bool:
+        """Whether the volume keeps room for ``size`` more (see :class:`SpoolVolume`); a refusal also
+        checkpoints, when one is due and the database is free."""
+        if self.volume.has_room(size):
+            return True
+        if self.volume.due() and self._lock.acquire(blocking=False):
             try:
-                self._db.close()
+                if not self._closed:
+                    self.volume.checkpoint(self._db)
             finally:
-                self._lock_file.close()
+                self._lock.release()
+        return False
 
     def _check_open(self) -> None:
         if self._closed:

@@ -3,7 +3,8 @@
 An OTLP/JSON ``{"resourceSpans": …}`` document (one, or one per line as the Collector's file exporter
 writes), Tempo's trace API responses (``{"batches": …}``, and ``{"trace": …}`` from its v2 API) and
 Jaeger's OTLP API response (``{"result": {"resourceSpans": …}}``); ``{"resourceLogs": …}`` documents beside
-them give log records. Ids may be hex or base64 (:mod:`._ids`); gzip input is inflated. Anything else is
+them give log records, and ``{}`` is an export without spans (proto3 JSON leaves empty lists out). Ids
+may be hex or base64 (:mod:`._ids`); gzip input is inflated. Anything else is
 an :class:`UnreadableTraceFile` naming the file and what is wrong with it.
 
 Documents are decoded with ``json`` and read into SDK telemetry directly (:mod:`._json_read`,
@@ -220,6 +221,8 @@ def _json_documents(text: str, source: str) -> Iterator[Any]:
 def _resource_spans_of(document: Any, source: str, number: int) -> list[Any]:
     """The ``resourceSpans`` list of one document, whichever of the accepted shapes it has."""
     if isinstance(document, Mapping):
+        if not document:  # proto3 JSON leaves out empty fields: an export without spans is {}
+            return []
         if "resourceSpans" in document:
             return _list_field(document, "resourceSpans", source, number)
         if "batches" in document:

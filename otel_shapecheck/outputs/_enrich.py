@@ -17,6 +17,7 @@ from opentelemetry.util.types import AnyValue, AttributeValue
 
 from otel_shapecheck._attributes import DUPLICATE_OF, EVALUATION_EVENT, EVALUATION_NAME, FLAGGED, FLAGS
 from otel_shapecheck.checks._base import Verdict, enrichment_attributes
+from otel_shapecheck.otlp._sdk_fields import own_attributes
 from otel_shapecheck.otlp._span_copy import copy_span
 
 
@@ -29,7 +30,7 @@ def enriched_copy(span: ReadableSpan, verdicts: Sequence[Verdict]) -> ReadableSp
     # re-cleaning them cost a third of the worker's time per span. The verdicts' are plain values, which
     # the SDK's cleaning would keep as they are (see ``_bounded``).
     added = _bounded(enrichment_attributes(verdicts))
-    attributes: dict[str, AttributeValue] = {**_own_attributes(span), **added}
+    attributes: dict[str, AttributeValue] = {**own_attributes(span), **added}
     timestamp = span.end_time
     events = list(span.events)
     events.extend(
@@ -38,15 +39,20 @@ def enriched_copy(span: ReadableSpan, verdicts: Sequence[Verdict]) -> ReadableSp
     return copy_span(span, attributes=attributes, events=events)
 
 
-_PLAIN_TYPES = frozenset({str, bool, int, float, bytes, type(None)})
+_PLAIN_TYPES = frozenset({str, bool, int, float})
+"""Scalars every supported SDK keeps as they are (releases differ on bytes, decoded before 1.40, and
+None, dropped before 1.40), so anything else goes through the SDK's own cleaning."""
 
 
 def _is_plain(value: AttributeValue) -> bool:
-    """Whether the SDK's cleaning keeps ``value`` as it is: a plain scalar, or a tuple of plain scalars."""
+    """Whether the SDK's cleaning keeps ``value`` as it is: a plain scalar, or a tuple of one plain type."""
     kind = type(value)
     if kind in _PLAIN_TYPES:
         return True
-    return kind is tuple and all(type(item) in _PLAIN_TYPES for item in value)  # type: ignore[union-attr]
+    if kind is not tuple or not value:
+        return False
+    first = type(value[0])  # type: ignore[index]
+    return first in _PLAIN_TYPES and all(type(item) is first for item in value)  # type: ignore[union-attr]
 
 
 def _bounded(attributes: Mapping[str, AttributeValue]) -> BoundedAttributes:
@@ -66,28 +72,15 @@ def _bounded(attributes: Mapping[str, AttributeValue]) -> BoundedAttributes:
     return bounded
 
 
-def _own_attributes(span: ReadableSpan) -> Mapping[str, AttributeValue]:
-    """The span's attributes; an ended span's frozen ``BoundedAttributes`` read as its plain dict.
-
-    (The public property wraps them in a new view whose iteration runs Python code per key; see
-    ``pipeline._facts.attribute_mapping``, which this module, below the pipeline, cannot import.)
-    """
-    stored = span._attributes
-    if type(stored) is BoundedAttributes:
-        own: Mapping[str, AttributeValue] = stored._dict
-        return own
-    return span.attributes or {}
-
-
 def duplicate_copy(span: ReadableSpan, original_span_id: str) -> ReadableSpan:
     """``span`` marked as a second record of the call evaluated on ``original_span_id`` (nothing else)."""
-    return copy_span(span, attributes={**_own_attributes(span), DUPLICATE_OF: original_span_id})
+    return copy_span(span, attributes={**own_attributes(span), DUPLICATE_OF: original_span_id})
 
 
 def run_copy(span: ReadableSpan, summary: Mapping[str, AttributeValue]) -> ReadableSpan:
     """``span`` (a run's agent span) with its run summary (``shapecheck.run.*``, from
     :func:`~otel_shapecheck.pipeline._runs.run_attributes`); its own attributes and events are kept."""
-    return copy_span(span, attributes={**_own_attributes(span), **summary})
+    return copy_span(span, attributes={**own_attributes(span), **summary})
 
 
 _NAMESPACE = "shapecheck."

@@ -5,8 +5,14 @@ Usage::
     import otel_shapecheck
 
     shapecheck = otel_shapecheck.configure(tracer_provider)  # where to: the OTEL_EXPORTER_OTLP_* variables
-    shapecheck = otel_shapecheck.configure(tracer_provider, logger_provider, endpoint="http://collector:4317")
+    shapecheck = otel_shapecheck.configure(tracer_provider, logger_provider=logger_provider)
+    shapecheck = otel_shapecheck.configure(tracer_provider, endpoint="http://collector:4317")
     shapecheck = otel_shapecheck.configure(tracer_provider, metrics=meter_provider)  # the app's own metrics
+
+An application that already exports its spans keeps its exporter: ``configure()`` finds the exporting
+processors already on the provider (the SDK's ``BatchSpanProcessor`` and ``SimpleSpanProcessor``) and
+puts the checks in front of them, in place, so every span is exported once, enriched where a check
+applied. Exporting processors the application adds afterwards go behind the checks too.
 """
 
 from __future__ import annotations
@@ -20,13 +26,14 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import LogRecordExporter
 from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
 from opentelemetry.sdk.metrics.export import MetricExporter, PeriodicExportingMetricReader
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from otel_shapecheck.checks._base import Check
 from otel_shapecheck.otlp._endpoints import otlp_log_exporter, otlp_metric_exporter, otlp_span_exporter
 from otel_shapecheck.outputs._events import EvaluationEventEmitter
 from otel_shapecheck.outputs._sinks import VerdictSink
+from otel_shapecheck.pipeline._existing_exporters import ExportingProcessors
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._shapecheck import Shapecheck
 
@@ -38,9 +45,9 @@ OTEL_METRICS_EXPORTER = "OTEL_METRICS_EXPORTER"
 
 def configure(
     tracer_provider: TracerProvider,
+    *,
     logger_provider: LoggerProvider | None = None,
     endpoint: str | None = None,
-    *,
     protocol: str | None = None,
     headers: Mapping[str, str] | None = None,
     timeout_seconds: float | None = None,
@@ -54,12 +61,20 @@ def configure(
     metrics: bool | MeterProvider = True,
     metric_exporter: MetricExporter | None = None,
 ) -> Shapecheck:
-    """Build the span processor around an OTLP span exporter, with flagged events over OTLP, and register it.
+    """Put the checks in front of the provider's span exporting, with flagged events over OTLP.
+
+    Where the spans go: when the provider already has exporting processors (``BatchSpanProcessor``,
+    ``SimpleSpanProcessor``) and neither ``endpoint`` nor ``span_exporter`` is given, those processors
+    are taken off the provider and put behind the checks, in their place: spans reach the application's
+    own exporters once, enriched. Otherwise an OTLP span exporter is built (from ``endpoint`` or the
+    standard variables); if the provider also has exporting processors then, each span would be exported
+    twice (once as it came, once enriched), so a warning names them and the fix. Exporting processors
+    added to the provider after this call are put behind the checks as well.
+
+    Every argument after the provider is keyword-only.
 
     Args:
         tracer_provider: the application's SDK ``TracerProvider``; the span processor is added to it.
-            Do not also add a processor exporting to the same place: the enriched copies replace the
-            originals.
         logger_provider: the application's SDK ``LoggerProvider`` when instrumentations write message
             content as log events; the companion log processor is added to it so the checks can read them.
         endpoint: OTLP endpoint for spans and events; default: the standard ``OTEL_EXPORTER_OTLP_*``
@@ -101,10 +116,17 @@ def configure(
             f"logger_provider={logger_provider!r} is not a valid value: it must be the SDK's LoggerProvider"
         )
     own_metrics = _own_metric_exporter(metrics, metric_exporter, endpoint, protocol, headers, timeout_seconds)
-    if span_exporter is None:
-        span_exporter = otlp_span_exporter(
-            endpoint, protocol=protocol, headers=headers, timeout=timeout_seconds
-        )
+    exporting = ExportingProcessors(tracer_provider)
+    downstream: SpanProcessor
+    if span_exporter is None and endpoint is None and exporting.found:
+        downstream = exporting.fan_out
+    else:
+        if span_exporter is None:
+            span_exporter = otlp_span_exporter(
+                endpoint, protocol=protocol, headers=headers, timeout=timeout_seconds
+            )
+        downstream = BatchSpanProcessor(span_exporter)
+        exporting.warn_if_found()
     event_sink: VerdictSink | None = None
     if not isinstance(events, bool):
         event_sink = events
@@ -124,7 +146,6 @@ def configure(
             shutdown_on_exit=False,  # the span processor shuts it down, after its last verdicts
         )
     meter_provider = owned if owned is not None else metrics if isinstance(metrics, MeterProvider) else None
-    downstream = BatchSpanProcessor(span_exporter)
     try:
         shapecheck = Shapecheck(
             downstream,
@@ -134,7 +155,8 @@ def configure(
             meter_provider=meter_provider,
         )
     except Exception:  # a bad processor setting: release the threads started above, then report it
-        downstream.shutdown()  # type: ignore[no-untyped-call]
+        if downstream is not exporting.fan_out:
+            downstream.shutdown()
         if event_sink is not None and event_sink is not events:
             event_sink.shutdown()
         if owned is not None:
@@ -142,7 +164,7 @@ def configure(
         raise
     if owned is not None:
         shapecheck.span_processor._own_meter_provider(owned)
-    tracer_provider.add_span_processor(shapecheck.span_processor)
+    exporting.install(shapecheck.span_processor)
     if logger_provider is not None:
         logger_provider.add_log_record_processor(shapecheck.log_processor)
     return shapecheck

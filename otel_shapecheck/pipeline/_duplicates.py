@@ -8,11 +8,23 @@ same call; the span that ended first is the one evaluated. Two spans record the 
 - they overlap in time (one model call runs inside both);
 - they come from different instrumentation scopes (one instrumentation never records a call twice,
   so parallel or repeated calls of one framework are never merged);
-- their response ids are equal when both have one; otherwise their outputs are known and equal (the
-  same tool calls with the same arguments, or the same answer text) and so are their user messages.
+- their response ids are equal when both have one; otherwise their tool calls' ids (with the tools'
+  names) are equal when both carry ids (a provider gives every tool call an id of its own, so a
+  shared id is strong evidence of one call, and different ids are two calls); otherwise their
+  outputs are known and equal (the same tool calls with the same arguments, or the same answer text)
+  and so are their user messages. Absent arguments and ``{}`` are the same arguments: OpenInference
+  leaves out those of a call without arguments, OpenLLMetry writes ``{}``.
 
 An output that is unknown on either side never merges: two calls are kept apart unless the telemetry
 shows they are one.
+
+One instrumentation may also write one call as two spans: the request, without an output, and the
+response (logfire writes a streamed response as a span of its own once the stream is read). Such a
+*request/response pair* is joined whatever the scopes: both of one trace and one scope, the response
+a child of the request (or the request of the response), or a span beside it (the same parent) that
+started once the request ended; the request has no output, the response has one, and their inputs,
+where both were captured, are the same turn. The response is the span evaluated (taking the request's
+menu and input when it has no input of its own), and the request is marked a duplicate of it.
 """
 
 from __future__ import annotations
@@ -44,6 +56,101 @@ def duplicate_of(
     return span_id_hex(first.context.span_id) if first.context is not None else None
 
 
+def response_of(
+    span: ReadableSpan, call: LLMCall, others: Sequence[tuple[ReadableSpan, LLMCall]]
+) -> str | None:
+    """For a request span (no output): the span id (hex) of the earliest span in ``others`` that records
+    its response, else ``None``."""
+    if has_output(call):
+        return None
+    matches = [
+        other
+        for other, other_call in others
+        if other is not span
+        and could_pair(span, other)
+        and awaits_response(span, call, other)
+        and has_output(other_call)
+        and _same_turn(call, other_call)
+    ]
+    if not matches:
+        return None
+    first = min(matches, key=_end_key)
+    return format(first.context.span_id, "016x") if first.context is not None else None
+
+
+def request_of(
+    span: ReadableSpan, call: LLMCall, others: Sequence[tuple[ReadableSpan, LLMCall]]
+) -> LLMCall | None:
+    """For a response span without its own input: the reading of the latest request span in ``others``
+    it answers, else ``None``."""
+    if call.input_captured:
+        return None
+    matches = [
+        (other, other_call)
+        for other, other_call in others
+        if other is not span
+        and could_pair(other, span)
+        and awaits_response(other, other_call, span)
+        and _same_turn(call, other_call)
+    ]
+    if not matches:
+        return None
+    return max(matches, key=lambda match: _end_key(match[0]))[1]
+
+
+def could_pair(request: ReadableSpan, response: ReadableSpan) -> bool:
+    """The span-level half of the pair rule: one trace and one scope, nested, or side by side in order."""
+    if (
+        request.context is None
+        or response.context is None
+        or request.context.trace_id != response.context.trace_id
+    ):
+        return False
+    if request.instrumentation_scope is None or _other_scope(request, response):
+        return False
+    request_parent, response_parent = request.parent, response.parent
+    if response_parent is not None and response_parent.span_id == request.context.span_id:
+        return True
+    if request_parent is not None and request_parent.span_id == response.context.span_id:
+        return True
+    same_parent = (request_parent.span_id if request_parent else None) == (
+        response_parent.span_id if response_parent else None
+    )
+    return same_parent and (request.end_time or 0) <= (response.start_time or 0)
+
+
+def awaits_response(request: ReadableSpan, call: LLMCall, response: ReadableSpan) -> bool:
+    """Whether ``request`` (read as ``call``) may be the request half of a pair with ``response``: no
+    output read, and, beside its response rather than around or under it, no finish reason either. A
+    finish reason says the response was recorded on the request's own span (its content was just not
+    captured), so such a span is not paired with a later sibling, a separate call of the same turn; a
+    nested pair (google-adk's ``call_llm`` over ``generate_content``) is one call either way."""
+    if has_output(call):
+        return False
+    nested = _is_parent(request, response) or _is_parent(response, request)
+    return nested or not call.finish_reasons
+
+
+def _is_parent(parent: ReadableSpan, child: ReadableSpan) -> bool:
+    return (
+        parent.context is not None
+        and child.parent is not None
+        and child.parent.span_id == parent.context.span_id
+    )
+
+
+def has_output(call: LLMCall) -> bool:
+    """Whether the call's output was read: tool calls, an answer, or an answer tool."""
+    return call.tool_calls is not None or call.answer_text is not None or call.answer_tool is not None
+
+
+def _same_turn(first: LLMCall, second: LLMCall) -> bool:
+    """Whether two readings may be one call's input: equal where both were captured."""
+    if not (first.input_captured and second.input_captured):
+        return True
+    return (first.user_text, first.turn_tool_calls) == (second.user_text, second.turn_tool_calls)
+
+
 def could_record_one_call(other: ReadableSpan, span: ReadableSpan) -> bool:
     """The span-level half of the rule (``other`` ended first, they overlap, other scopes): no reading."""
     return _ended_before(other, span) and _overlap(other, span) and _other_scope(other, span)
@@ -68,10 +175,18 @@ def same_call(first: LLMCall, second: LLMCall) -> bool:
     """Whether two readings record one model call (see the module docstring)."""
     if first.response_id and second.response_id:
         return first.response_id == second.response_id
+    first_ids, second_ids = _identified_calls(first), _identified_calls(second)
+    if first_ids and second_ids:
+        return first_ids == second_ids
     output = _output(first)
     if output is None or output != _output(second):
         return False
     return first.user_text is None or second.user_text is None or first.user_text == second.user_text
+
+
+def _identified_calls(call: LLMCall) -> frozenset[tuple[str, str]]:
+    """The call's tool calls that carry an id, as (id, tool name)."""
+    return frozenset((c.call_id, c.name) for c in call.tool_calls or () if c.call_id)
 
 
 def _output(call: LLMCall) -> tuple[object, ...] | None:
@@ -84,6 +199,8 @@ def _output(call: LLMCall) -> tuple[object, ...] | None:
 
 
 def _canonical(arguments: object) -> str:
+    if arguments is None or arguments == "" or arguments == {}:
+        return "{}"  # no arguments, whether left out or written as an empty object
     try:
         return json.dumps(arguments, sort_keys=True, separators=(",", ":"))
     except (TypeError, ValueError):

@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from opentelemetry._logs import LogRecord
-from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck._model import ToolExecution
+from otel_shapecheck.otlp._sdk_fields import own_attributes
 from otel_shapecheck.pipeline._runs import RunTally
 from otel_shapecheck.readers._classify import ROLE_LLM_CALL, SpanClass
 
@@ -51,11 +51,13 @@ class Member:
     """A held span of unknown ancestry: when it ran, the run that claimed it, and what it counts for.
 
     Kept in its trace's facts after the span is forwarded (a few integers, not the span), until an
-    agent span of the trace whose time window holds it claims it.
+    agent span of the trace that is its parent, or whose time window holds it, claims it.
     """
 
     start_time: int
     end_time: int
+    parent_id: int = 0
+    """The span's parent span id (0: none): an agent span claims its own children whatever their times."""
     run: RunState | None = None
     done: bool = False
     """Evaluated (or forwarded without evaluation); ``tally`` holds what it counts for."""
@@ -176,18 +178,9 @@ class TraceFacts:
 
 
 def attribute_mapping(span: ReadableSpan) -> Mapping[str, object]:
-    """The span's attributes, read without the per-call cost of ``ReadableSpan.attributes``.
-
-    The public property wraps the SDK's ``BoundedAttributes`` in a new read-only view on every call,
-    and iterating that view runs Python-level code per key; an ended span's ``BoundedAttributes`` is
-    frozen, so reading its plain dict directly is safe and about twice as fast. Anything else (a
-    span built from a plain mapping, or a future SDK that stores attributes differently) takes the
-    public property.
-    """
-    stored = span._attributes
-    if type(stored) is BoundedAttributes:
-        return stored._dict
-    return span.attributes or {}
+    """The span's attributes, read without the per-call cost of ``ReadableSpan.attributes`` (see
+    :func:`~otel_shapecheck.otlp._sdk_fields.own_attributes`)."""
+    return own_attributes(span)
 
 
 def approximate_bytes(attributes: Mapping[str, object] | None, body: object = None) -> int:

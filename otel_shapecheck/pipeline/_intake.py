@@ -19,60 +19,54 @@ interpreter to schedule the thread recording now; it is bounded all the same, by
 from __future__ import annotations
 
 import threading
-from collections import deque
-from collections.abc import Callable, Sequence
-from typing import Final
+from collections.abc import Sequence
+from typing import Final, Protocol
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanContext
 
-from otel_shapecheck.pipeline._metrics import ProcessorCounters
+from otel_shapecheck.otlp._sdk_fields import span_context, span_parent
+from otel_shapecheck.pipeline._hot_state import SPAN_ID, HotPathState, Item
 
 THREAD_NAME: Final = "ShapecheckRecorder"
 MAKE_ROOM_WAIT_SECONDS: Final = 0.5
 """Longest a full queue's caller waits for another thread to finish recording one span (tens of
 microseconds of work, plus however long the interpreter takes to schedule that thread)."""
 
-Item = ReadableSpan | SpanContext | threading.Event
-"""A span to record (forwarded after if the ledger does not hold it), the context of a span already
-forwarded whose end the ledger may wait for, or a flush request (set once reached)."""
+
+class Recording(Protocol):
+    """What queued items are recorded with: the :class:`~otel_shapecheck.pipeline._recorder.SpanRecorder`."""
+
+    def record_ended(self, span: ReadableSpan) -> Sequence[ReadableSpan]:
+        """Record one ended span; the spans to forward (itself, when the ledger does not keep it, and
+        earlier spans it released into a full worker queue)."""
+
+    def record_forwarded_end(
+        self, context: SpanContext, *, out_of_order: bool = False
+    ) -> Sequence[ReadableSpan]:
+        """Record the end of a span the caller already forwarded (``out_of_order``: on the caller's
+        thread, with spans ended before it perhaps still queued); spans to forward as above."""
 
 
 class LedgerIntake:
     """An ordered queue of ended spans and the one thread that records them.
 
     Args:
-        record: records one ended span; returns the spans to forward (itself, when the ledger does not
-            keep it, and earlier spans it released into a full worker queue).
-        ended: records the end of a span the caller already forwarded (its context); returns spans to
-            forward as ``record`` does.
-        forward: hands one span to the downstream (never raises).
-        counters: where a failure of either is counted.
+        state: the hot path's state: the queue itself (``queued``), the thread's idle flag, and the
+            forwarding of what a recording gives back.
+        recorder: records each item, in order.
         max_size: spans and contexts queued at most (flush requests do not count).
     """
 
-    def __init__(
-        self,
-        record: Callable[[ReadableSpan], Sequence[ReadableSpan]],
-        ended: Callable[[SpanContext], Sequence[ReadableSpan]],
-        forward: Callable[[ReadableSpan], None],
-        counters: ProcessorCounters,
-        *,
-        max_size: int,
-    ) -> None:
-        self._record = record
-        self._ended = ended
-        self._forward = forward
-        self._counters = counters
+    def __init__(self, state: HotPathState, recorder: Recording, *, max_size: int) -> None:
+        self._state = state
+        self._recorder = recorder
         self.max_size = max_size
         """Read on the hot path as a plain attribute; zero once the intake is closed."""
-        self.items: deque[Item] = deque()
-        """The queue itself, the same deque for the intake's life (the hot path tests its length)."""
         self._init_thread_state()
 
     def _init_thread_state(self) -> None:
-        self.idle = True
-        """The thread is waiting with nothing taken: with ``items`` empty, nothing is being recorded."""
+        self._state.recording_idle = True
         self._wake = threading.Event()
         self._recording = threading.Lock()
         """Held while one item is taken out and recorded, by whichever thread records it: in order."""
@@ -84,24 +78,43 @@ class LedgerIntake:
         self._thread.start()
 
     def restart_after_fork(self) -> None:
-        """A forked child has no recording thread and none of the parent's spans: start afresh."""
-        self.items.clear()
+        """A forked child has no recording thread (the state was cleared): start afresh."""
         self._init_thread_state()
         if self.max_size:
             self._thread.start()
 
-    def backlog(self) -> bool:
-        """Whether ended spans may still be waiting to be recorded (lock-free, may say so spuriously)."""
-        return bool(self.items) or not self.idle
+    def put_span(self, span: ReadableSpan, attempt: bool) -> bool:
+        """Queue an ended span (``attempt``: an analyst attempt); False when it cannot be queued.
+
+        The caller then forwards it as it came, counted as unrecorded; spans held for its end learn of
+        it here, out of order.
+        """
+        parent = span_parent(span)
+        if attempt and parent is not None:  # before the append: its parent may end right after
+            self._state.attempt_parents[parent[SPAN_ID]] = None
+        if self.put(span):
+            return True
+        context = span_context(span)
+        if context is not None:
+            self._state.forward_all(self._recorder.record_forwarded_end(context, out_of_order=True))
+        self._state.count_unrecorded(1)
+        return False
+
+    def put_end(self, context: SpanContext) -> None:
+        """Queue the end of a span the caller forwards at once; recorded here, out of order, when it
+        cannot be queued."""
+        if not self.put(context):
+            self._state.forward_all(self._recorder.record_forwarded_end(context, out_of_order=True))
 
     def put(self, item: Item) -> bool:
         """Queue ``item`` for the recording thread, making room on the calling thread when the queue is
         full (:meth:`make_room`); False when it is not queued: no room in time, or the queue closed."""
-        items = self.items
+        state = self._state
+        items = state.queued
         if len(items) >= self.max_size and not self.make_room():
             return False
         items.append(item)
-        if self.idle:
+        if state.recording_idle:
             self._wake.set()
         # Closed (shut down) between the room test and the append: what close() took is forwarded,
         # but an item appended after that would be left in the queue for good.
@@ -115,15 +128,16 @@ class LedgerIntake:
         """
         if self._stopping or threading.current_thread() is self._thread:
             return False
-        while len(self.items) >= self.max_size and self._record_oldest(MAKE_ROOM_WAIT_SECONDS):
+        items = self._state.queued
+        while len(items) >= self.max_size and self._record_oldest(MAKE_ROOM_WAIT_SECONDS):
             pass
-        return len(self.items) < self.max_size
+        return len(items) < self.max_size
 
     def _take_back(self, item: Item) -> bool:
         """Take ``item`` out of a queue that was closed while it was being appended; whether it was
         still there (the caller then forwards the span itself: nothing else will)."""
         try:
-            self.items.remove(item)
+            self._state.queued.remove(item)
         except ValueError:  # taken meanwhile, by close() or the thread's last round
             return False
         return True
@@ -131,9 +145,9 @@ class LedgerIntake:
     def flush(self, timeout_seconds: float) -> bool:
         """Wait until everything queued before this call is recorded; False on timeout or no thread."""
         if not self._thread.is_alive():
-            return not self.items
+            return not self._state.queued
         reached = threading.Event()
-        self.items.append(reached)
+        self._state.queued.append(reached)
         self._wake.set()
         return reached.wait(timeout_seconds)
 
@@ -149,14 +163,15 @@ class LedgerIntake:
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout_seconds)
         if not self._thread.is_alive():
-            self.idle = True
+            self._state.recording_idle = True
         return self._take_spans()
 
     def _take_spans(self) -> list[ReadableSpan]:
         spans: list[ReadableSpan] = []
-        while self.items:
+        items = self._state.queued
+        while items:
             try:
-                item = self.items.popleft()
+                item = items.popleft()
             except IndexError:  # the thread took the last one meanwhile
                 break
             if isinstance(item, threading.Event):
@@ -166,17 +181,18 @@ class LedgerIntake:
         return spans
 
     def _run(self) -> None:
-        items = self.items
+        state = self._state
+        items = state.queued
         while True:
-            self.idle = True
+            state.recording_idle = True
             if not items:
                 if self._stopping:
                     return
                 self._wake.wait()
                 self._wake.clear()
-            # Not idle from here until the queue is empty again: the hot path reads `idle` after its
+            # Not idle from here until the queue is empty again: the hot path reads the flag after its
             # own append, so a span it queued is either seen below or makes it wake the thread.
-            self.idle = False
+            state.recording_idle = False
             while self._record_oldest():
                 pass
 
@@ -187,28 +203,24 @@ class LedgerIntake:
             return False
         try:
             try:
-                item = self.items.popleft()
+                item = self._state.queued.popleft()
             except IndexError:  # empty, or a caller making room took the last one
                 return False
             released = self._process(item)
         finally:
             self._recording.release()
-        self._forward_all(released)
+        self._state.forward_all(released)
         return True
 
     def _process(self, item: Item) -> Sequence[ReadableSpan]:
         """Record one item (the recording lock held); the spans to forward once it is released."""
         try:
             if isinstance(item, SpanContext):
-                return self._ended(item)
+                return self._recorder.record_forwarded_end(item)
             if isinstance(item, threading.Event):
                 item.set()
                 return ()
-            return self._record(item)
+            return self._recorder.record_ended(item)
         except Exception:  # a bug here must not end the thread that forwards queued spans
-            self._counters.error("record", "Recording an ended span failed")
+            self._state.counters.error("record", "Recording an ended span failed")
             return (item,) if isinstance(item, ReadableSpan) else ()
-
-    def _forward_all(self, spans: Sequence[ReadableSpan]) -> None:
-        for span in spans:
-            self._forward(span)

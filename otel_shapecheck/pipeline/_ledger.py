@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 
+from otel_shapecheck.otlp._sdk_fields import span_context, span_parent
+from otel_shapecheck.pipeline._completion import Completion
 from otel_shapecheck.pipeline._facts import (
     ExecutionFact,
     HeldSpan,
@@ -43,7 +44,7 @@ from otel_shapecheck.pipeline._facts import (
     approximate_bytes,
     attribute_mapping,
 )
-from otel_shapecheck.pipeline._metrics import ProcessorCounters
+from otel_shapecheck.pipeline._hot_state import HotPathState
 from otel_shapecheck.pipeline._run_book import RunBook
 from otel_shapecheck.pipeline._runs import RunTally
 from otel_shapecheck.pipeline._trace_store import TraceStore
@@ -75,11 +76,15 @@ UNKNOWN_ANCESTRY = Ancestry(None, False)
 
 
 class Ledger:
-    """Facts and held spans, shared by the span processor, its log processor and its worker."""
+    """Facts and held spans, shared by the span processor, its log processor and its worker.
+
+    The span ids ``on_end`` tests without the lock (``awaited_ends``, ``analyst_parents``) are the
+    hot-path state's; which held spans wait and which are ready is :class:`Completion`'s.
+    """
 
     def __init__(
         self,
-        counters: ProcessorCounters,
+        state: HotPathState,
         *,
         max_wait_seconds: float,
         max_pending_spans: int,
@@ -89,7 +94,8 @@ class Ledger:
         max_fact_bytes: int,
         wake_at: int = 1,
     ) -> None:
-        self._counters = counters
+        self._state = state
+        self._counters = state.counters
         self._wake_at = wake_at
         self._max_wait = max_wait_seconds
         self._max_pending = max_pending_spans
@@ -108,21 +114,20 @@ class Ledger:
             max_fact_bytes=self._max_fact_bytes,
             on_forget=self._forget_attempts,
         )
-        self._waiting: dict[HeldSpan, None] = {}
-        """Waiting spans in deadline order, keyed by identity: ids are not trusted to be unique."""
-        self._waiting_by_parent: dict[int, list[HeldSpan]] = {}
-        self.awaited_ends: Mapping[int, object] = self._waiting_by_parent
-        """Span ids whose end held spans wait for: read without the lock (a membership test) by
-        ``on_end``, which queues such a span's end for recording."""
-        self._analyst_parents: dict[int, int] = {}
-        self._ready: deque[tuple[HeldSpan, ...]] = deque()
-        self._ready_spans = 0
-        self._overflow: list[ReadableSpan] = []
         self._closed = False
         self._runs = RunBook(self._max_pending)
+        self._completion = Completion(
+            self._state,
+            self._store,
+            self._runs,
+            max_wait_seconds=self._max_wait,
+            max_pending_spans=self._max_pending,
+            max_queue_size=self._max_queue,
+        )
 
     def reset_after_fork(self) -> None:
-        """Forget everything: spans held by the parent process are the parent's to forward."""
+        """Forget everything: spans held by the parent process are the parent's to forward (the
+        hot-path state was cleared already)."""
         self._init_state()
 
     # Application threads.
@@ -133,15 +138,12 @@ class Ledger:
         It must when held spans wait for its end, it has analyst-attempt children, or a GenAI child
         started under it (so a child ending after it knows it need not wait).
         """
-        return span_id in self._waiting_by_parent or span_id in self._analyst_parents
-
-    def concerns_any(self) -> bool:
-        """Whether any span id at all would pass :meth:`concerns` (a lock-free check)."""
-        return bool(self._waiting_by_parent) or bool(self._analyst_parents)
+        state = self._state
+        return span_id in state.awaited_ends or span_id in state.analyst_parents
 
     def has_attempts(self, span_id: int) -> bool:
         """Whether analyst-attempt children of the span ended (it will be held as an analyst span)."""
-        return span_id in self._analyst_parents
+        return span_id in self._state.analyst_parents
 
     def span_ended(
         self,
@@ -164,7 +166,7 @@ class Ledger:
         ``wake_at`` spans are ready for the worker; ``overflow`` holds earlier spans this end released
         that found the worker's queue full (the caller forwards them as they are).
         """
-        context = span._context  # the field ReadableSpan.context returns, read without the property call
+        context = span_context(span)
         if context is None:
             return False, False, None
         role = classified.role
@@ -187,7 +189,7 @@ class Ledger:
                 ancestry,
                 nbytes,
             )
-            overflow = self._take_overflow() if self._overflow else None
+            overflow = self._completion.take_overflow() or None
         return held, wake, overflow
 
     def span_forwarded(
@@ -203,13 +205,14 @@ class Ledger:
         with self._lock:
             if self._closed:
                 return False, []
-            wake = span_id in self._waiting_by_parent and self._release_children(span_id)
+            completion = self._completion
+            wake = span_id in self._state.awaited_ends and completion.release_children(span_id)
             facts = self._store.active(trace_id)
             if facts is None and out_of_order:
                 facts = self._store.new(trace_id)
             if facts is not None and len(facts.ended) < self._max_facts:
                 facts.ended.add(span_id)
-            return wake, self._take_overflow() if self._overflow else []
+            return wake, completion.take_overflow()
 
     def _record(
         self,
@@ -226,10 +229,12 @@ class Ledger:
         llm_call = role is ROLE_LLM_CALL
         tool_execution = role is ROLE_TOOL_EXECUTION
         analyst_attempt = role is ROLE_ANALYST_ATTEMPT
-        parent = span._parent
+        parent = span_parent(span)
         parent_id = parent[1] if parent is not None else None
         counts = self._counters
-        wake = span_id in self._waiting_by_parent and self._release_children(span_id)
+        completion = self._completion
+        analyst_parents = self._state.analyst_parents
+        wake = span_id in self._state.awaited_ends and completion.release_children(span_id)
         store = self._store
         facts = store.active(trace_id)
         if facts is None and (llm_call or tool_execution or analyst_attempt):
@@ -246,10 +251,10 @@ class Ledger:
                 elif parent_id is not None:
                     facts.attempts.setdefault(parent_id, []).append(span)
                     facts.attempt_bytes[parent_id] = facts.attempt_bytes.get(parent_id, 0) + admitted
-                    self._analyst_parents[parent_id] = trace_id
+                    analyst_parents[parent_id] = trace_id
             if llm_call and store.admit(trace_id, facts, nbytes) >= 0:
                 facts.calls.append((parent_id, span, classified))
-        analyst = self._analyst_parents.pop(span_id, None) is not None
+        analyst = analyst_parents.pop(span_id, None) is not None
         if role is ROLE_AGENT and ancestry.run_id is None:
             return self._hold_run(span, span_id, trace_id, classified, facts), wake
         if not (llm_call or analyst):
@@ -269,20 +274,11 @@ class Ledger:
             and (facts is None or (parent_id not in facts.ended and span_id not in facts.content_names_calls))
         )
         if awaits_parent and parent_id is not None:
-            if len(self._waiting) >= self._max_pending:
-                self._release_oldest_waiting()
-            held.deadline = time.monotonic() + self._max_wait  # only a waiting span has one
-            held.awaits_parent = True
-            self._waiting[held] = None
-            self._waiting_by_parent.setdefault(parent_id, []).append(held)
-        elif self._ready_spans >= self._max_queue:
-            counts.forwarded_unevaluated += 1
-            self._member_done(held, None)  # forwarded as it is: its run does not wait for it
+            completion.wait_for_parent(held, parent_id)
+        elif completion.ready_one(held):
+            wake = wake or completion.ready_spans >= self._wake_at
+        else:
             return False, wake
-        else:  # _push_ready((held,)) without its cap test: the test above made room
-            self._ready.append((held,))
-            self._ready_spans += 1
-            wake = wake or self._ready_spans >= self._wake_at
         counts.held += 1
         if facts is not None:
             facts.held += 1
@@ -305,12 +301,10 @@ class Ledger:
         held.run = run
         self._counters.runs += 1
         if run.pending == 0:
-            self._push_ready((held,))
+            self._completion.push_ready((held,))
         else:
-            if len(self._waiting) >= self._max_pending:
-                self._release_oldest_waiting()
+            self._completion.wait_for_run(held)
             run.agent = held
-            self._waiting[held] = None
         return True
 
     def members_done(self, results: Sequence[tuple[HeldSpan, RunTally | None]]) -> list[ReadableSpan]:
@@ -320,9 +314,10 @@ class Ledger:
         the worker's queue full (the caller forwards them as they are).
         """
         with self._lock:
+            completion = self._completion
             for held, tally in results:
-                self._member_done(held, tally)
-            return self._take_overflow() if self._overflow else []
+                completion.member_done(held, tally)
+            return completion.take_overflow()
 
     def finish_run(self, held: HeldSpan) -> tuple[RunTally, bool]:
         """Close the run of an agent span about to be forwarded: its counts, and whether it is short
@@ -356,15 +351,9 @@ class Ledger:
 
         Returns the released spans that found the worker's queue full: the caller forwards them as they are.
         """
-        released = 0
         with self._lock:
-            while self._waiting:
-                held = next(iter(self._waiting))
-                if held.deadline > now:
-                    break
-                self._release_waiting(held)
-                released += 1
-            overflow = self._take_overflow() if self._overflow else []
+            released = self._completion.release_expired(now)
+            overflow = self._completion.take_overflow()
         if released:
             self._counters.released_by_deadline += released
         return overflow
@@ -376,12 +365,10 @@ class Ledger:
         """
         with self._lock:
             self._closed = True
-            waiting = sorted(self._waiting, key=lambda held: held.run is not None)
-            for held in waiting:
-                self._release_waiting(held, capped=False)
-        if waiting:
-            self._counters.released_by_shutdown += len(waiting)
-        return len(waiting)
+            released = self._completion.release_all()
+        if released:
+            self._counters.released_by_shutdown += released
+        return released
 
     @property
     def fact_bytes(self) -> int:
@@ -390,138 +377,17 @@ class Ledger:
 
     def ready_count(self) -> int:
         """Spans ready for the worker."""
-        return self._ready_spans
+        return self._completion.ready_spans
 
     def take_ready(self, max_spans: int) -> list[Release]:
         """Up to about ``max_spans`` ready spans, in groups, with the facts of their traces."""
-        releases: list[Release] = []
-        taken = 0
         with self._lock:
-            while self._ready and taken < max_spans:
-                group = self._ready.popleft()
-                self._ready_spans -= len(group)
-                taken += len(group)
-                releases.append(self._release(group))
-        return releases
+            return [self._store.release(group) for group in self._completion.take_ready(max_spans)]
 
     # Internals (lock held).
 
     def _forget_attempts(self, facts: TraceFacts) -> None:
         """A trace's facts were forgotten: its analyst spans no longer have attempts to be held for."""
+        analyst_parents = self._state.analyst_parents
         for parent_id in facts.attempts:
-            self._analyst_parents.pop(parent_id, None)
-
-    def _unhold(self, group: tuple[HeldSpan, ...]) -> None:
-        if group[0].run is not None:  # a run's agent span keeps no facts of its trace alive
-            return
-        facts = self._store.traces.get(group[0].trace_id)
-        if facts is not None:
-            facts.held = max(0, facts.held - len(group))
-
-    def _push_ready(self, group: tuple[HeldSpan, ...], capped: bool = True) -> None:
-        """Queue a group for the worker; past ``max_queue_size`` its spans go to the overflow instead.
-
-        Groups are all LLM-call or analyst spans, or one run's agent span alone.
-        """
-        if capped and self._ready_spans + len(group) > self._max_queue:
-            self._overflow.extend(held.span for held in group)
-            self._unhold(group)
-            counts = self._counters  # no longer held: they join the spans passed on as they came
-            run = group[0].run
-            if run is not None:
-                run.finished = True
-                run.agent = None
-                counts.runs -= 1
-            else:
-                counts.held -= len(group)
-                for held in group:
-                    self._member_done(held, None)
-            counts.forwarded_untouched += len(group)
-            counts.forwarded_unevaluated += len(group)
-            return
-        self._ready.append(group)
-        self._ready_spans += len(group)
-
-    def _take_overflow(self) -> list[ReadableSpan]:
-        overflow, self._overflow = self._overflow, []
-        return overflow
-
-    def _member_done(self, held: HeldSpan, tally: RunTally | None) -> None:
-        """``held`` was evaluated (``tally``) or forwarded without evaluation (``None``): count it once;
-        its run's agent span becomes ready when it waited for this one last."""
-        agent = self._runs.member_done(held, tally)
-        if agent is not None and agent in self._waiting:
-            del self._waiting[agent]
-            self._push_ready((agent,))
-
-    def _release_children(self, span_id: int) -> bool:
-        children = self._waiting_by_parent.pop(span_id, None)
-        if not children:
-            return False
-        for held in children:
-            del self._waiting[held]
-        self._push_ready(tuple(children))
-        return True
-
-    def _release_waiting(self, held: HeldSpan, capped: bool = True) -> None:
-        del self._waiting[held]
-        if held.awaits_parent and held.parent_id is not None:
-            siblings = self._waiting_by_parent.get(held.parent_id)
-            if siblings is not None:
-                siblings.remove(held)
-                if not siblings:
-                    del self._waiting_by_parent[held.parent_id]
-        if held.run is not None:  # a run's agent span: whether its run is short is decided when it is taken
-            held.run.agent = None
-        else:
-            held.incomplete = True
-        self._push_ready((held,), capped)
-
-    def _release_oldest_waiting(self) -> None:
-        self._release_waiting(next(iter(self._waiting)))
-        self._counters.released_by_cap += 1
-
-    def _release(self, group: tuple[HeldSpan, ...]) -> Release:
-        self._unhold(group)
-        facts = self._store.traces.get(group[0].trace_id)
-        if facts is None or group[0].run is not None:
-            return Release(group)
-        owners = {held.span_id for held in group}
-        owners.update(held.parent_id for held in group if held.awaits_parent and held.parent_id is not None)
-        content: dict[int, tuple[LogRecord, ...]] = {}
-        attempts: dict[int, tuple[ReadableSpan, ...]] = {}
-        for held in group:
-            records = facts.content.pop(held.span_id, None)
-            if records:
-                content[held.span_id] = tuple(records)
-                facts.size -= len(records)
-                self._store.release_bytes(facts, facts.content_bytes.pop(held.span_id, 0))
-            facts.content_names_calls.discard(held.span_id)
-            if held.analyst:
-                attempt_spans = facts.attempts.pop(held.span_id, None)
-                if attempt_spans:
-                    attempts[held.span_id] = tuple(attempt_spans)
-                    facts.size -= len(attempt_spans)
-                    self._store.release_bytes(facts, facts.attempt_bytes.pop(held.span_id, 0))
-        trace_executions = tuple(facts.executions)
-        executions = tuple(fact for fact in trace_executions if fact.parent_id in owners)
-        awaited = {held.parent_id for held in group if held.awaits_parent}
-        siblings = (
-            tuple(
-                (span, classified)
-                for parent_id, span, classified in facts.calls
-                if parent_id in awaited and span.context is not None and span.context.span_id not in owners
-            )
-            if awaited
-            else ()
-        )
-        trace_calls = tuple((span, classified) for _, span, classified in facts.calls)
-        return Release(
-            group,
-            executions,
-            trace_executions,
-            siblings,
-            trace_calls=trace_calls,
-            content=content,
-            attempts=attempts,
-        )
+            analyst_parents.pop(parent_id, None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from opentelemetry.sdk._logs import LogRecordProcessor, ReadWriteLogRecord
 
-from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
+from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor, internals
 from otel_shapecheck.readers._classify import is_genai_content_record, names_own_tool_calls
 
 
@@ -27,8 +27,9 @@ class ShapecheckLogRecordProcessor(LogRecordProcessor):
                 f"span_processor={span_processor!r} is not a valid value: "
                 "it must be a ShapecheckSpanProcessor"
             )
-        self._ledger = span_processor.ledger
-        self._counters = span_processor.counters
+        shared = internals(span_processor)
+        self._ledger = shared.ledger
+        self._counters = shared.state.counters
 
     def on_emit(self, log_record: ReadWriteLogRecord) -> None:
         """Keep the record if it carries GenAI content of a span; never raises."""

@@ -78,13 +78,34 @@ class ProcessorCounts:
     """Started spans not kept as possible menu ancestors, because ``max_pending_spans`` already were."""
     errors: tuple[tuple[str, int], ...] = ()
     """Errors survived inside the processor, by kind (``check:<name>``, ``downstream``, ``events``, ...)."""
+    ready_spans: int = 0
+    """Not a count: held spans ready for the evaluation worker when the snapshot was taken (at most
+    ``max_queue_size``)."""
+    fact_bytes: int = 0
+    """Not a count: the estimated bytes the kept facts held when the snapshot was taken (at most
+    ``max_fact_bytes``)."""
+    classified: tuple[tuple[str, int], ...] = ()
+    """Recorded spans by how they were classified (``llm_call:genai``, ``llm_call:genai-content`` for a
+    model call known by its GenAI content alone, ``llm_call:ai-sdk``, ``agent:ai-sdk``, ...), sorted by
+    label; spans that are nothing to the checks are not counted."""
 
     def error_count(self, kind: str | None = None) -> int:
         """Errors of one kind, or of every kind."""
         return sum(count for name, count in self.errors if kind is None or name == kind)
 
+    def classified_count(self, label: str) -> int:
+        """Recorded spans classified as ``label``."""
+        return dict(self.classified).get(label, 0)
 
-_COUNT_FIELDS = tuple(name for name in ProcessorCounts.__dataclass_fields__ if name != "errors")
+
+_LEVELS = ("ready_spans", "fact_bytes")
+"""Snapshot fields that are levels, not counts: the processor fills them in, no counter observes them."""
+COUNT_FIELDS = tuple(
+    name
+    for name in ProcessorCounts.__dataclass_fields__
+    if name not in ("errors", "classified") and name not in _LEVELS
+)
+"""The snapshot's counts: one ``shapecheck.outcome`` each on the observable counter."""
 
 
 class ProcessorCounters:
@@ -112,20 +133,27 @@ class ProcessorCounters:
             logger.warning(message, *args, exc_info=exc_info)
             logger.warning("Further errors of kind %r are counted, not logged", kind)
 
+    def count_class(self, label: str) -> None:
+        """Count one recorded span of the class ``label`` (on the recording thread, its only writer)."""
+        classified = self._classified
+        classified[label] = classified.get(label, 0) + 1
+
     def snapshot(self) -> ProcessorCounts:
         """The counts as they are now."""
         with self._lock:
             errors = tuple(sorted(self._errors.items()))
-        counts = {name: getattr(self, name) for name in _COUNT_FIELDS}
+        classified = tuple(sorted(self._classified.copy().items()))
+        counts = {name: getattr(self, name) for name in COUNT_FIELDS}
         passed = self.passed_at_once
         counts["seen"] += passed
         counts["forwarded_untouched"] += passed
-        return ProcessorCounts(**counts, errors=errors)
+        return ProcessorCounts(**counts, errors=errors, classified=classified)
 
     def reset(self) -> None:
         """Start from zero with a fresh lock (a forked child counts only its own work)."""
         self._lock = threading.Lock()
         self._errors: dict[str, int] = {}
+        self._classified: dict[str, int] = {}
         self.passed_at_once = 0
         self.seen = 0
         self.forwarded_untouched = 0
@@ -164,7 +192,7 @@ class ProcessorCounters:
 
     def _observe_spans(self, options: CallbackOptions) -> Iterable[Observation]:
         snapshot = self.snapshot()
-        return [Observation(getattr(snapshot, name), {OUTCOME_ATTRIBUTE: name}) for name in _COUNT_FIELDS]
+        return [Observation(getattr(snapshot, name), {OUTCOME_ATTRIBUTE: name}) for name in COUNT_FIELDS]
 
     def _observe_errors(self, options: CallbackOptions) -> Iterable[Observation]:
         return [Observation(count, {ERROR_TYPE_ATTRIBUTE: kind}) for kind, count in self.snapshot().errors]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from opentelemetry.context import Context
 from opentelemetry.sdk._logs import ReadWriteLogRecord
@@ -22,6 +23,7 @@ from otel_shapecheck.outputs._enrich import is_verdict_attribute, is_verdict_eve
 from otel_shapecheck.pipeline._log_processor import ShapecheckLogRecordProcessor
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
+from otel_shapecheck.pipeline._run_book import CLOCK_SLACK_NS
 
 _NO_DEADLINE_MILLIS = 24 * 3600 * 1000
 
@@ -70,7 +72,7 @@ def check_spans(
     called as each one comes out of the processor, e.g. to drive a progress bar.
     """
     collector = CollectingSpanProcessor(on_span_done)
-    ordered = sorted((_without_verdicts(span) for span in _distinct(spans)), key=_end_order)
+    ordered = _end_ordered([_without_verdicts(span) for span in _distinct(spans)])
     # Every input span is known up front: size the processor's bounds to the input so none of them is
     # released early or forwarded un-evaluated for want of room, which live traffic has to risk.
     room = len(ordered) + 1
@@ -92,7 +94,8 @@ def check_spans(
             content.on_emit(record)
         # Spans start in start order and a started span is a possible menu ancestor until it ends.
         for span in sorted(ordered, key=_start_order):
-            processor.span_started(span)
+            if span.context is not None:  # on_start reads only the fields a ReadableSpan has
+                processor.on_start(cast(Span, span))
         for span in ordered:
             processor.on_end(span)
         processor.force_flush(_NO_DEADLINE_MILLIS)
@@ -123,6 +126,48 @@ def _start_order(span: ReadableSpan) -> int:
 
 def _end_order(span: ReadableSpan) -> int:
     return span.end_time or span.start_time or 0
+
+
+_MAX_DEPTH = 32
+"""Ancestors followed when a late child moves its parent's end (a deeper chain keeps its times)."""
+
+
+def _end_ordered(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
+    """The spans in end order, each after its descendants that end at most :data:`CLOCK_SLACK_NS` later
+    or that the input lists before it.
+
+    Such a child ended first: its SDK takes start times from a millisecond wall clock and durations
+    from a finer one (OpenTelemetry JS), so its end time can pass its parent's by up to a millisecond,
+    or by more when the wall clock moved in between, while the exporter wrote it first. Replayed before
+    its parent's end, it is recorded under its live parent, as a gateway receiving the export's request
+    in the exporter's order records it in its run.
+    """
+    by_id = {(span.context.trace_id, span.context.span_id): span for span in spans if span.context}
+    listed = {key: index for index, key in enumerate(by_id)}
+    ends = {key: _end_order(span) for key, span in by_id.items()}
+    depth = dict.fromkeys(by_id, 0)
+    for key, span in sorted(by_id.items(), key=lambda item: _end_order(item[1])):
+        end, parent = ends[key], span.parent
+        for level in range(1, _MAX_DEPTH + 1):
+            if parent is None or parent.is_remote:
+                break
+            parent_key = (key[0], parent.span_id)
+            ancestor = by_id.get(parent_key)
+            if ancestor is None:
+                break
+            depth[key] = max(depth[key], level)
+            if end > ends[parent_key] and (
+                end - _end_order(ancestor) <= CLOCK_SLACK_NS or listed[key] < listed[parent_key]
+            ):
+                ends[parent_key] = end
+            parent = ancestor.parent
+    unkeyed = [span for span in spans if not span.context]
+
+    def order(span: ReadableSpan) -> tuple[int, int]:
+        key = (span.context.trace_id, span.context.span_id)
+        return (ends[key], -depth[key])
+
+    return sorted([span for span in spans if span.context], key=order) + unkeyed
 
 
 def _without_verdicts(span: ReadableSpan) -> ReadableSpan:

@@ -29,24 +29,25 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Final
+from dataclasses import replace
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
-from opentelemetry.trace import SpanContext
 
 from otel_shapecheck._attributes import ANALYST_ATTEMPT
 from otel_shapecheck.checks._base import Check
+from otel_shapecheck.otlp._sdk_fields import NO_OP_ON_ENDING, NO_OP_ON_START, SPAN_FIELDS
 from otel_shapecheck.outputs._bounded_call import BoundedCall
 from otel_shapecheck.outputs._sinks import VerdictSink
+from otel_shapecheck.pipeline._hot_state import SPAN_ID, HotPathState
 from otel_shapecheck.pipeline._intake import LedgerIntake
 from otel_shapecheck.pipeline._ledger import Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters, ProcessorCounts
 from otel_shapecheck.pipeline._options import ProcessorOptions
-from otel_shapecheck.pipeline._recorder import SPAN_ID, SpanRecorder
+from otel_shapecheck.pipeline._recorder import SpanRecorder
 from otel_shapecheck.pipeline._verdict_metrics import VerdictMetrics
 from otel_shapecheck.pipeline._worker import EvaluationWorker
 from otel_shapecheck.readers._classify import CLASSIFYING_KEYS
@@ -60,14 +61,14 @@ logger = logging.getLogger(__name__)
 _AFTER_TOOL_SPAN_NAMES: Final = EXECUTE_TOOL_SPAN_PREFIX[:-1] + chr(ord(EXECUTE_TOOL_SPAN_PREFIX[-1]) + 1)
 """The first string after every name that starts with the tool-span prefix (in code-point order)."""
 
-_NO_OP_ON_START = frozenset(
-    {SpanProcessor.on_start, BatchSpanProcessor.on_start, SimpleSpanProcessor.on_start}
-)
-"""The SDK's ``on_start`` implementations that do nothing: a downstream using one is not called."""
-_NO_OP_ON_ENDING = frozenset(
-    {SpanProcessor._on_ending, BatchSpanProcessor._on_ending, SimpleSpanProcessor._on_ending}
-)
-"""The SDK's ``_on_ending`` implementations that do nothing."""
+
+class ProcessorInternals(NamedTuple):
+    """What the package's own modules share with a processor (see :func:`internals`)."""
+
+    state: HotPathState
+    """Its hot-path state: the gateway's pass-through asks it which plain spans must go through."""
+    ledger: Ledger
+    """Its ledger: its log-record processor records content into it."""
 
 
 class ShapecheckSpanProcessor(SpanProcessor):
@@ -115,18 +116,15 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 f"checks={checks!r} is not a valid value: every check needs a name and evaluate()"
             )
         self._downstream = downstream
-        self._downstream_starts = type(downstream).on_start not in _NO_OP_ON_START or "on_start" in vars(
-            downstream
-        )
+        self._downstream_starts = _overrides(downstream, "on_start", NO_OP_ON_START)
         """Whether ``on_start`` is passed on: not to a downstream whose ``on_start`` is the SDK's no-op."""
-        self._downstream_endings = type(
-            downstream
-        )._on_ending not in _NO_OP_ON_ENDING or "_on_ending" in vars(downstream)
+        self._downstream_endings = _overrides(downstream, "_on_ending", NO_OP_ON_ENDING)
         """Whether ``_on_ending`` is passed on: not to a downstream whose ``_on_ending`` is a no-op."""
         self._events = events
-        self._counters = ProcessorCounters()
+        self._counters = counters = ProcessorCounters()
+        self._state = state = HotPathState(counters, downstream.on_end, max_live=options.max_pending_spans)
         self._ledger = Ledger(
-            self._counters,
+            state,
             max_wait_seconds=options.max_wait_seconds,
             max_pending_spans=options.max_pending_spans,
             max_queue_size=options.max_queue_size,
@@ -136,34 +134,17 @@ class ShapecheckSpanProcessor(SpanProcessor):
             wake_at=options.max_evaluation_batch_size,
         )
         self._worker = EvaluationWorker(
+            state,
             self._ledger,
             None if checks is None else list(checks),
-            downstream,
             events,
-            self._counters,
             batch_size=options.max_evaluation_batch_size,
             schedule_delay_seconds=options.schedule_delay_seconds,
             answer_tools=options.answer_tools,
             metrics=VerdictMetrics(meter_provider, tool_names=options.metrics_tool_names),
         )
-        self._recorder = SpanRecorder(
-            self._ledger, self._counters, self._worker.wake, max_live=options.max_pending_spans
-        )
-        self._live = self._recorder.live
-        """The recorder's started spans, stored into by ``on_start`` itself (the same dict for the
-        processor's life)."""
-        self._attempt_parents = self._recorder.attempt_parents
-        self._max_live = options.max_pending_spans
-        self._intake = LedgerIntake(
-            self._recorder.record_ended,
-            self._recorder.record_forwarded_end,
-            self._forward,
-            self._counters,
-            max_size=options.max_queue_size,
-        )
-        self._queued = self._intake.items
-        """The recording thread's queue itself (the same deque for the intake's life)."""
-        self._awaited_ends = self._ledger.awaited_ends
+        self._recorder = SpanRecorder(state, self._ledger, self._worker.wake)
+        self._intake = LedgerIntake(state, self._recorder, max_size=options.max_queue_size)
         self._downstream_on_end = downstream.on_end
         self._flush_downstream = BoundedCall(
             "ShapecheckDownstreamFlush",
@@ -202,32 +183,26 @@ class ShapecheckSpanProcessor(SpanProcessor):
             on_error=lambda: self._counters.error("metrics", "Flushing the verdict metrics failed"),
         )
 
-    @property
-    def options(self) -> ProcessorOptions:
-        """The bounds this processor runs with."""
-        return self._options
-
-    @property
-    def ledger(self) -> Ledger:
-        """The ledger this processor records into (shared with its log-record processor)."""
-        return self._ledger
-
-    @property
-    def counters(self) -> ProcessorCounters:
-        """The live counters (shared with its log-record processor)."""
-        return self._counters
-
     def counts(self) -> ProcessorCounts:
-        """What the processor did so far: spans seen, forwarded, held, evaluated, released, errors."""
-        return self._counters.snapshot()
+        """What the processor did so far (spans seen, forwarded, held, evaluated, released, errors),
+        and what it holds now: a read-only snapshot."""
+        ledger = self._ledger
+        return replace(
+            self._counters.snapshot(), ready_spans=ledger.ready_count(), fact_bytes=ledger.fact_bytes
+        )
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        """Keep a reference to the starting span (a possible menu ancestor), then hand it downstream."""
-        try:  # SpanRecorder.span_started() inlined: this runs for every span the application starts
-            self._recorder.sees_starts = True
-            live = self._live
-            if len(live) < self._max_live:
-                live[span._context[SPAN_ID]] = span  # type: ignore[index]  # a started span has a context
+        """Keep a reference to the starting span (a possible menu ancestor), then hand it downstream.
+
+        The one place a start is kept (``check`` replays exported spans' starts through it too), written
+        here rather than in a call: it runs for every span the application starts."""
+        try:
+            state = self._state
+            state.sees_starts = True
+            live = state.live
+            if len(live) < state.max_live:
+                context = span._context if SPAN_FIELDS else span.context
+                live[context[SPAN_ID]] = span  # type: ignore[index]  # a started span has a context
             else:
                 self._counters.started_untracked += 1
         except Exception:
@@ -237,25 +212,6 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 self._downstream.on_start(span, parent_context=parent_context)
             except Exception:
                 self._counters.error("downstream", "The downstream span processor failed in on_start")
-
-    def concerns(self, span_id: int) -> bool:
-        """Whether a span with no classifying key must still go through ``on_end``: ended spans are still
-        being recorded, held spans wait for its end, or it has analyst-attempt children (lock-free; the
-        gateway's pass-through asks)."""
-        return self._intake.backlog() or span_id in self._attempt_parents or self._ledger.concerns(span_id)
-
-    def concerns_any(self) -> bool:
-        """Whether :meth:`concerns` could hold for any span id at all (lock-free)."""
-        return self._intake.backlog() or bool(self._attempt_parents) or self._ledger.concerns_any()
-
-    def span_started(self, span: ReadableSpan | Span) -> None:
-        """Keep ``span`` as a possible menu ancestor until it ends (one dictionary store; never raises).
-
-        A live span's attributes are read only when a descendant LLM call is recorded without a menu,
-        so attributes a framework sets after the start (strands-agents sets them right after) are seen.
-        The offline ``check`` calls this with exported spans, in start order.
-        """
-        self._recorder.span_started(span)
 
     def _on_ending(self, span: Span) -> None:
         """Pass the SDK's ending hook on, so a downstream implementing it works behind the wrapper."""
@@ -271,65 +227,52 @@ class ShapecheckSpanProcessor(SpanProcessor):
         try:
             # Every span the application ends comes through here, so the span is read through its
             # fields, not its properties (each a Python call; `attributes` builds a view per call):
-            # ReadableSpan's properties return these fields, and tests/pipeline/test_sdk_fields.py pins
-            # them. A SpanContext is a tuple; its span id is item 1.
-            stored = span._attributes
-            attributes = stored._dict if type(stored) is BoundedAttributes else (span.attributes or {})
+            # ReadableSpan's properties return these fields, which otlp/_sdk_fields.py checks at import
+            # (SPAN_FIELDS), with the properties where an SDK release lacks them. A SpanContext is a
+            # tuple; its span id is item 1.
+            if SPAN_FIELDS:
+                stored = span._attributes
+                attributes = stored._dict if type(stored) is BoundedAttributes else (span.attributes or {})
+                name = span._name
+            else:
+                attributes = span.attributes or {}
+                name = span.name
             # This test is the whole cost an ordinary span pays: without any classifying key and a
             # tool-span name, classify_span() would answer OTHER. The name test is
             # name.startswith(EXECUTE_TOOL_SPAN_PREFIX) as two string comparisons (no method call).
             if CLASSIFYING_KEYS.isdisjoint(attributes) and not (
-                EXECUTE_TOOL_SPAN_PREFIX <= span._name < _AFTER_TOOL_SPAN_NAMES
+                EXECUTE_TOOL_SPAN_PREFIX <= name < _AFTER_TOOL_SPAN_NAMES
             ):
-                context = span._context
+                context = span._context if SPAN_FIELDS else span.context
+                state = self._state
                 if context is None:
                     self._counters.passed_at_once += 1
-                elif context[SPAN_ID] in self._attempt_parents:  # held: its attempts are still queued
-                    if self._queue(span, False):
+                elif context[SPAN_ID] in state.attempt_parents:  # held: its attempts are still queued
+                    if self._intake.put_span(span, False):
                         return
                 else:
                     span_id = context[SPAN_ID]
-                    if self._queued or not self._intake.idle or span_id in self._awaited_ends:
+                    if state.queued or not state.recording_idle or span_id in state.awaited_ends:
                         # Spans queued before it must be recorded against its being live; a span held
                         # for its end learns of it in order. Forwarded now, queued as its context.
-                        self._queue_end(context)
+                        self._intake.put_end(context)
                     else:
-                        self._live.pop(span_id, None)
+                        state.live.pop(span_id, None)
                     self._counters.passed_at_once += 1
-            elif self._queue(span, ANALYST_ATTEMPT in attributes):
+            elif self._intake.put_span(span, ANALYST_ATTEMPT in attributes):
                 return  # the recording thread forwards it, enriched or as it came
         except Exception:
             self._counters.error("on_end", "Recording an ended span failed; forwarding it as it is")
-        try:
+        try:  # HotPathState.forward() inlined: one call less for every span that is not queued
             self._downstream_on_end(span)
         except Exception:
             self._counters.error("downstream", "The downstream span processor failed in on_end")
-
-    def _queue_end(self, context: SpanContext) -> None:
-        """Queue the end of a span forwarded at once (recorded out of order if it cannot be queued)."""
-        if not self._intake.put(context):
-            self._forward_all(self._recorder.record_forwarded_end(context, out_of_order=True))
-
-    def _queue(self, span: ReadableSpan, attempt: bool) -> bool:
-        """Queue ``span`` for the recording thread; False when it cannot be (forward it as it is)."""
-        parent = span._parent
-        if attempt and parent is not None:  # before the append: its parent may end right after
-            self._attempt_parents[parent[SPAN_ID]] = None
-        if self._intake.put(span):
-            return True
-        context = span._context
-        if context is not None:  # spans held for its end must still learn of it
-            self._forward_all(self._recorder.record_forwarded_end(context, out_of_order=True))
-        counters = self._counters
-        counters.passed_at_once += 1  # seen, and forwarded as it came
-        counters.forwarded_unrecorded += 1
-        return False
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Evaluate and forward every ready span, then flush the downstream and the event sink, in time."""
         deadline = time.monotonic() + max(timeout_millis, 0) / 1000
         flushed = self._intake.flush(_remaining(deadline))
-        flushed = (self._worker.flush(_remaining(deadline)) or self._drain_here()) and flushed
+        flushed = (self._worker.flush(_remaining(deadline)) or self._worker.drain_if_stopped()) and flushed
         if not flushed:
             self._counters.error(
                 "flush_timeout",
@@ -378,9 +321,8 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 len(unrecorded),
                 exc_info=False,
             )
-            self._counters.passed_at_once += len(unrecorded)
-            self._counters.forwarded_unrecorded += len(unrecorded)
-            self._bounded_shutdown_step("unrecorded", lambda: self._forward_all(unrecorded), deadline)
+            self._state.count_unrecorded(len(unrecorded))
+            self._bounded_shutdown_step("unrecorded", lambda: self._state.forward_all(unrecorded), deadline)
         self._ledger.close()
         if not self._worker.stop(_remaining(deadline)):
             self._counters.error(
@@ -389,7 +331,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 timeout,
                 exc_info=False,
             )
-            self._bounded_shutdown_step("leftovers", self._forward_leftovers, deadline)
+            self._bounded_shutdown_step("leftovers", self._worker.forward_leftovers, deadline)
         self._bounded_shutdown_step("downstream", self._downstream.shutdown, deadline)
         if self._events is not None:
             self._bounded_shutdown_step("events", self._events.shutdown, deadline)
@@ -410,37 +352,11 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 exc_info=False,
             )
 
-    def _drain_here(self) -> bool:
-        """Evaluate on the calling thread when the worker is gone (shut down, or not yet restarted)."""
-        if self._worker.is_alive():
-            return False
-        try:
-            self._worker.drain()
-        except Exception:
-            self._counters.error("worker", "Evaluating on the flushing thread failed")
-            return False
-        return True
-
-    def _forward_leftovers(self) -> None:
-        while releases := self._ledger.take_ready(self._worker.batch_size):
-            for release in releases:
-                for held in release.spans:
-                    self._counters.forwarded_unevaluated += 1
-                    self._forward(held.span)
-
-    def _forward_all(self, spans: Sequence[ReadableSpan]) -> None:
-        for span in spans:
-            self._forward(span)
-
-    def _forward(self, span: ReadableSpan) -> None:
-        try:
-            self._downstream.on_end(span)
-        except Exception:
-            self._counters.error("downstream", "The downstream span processor failed in on_end")
-
     def _at_fork_reinit(self) -> None:
+        """A forked child starts empty: the parent's spans and counts are the parent's."""
         self._shutdown_lock = threading.Lock()
-        self._recorder.reset_after_fork()
+        self._state.clear()
+        self._ledger.reset_after_fork()
         if not self._is_shutdown:
             self._intake.restart_after_fork()
         self._flush_downstream.reset_after_fork()
@@ -448,11 +364,18 @@ class ShapecheckSpanProcessor(SpanProcessor):
             self._flush_events.reset_after_fork()
         if self._flush_metrics is not None:
             self._flush_metrics.reset_after_fork()
-        self._counters.reset()
-        self._ledger.reset_after_fork()
-        self._awaited_ends = self._ledger.awaited_ends  # made afresh for the child
         if not self._is_shutdown:
             self._worker.restart_after_fork()
+
+
+def internals(processor: ShapecheckSpanProcessor) -> ProcessorInternals:
+    """The parts of ``processor`` the package's own modules work with; not part of its public surface."""
+    return ProcessorInternals(processor._state, processor._ledger)
+
+
+def _overrides(downstream: SpanProcessor, hook: str, no_ops: frozenset[object]) -> bool:
+    """Whether ``downstream``'s ``hook`` may do anything: not one of ``no_ops``, or set on the instance."""
+    return getattr(type(downstream), hook, None) not in no_ops or hook in vars(downstream)
 
 
 def _weak_call(method: weakref.WeakMethod[Callable[[], None]]) -> Callable[[], None]:

@@ -3,22 +3,23 @@
 The recording thread (:mod:`~otel_shapecheck.pipeline._intake`) calls :meth:`SpanRecorder.record_ended`
 for each queued span and :meth:`SpanRecorder.record_forwarded_end` for the end of a span ``on_end``
 forwarded at once, in end order; the application's thread records such an end itself, out of order,
-only when the queue stayed full. The recorder keeps the started spans whose end is not yet recorded
-(``live``): an LLM call takes its menu and its run from them, as they were when it ended.
+only when the queue stayed full. The started spans whose end is not yet recorded are the hot-path
+state's ``live`` map: an LLM call takes its menu and its run from them, as they were when it ended.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final
 
 from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.trace import SpanContext
 
+from otel_shapecheck.otlp._sdk_fields import span_context, span_events, span_name, span_parent
 from otel_shapecheck.pipeline._facts import attribute_mapping
+from otel_shapecheck.pipeline._hot_state import IS_REMOTE, SPAN_ID, TRACE_ID, HotPathState
 from otel_shapecheck.pipeline._ledger import UNKNOWN_ANCESTRY, Ancestry, Ledger
-from otel_shapecheck.pipeline._metrics import ProcessorCounters
 from otel_shapecheck.readers._classify import (
+    OTHER,
     ROLE_AGENT,
     ROLE_LLM_CALL,
     SpanClass,
@@ -32,79 +33,36 @@ from otel_shapecheck.readers._menus import has_own_menu, menu_attributes
 _MAX_ANCESTOR_DEPTH = 32
 """Ancestors looked at for a menu, nearest first."""
 
-TRACE_ID: Final = 0
-SPAN_ID: Final = 1
-IS_REMOTE: Final = 2
-"""Items of a ``SpanContext`` (a tuple): reading them skips the property calls on the hot path."""
-
 
 class SpanRecorder:
     """Records ended spans in the ledger against the spans that were live when they ended.
 
     Args:
+        state: the hot path's state (the live spans, the queued attempts' parents, the counters).
         ledger: where spans are recorded.
-        counters: the processor's counters.
         wake_worker: called when the ledger has a batch ready for the evaluation worker.
-        max_live: started spans kept at most (``max_pending_spans``); past it a start is counted as
-            ``started_untracked`` and not kept.
     """
 
-    def __init__(
-        self,
-        ledger: Ledger,
-        counters: ProcessorCounters,
-        wake_worker: Callable[[], None],
-        *,
-        max_live: int,
-    ) -> None:
+    def __init__(self, state: HotPathState, ledger: Ledger, wake_worker: Callable[[], None]) -> None:
+        self._state = state
         self._ledger = ledger
-        self._counters = counters
         self._wake_worker = wake_worker
-        self.max_live = max_live
-        self.live: dict[int, ReadableSpan | Span] = {}
-        """Started spans whose end is not yet recorded, by span id. ``on_start`` stores into it directly;
-        a span queued for recording stays here until it is recorded, so every span is recorded against
-        its ancestors as they were at its end."""
-        self.attempt_parents: dict[int, None] = {}
-        """Parents of queued analyst attempts (by span id) until their own end is recorded: ``on_end``
-        must hold such a span for evaluation although its attempts are not yet in the ledger."""
-        self.sees_starts = False
-        """Whether spans are handed over at their start (live, and ``check``), not only at their end."""
-
-    def reset_after_fork(self) -> None:
-        """Forget the parent process's spans (in place: the processor keeps references to both maps)."""
-        self.live.clear()
-        self.attempt_parents.clear()
-
-    def span_started(self, span: ReadableSpan | Span) -> None:
-        """Keep ``span`` as a possible menu ancestor until its end is recorded (never raises)."""
-        try:
-            context = span.context
-            if context is None:
-                return
-            self.sees_starts = True
-            live = self.live
-            if len(live) >= self.max_live:
-                self._counters.started_untracked += 1
-                return
-            live[context.span_id] = span
-        except Exception:
-            self._counters.error("on_start", "Keeping a started span failed")
 
     def record_ended(self, span: ReadableSpan) -> Sequence[ReadableSpan]:
         """Record a queued span in the ledger; the spans to forward (itself, unless the ledger holds it)."""
         held = False
         overflow: Sequence[ReadableSpan] = ()
         try:
-            context = span._context
+            context = span_context(span)
             if context is not None:
                 span_id = context[SPAN_ID]
-                self.live.pop(span_id, None)
-                self.attempt_parents.pop(span_id, None)
+                state = self._state
+                state.live.pop(span_id, None)
+                state.attempt_parents.pop(span_id, None)
             attributes = attribute_mapping(span)
-            held, overflow = self._record(span, classify_span(span._name, attributes), attributes)
+            held, overflow = self._record(span, classify_span(span_name(span), attributes), attributes)
         except Exception:
-            self._counters.error("on_end", "Recording an ended span failed; forwarding it as it is")
+            self._state.counters.error("on_end", "Recording an ended span failed; forwarding it as it is")
         return overflow if held else (span, *overflow)
 
     def record_forwarded_end(
@@ -118,7 +76,7 @@ class SpanRecorder:
         a full worker queue, to forward as they are.
         """
         span_id = context[SPAN_ID]
-        self.live.pop(span_id, None)
+        self._state.live.pop(span_id, None)
         if not out_of_order and not self._ledger.concerns(span_id):
             return ()
         wake, overflow = self._ledger.span_forwarded(context[TRACE_ID], span_id, out_of_order=out_of_order)
@@ -130,8 +88,10 @@ class SpanRecorder:
         self, span: ReadableSpan, classified: SpanClass, attributes: Mapping[str, object]
     ) -> tuple[bool, Sequence[ReadableSpan]]:
         role = classified.role
+        if classified is not OTHER:
+            self._state.counters.count_class(classified.label)
         llm_call = role is ROLE_LLM_CALL
-        context = span._context
+        context = span_context(span)
         menu: dict[str, object] | None = None
         ancestry = UNKNOWN_ANCESTRY
         if (
@@ -146,13 +106,13 @@ class SpanRecorder:
             names_own_tool_calls=llm_call
             and (
                 names_own_tool_calls(attributes)
-                or (bool(span._events) and events_name_tool_calls(span.events))
+                or (bool(span_events(span)) and events_name_tool_calls(span.events))
             ),
             parent_ended=llm_call and self._parent_ended(span),
             ancestor_menu=menu,
             ancestry=ancestry,
         )
-        counters = self._counters
+        counters = self._state.counters
         if held:
             counters.seen += 1
         else:  # the recording thread forwards it: an ordinary span's count
@@ -168,31 +128,39 @@ class SpanRecorder:
         start went untracked (``max_pending_spans`` live spans were already kept) a parent missing from
         the live spans may still be open, so from then on the child waits as before.
         """
-        parent = span._parent
-        if not self.sees_starts or parent is None or parent[IS_REMOTE] or parent[SPAN_ID] in self.live:
+        parent = span_parent(span)
+        state = self._state
+        if not state.sees_starts or parent is None or parent[IS_REMOTE] or parent[SPAN_ID] in state.live:
             return False
-        return self._counters.started_untracked == 0
+        return state.counters.started_untracked == 0
 
     def _ancestors(self, span: ReadableSpan, want_menu: bool) -> tuple[dict[str, object] | None, Ancestry]:
         """One walk up the span's live local ancestors: the nearest one's menu, and the run above it.
 
+        A parent whose context is marked remote is walked when it is a live span of this process
+        (instrumentations that re-attach a carried context, or end streamed responses under one, mark
+        it so); only a remote parent that is not live here ends the walk at the local root.
+
         ``want_menu``: copy the menu attributes of the nearest ancestor with a menu (for an LLM call with
         none of its own). The run is the outermost agent span found; the ancestry is *known* when every
-        ancestor up to the local root (or a remote parent) is live, or the span has no local parent. A
-        processor that sees no starts (the gateway), an ancestor that already ended or went untracked,
-        or a chain deeper than the walk leaves it unknown, and the ledger falls back to time windows.
+        ancestor up to the local root (or a remote parent not live here) is live, or the span has no
+        local parent. A processor that sees no starts (the gateway), an ancestor that already ended or
+        went untracked, or a chain deeper than the walk leaves it unknown, and the ledger falls back to
+        time windows.
         """
         parent = span.parent
-        live = self.live
+        live = self._state.live
         menu: dict[str, object] | None = None
         outermost: int | None = None
         outermost_span: ReadableSpan | None = None
         nearest: ReadableSpan | None = None
         known = True
         for _ in range(_MAX_ANCESTOR_DEPTH):
-            if parent is None or parent.is_remote:
+            if parent is None:
                 break
             ancestor = live.get(parent.span_id)
+            if parent.is_remote and (ancestor is None or not _same_trace(ancestor, parent)):
+                break  # another process's span: the local root is reached
             if ancestor is None:
                 known = False
                 break
@@ -206,7 +174,13 @@ class SpanRecorder:
         else:
             known = False
         if menu is not None:
-            self._counters.ancestor_menus += 1
+            self._state.counters.ancestor_menus += 1
         if outermost is None:  # an agent span with no agent above it runs its own run
             return menu, Ancestry(None, known)
         return menu, Ancestry(outermost, known, (nearest, outermost_span))
+
+
+def _same_trace(span: ReadableSpan | Span, parent: SpanContext) -> bool:
+    """Whether a live span is the span ``parent`` names (its trace too: a remote id is not ours to trust)."""
+    context = span.context
+    return context is not None and context.trace_id == parent.trace_id

@@ -2,7 +2,7 @@
 
 A run is the outermost agent span of a trace. A held LLM-call or analyst span that ended under a live
 agent span joins that run (:meth:`RunBook.join`); one of unknown ancestry (the gateway sees no starts)
-is left in its trace's facts for the first agent span whose time window holds it
+is left in its trace's facts for the first agent span that is its parent or whose time window holds it
 (:meth:`RunBook.unclaimed`, :meth:`RunBook.claim`). Each member counts once, evaluated or not
 (:meth:`RunBook.member_done`); the agent span is ready when none is left. The book has no lock of its
 own: the ledger calls it under its lock.
@@ -16,6 +16,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck.pipeline._facts import HeldSpan, Member, RunState, TraceFacts
 from otel_shapecheck.pipeline._runs import RunTally
+
+CLOCK_SLACK_NS = 1_000_000
+"""How far past an agent span's time window a member of unknown ancestry may reach and still be its."""
 
 
 class RunBook:
@@ -57,20 +60,31 @@ class RunBook:
         if len(facts.unclaimed) >= facts.limit:
             facts.lost_members = True
             return None
-        member = Member(span.start_time or 0, span.end_time or 0)
+        parent = span.parent
+        member = Member(span.start_time or 0, span.end_time or 0, parent.span_id if parent is not None else 0)
         facts.unclaimed.append(member)
         return member
 
     @staticmethod
     def claim(run: RunState, facts: TraceFacts, start: int, end: int) -> None:
-        """Count for ``run`` the trace's members of unknown ancestry that ran inside its time window."""
+        """Count for ``run`` the trace's members of unknown ancestry that are its agent span's children
+        or ran inside its time window.
+
+        The window is widened by :data:`CLOCK_SLACK_NS` at each end: an SDK that takes start times from
+        a millisecond clock and durations from a finer one (OpenTelemetry JS) can put a child's end up
+        to a millisecond past its parent's (further, when the wall clock moved in between: its own
+        children are claimed whatever their times).
+        """
         if facts.lost_members:
             run.lost = True
         if not facts.unclaimed:
             return
+        start, end = start - CLOCK_SLACK_NS, end + CLOCK_SLACK_NS
         kept: list[Member] = []
         for member in facts.unclaimed:
-            if not (start <= member.start_time and member.end_time <= end):
+            if member.parent_id != run.agent_id and not (
+                start <= member.start_time and member.end_time <= end
+            ):
                 kept.append(member)
             elif member.done:
                 if member.tally is None:

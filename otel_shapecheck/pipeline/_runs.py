@@ -7,6 +7,12 @@ span is forwarded as a copy carrying ``shapecheck.run.*`` (:func:`run_attributes
 :func:`otel_shapecheck.outputs._enrich.run_copy`). The counts follow the
 seed recorder's ``getSummary`` (calls with tools, choices, scored, narrow, disagreement, skipped) and
 ``check``'s per-check tallies, so a run reads the same on the span and in the report.
+
+A run also says how much of it was read: ``shapecheck.run.llm_calls`` (the model calls seen, each
+once) and ``shapecheck.run.coverage``: ``none`` when no model call was seen (a framework whose
+telemetry carries no model spans: all-zero counts are then no clean run), ``partial`` when a call was
+seen without its content, menu or output (read as nothing, or a check skipped it for what was
+missing), else ``full``.
 """
 
 from __future__ import annotations
@@ -18,6 +24,9 @@ from dataclasses import dataclass
 from otel_shapecheck._attributes import (
     CONFORMANCE_COLLAPSED,
     CONFORMANCE_RECOVERED,
+    COVERAGE_FULL,
+    COVERAGE_NONE,
+    COVERAGE_PARTIAL,
     EVALUATION_CONFORMANCE,
     EVALUATION_TOOL_CHOICE,
     FIGURES_CARRIED,
@@ -33,6 +42,7 @@ from otel_shapecheck._attributes import (
     RUN_ANSWERS_SKIPPED,
     RUN_CHOICES,
     RUN_COLLAPSED,
+    RUN_COVERAGE,
     RUN_DUPLICATES,
     RUN_EVALUATED,
     RUN_FIGURES_CARRIED,
@@ -42,6 +52,7 @@ from otel_shapecheck._attributes import (
     RUN_FIGURES_UNSUPPORTED,
     RUN_FLAGGED,
     RUN_INCOMPLETE,
+    RUN_LLM_CALLS,
     RUN_LLM_CALLS_WITH_TOOLS,
     RUN_NARROW,
     RUN_PROXY_DISAGREEMENT,
@@ -53,6 +64,7 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_PROXY_DISAGREEMENT,
     TOOL_CHOICE_SKIPPED,
 )
+from otel_shapecheck._model import LLMCall
 from otel_shapecheck.checks._base import AttributeValue, Verdict
 
 
@@ -87,6 +99,10 @@ class RunTally:
     recovered: int = 0
     incomplete: int = 0
     """Spans evaluated as incomplete (a bound released them before their facts arrived)."""
+    llm_calls: int = 0
+    """Model-call spans seen (a second span of one call is not counted again)."""
+    llm_calls_partial: int = 0
+    """Of those, calls seen without their content, menu or output."""
 
     def add(self, other: RunTally) -> None:
         """Add ``other``'s counts to these."""
@@ -101,9 +117,37 @@ class RunTally:
 _FIELDS = tuple(field.name for field in dataclasses.fields(RunTally))
 
 
-def tally_verdicts(verdicts: Sequence[Verdict], *, incomplete: bool = False) -> RunTally:
-    """What one evaluated span adds to its run; nothing (all zeros) when it had no verdict."""
+_SKIPS_FOR_MISSING: frozenset[tuple[str, str]] = frozenset(
+    {
+        # tool choice (checks/tool_choice/_labels.py): no menu, no user message, no output, not in time
+        (TOOL_CHOICE_SKIPPED, "no-menu"),
+        (TOOL_CHOICE_SKIPPED, "no-context"),
+        (TOOL_CHOICE_SKIPPED, "no-output"),
+        (TOOL_CHOICE_SKIPPED, "incomplete"),
+        # figures (checks/figures/_check.py): no readable answer or input, no tool result
+        (FIGURES_SKIPPED, "no-content"),
+        (FIGURES_SKIPPED, "no-results"),
+    }
+)
+"""Skip reasons that say something the call needed was not captured (the others are verdicts)."""
+
+
+def tally_verdicts(
+    verdicts: Sequence[Verdict],
+    *,
+    incomplete: bool = False,
+    model_call: bool = False,
+    call: LLMCall | None = None,
+) -> RunTally:
+    """What one evaluated span adds to its run; only its coverage counts when it had no verdict.
+
+    ``model_call``: the span is a model call (counted in ``llm_calls``); ``call`` is its reading
+    (``None``: nothing could be read, so it was seen only in part).
+    """
     tally = RunTally(incomplete=int(incomplete))
+    if model_call:
+        tally.llm_calls = 1
+        tally.llm_calls_partial = int(_seen_in_part(call, verdicts))
     if not verdicts:
         return tally
     tally.evaluated = 1
@@ -121,6 +165,32 @@ def tally_verdicts(verdicts: Sequence[Verdict], *, incomplete: bool = False) -> 
         elif FIGURES_SKIPPED in attributes:
             tally.answers_skipped += 1
     return tally
+
+
+def _seen_in_part(call: LLMCall | None, verdicts: Sequence[Verdict]) -> bool:
+    """Whether a model call's content, menu or output was missing: unread, or skipped for want of it."""
+    if call is None or not call.input_captured:
+        return True
+    if call.tool_calls is None and call.answer_text is None and call.answer_tool is None:
+        return True
+    return any(
+        (key, value) in _SKIPS_FOR_MISSING
+        for verdict in verdicts
+        for key, value in verdict.attributes.items()
+        if key in (TOOL_CHOICE_SKIPPED, FIGURES_SKIPPED) and isinstance(value, str)
+    )
+
+
+def coverage(tally: RunTally, incomplete: bool = False) -> str:
+    """``none``, ``partial`` or ``full``: how much of a run's model calls the checks could read.
+
+    A run released before all its spans were evaluated (``incomplete``) was read in part at best.
+    """
+    if tally.llm_calls == 0:
+        return COVERAGE_NONE
+    if tally.llm_calls_partial or incomplete or tally.incomplete:
+        return COVERAGE_PARTIAL
+    return COVERAGE_FULL
 
 
 def _tally_tool_choice(tally: RunTally, attributes: Mapping[str, AttributeValue]) -> None:
@@ -186,6 +256,8 @@ def run_attributes(tally: RunTally, incomplete: bool) -> dict[str, AttributeValu
         RUN_COLLAPSED: tally.collapsed,
         RUN_RECOVERED: tally.recovered,
         RUN_INCOMPLETE: incomplete or tally.incomplete > 0,
+        RUN_LLM_CALLS: tally.llm_calls,
+        RUN_COVERAGE: coverage(tally, incomplete),
         FLAGGED: tally.flagged > 0,
     }
 

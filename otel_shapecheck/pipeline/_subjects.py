@@ -7,19 +7,29 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Final
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_shapecheck._model import AnalystAttempt, AnalystRun, LLMCall, ToolExecution, ToolResult
+from otel_shapecheck._model import AnalystAttempt, AnalystRun, LLMCall, OfferedTool, ToolExecution, ToolResult
 from otel_shapecheck.checks._base import Subject
 from otel_shapecheck.otlp._ids import span_id_hex, trace_id_hex
-from otel_shapecheck.pipeline._duplicates import could_record_one_call, duplicate_of, one_instrumentation
-from otel_shapecheck.pipeline._facts import ExecutionFact, HeldSpan, Release
+from otel_shapecheck.pipeline._duplicates import (
+    could_pair,
+    could_record_one_call,
+    duplicate_of,
+    has_output,
+    one_instrumentation,
+    request_of,
+    response_of,
+)
+from otel_shapecheck.pipeline._facts import ExecutionFact, HeldSpan, Release, approximate_bytes
 from otel_shapecheck.readers._answer_tools import is_answer_tool, with_answer_tools
 from otel_shapecheck.readers._classify import SpanClass
 from otel_shapecheck.readers._menus import read_menu
+from otel_shapecheck.readers._parse_cache import parsed_bytes
 from otel_shapecheck.readers._read import (
     read_analyst_attempt,
     read_llm_call,
@@ -29,6 +39,8 @@ from otel_shapecheck.readers._read import (
 from otel_shapecheck.readers._tool_join import join_tool_executions
 
 _MAX_READINGS = 4096
+MAX_READING_BYTES: Final = 64 * 1024 * 1024
+"""Estimated bytes the kept readings (their spans and parsed calls) hold at most."""
 MENU_SOURCE_SPAN = "span"
 MENU_SOURCE_ANCESTOR = "ancestor"
 
@@ -48,9 +60,10 @@ def build_subjects(release: Release, answer_tools: Sequence[str] = ()) -> list[S
 
 
 def _mark_duplicates(subjects: list[Subject], release: Release, answer_tools: Sequence[str]) -> list[Subject]:
-    """The subjects, those recording a call an earlier-ended span of the trace records marked as such."""
+    """The subjects, those recording a call an earlier-ended span of the trace records marked as such,
+    and the two spans of a request/response pair joined (see :mod:`._duplicates`)."""
     others = [span for span, _ in release.trace_calls]
-    if len(others) < 2 or one_instrumentation([*others, *(held.span for held in release.spans)]):
+    if len(others) < 2:
         return subjects
     readings: dict[int, LLMCall | None] = {}
 
@@ -60,6 +73,12 @@ def _mark_duplicates(subjects: list[Subject], release: Release, answer_tools: Se
             readings[id(span)] = with_answer_tools(call, answer_tools) if call is not None else None
         return readings[id(span)]
 
+    subjects = [
+        _paired(held, subject, release, reading)
+        for held, subject in zip(release.spans, subjects, strict=True)
+    ]
+    if one_instrumentation([*others, *(held.span for held in release.spans)]):
+        return subjects
     marked = []
     for held, subject in zip(release.spans, subjects, strict=True):
         call = subject.llm_call
@@ -78,31 +97,126 @@ def _mark_duplicates(subjects: list[Subject], release: Release, answer_tools: Se
     return marked
 
 
+def _paired(
+    held: HeldSpan,
+    subject: Subject,
+    release: Release,
+    reading: Callable[[ReadableSpan, SpanClass], LLMCall | None],
+) -> Subject:
+    """A request span marked a duplicate of its response's span; a response span with the request's menu
+    and input filled in. Only a call without output or without input looks (most never do)."""
+    call = subject.llm_call
+    if call is None or subject.duplicate_of or (has_output(call) and call.input_captured):
+        return subject
+    request = not has_output(call)
+    others = [
+        (span, other)
+        for span, classified in release.trace_calls
+        if span is not held.span
+        and (could_pair(held.span, span) if request else could_pair(span, held.span))
+        and (other := reading(span, classified)) is not None
+    ]
+    if not others:
+        return subject
+    if request:
+        response = response_of(held.span, call, others)
+        return replace(subject, duplicate_of=response) if response is not None else subject
+    asked = request_of(held.span, call, others)
+    return replace(subject, llm_call=call.merged_with(asked)) if asked is not None else subject
+
+
 class _Readings:
     """Each ended span's LLM-call reading, kept for the next releases of its trace.
 
     A trace's calls are compared with every earlier call of the trace (:func:`_mark_duplicates`), so
-    without this a trace of n calls was read n² / 2 times. Bounded by count; an entry holds its span, so
-    the id it is keyed by cannot be reused while it is kept.
+    without this a trace of n calls was read n² / 2 times. An entry holds its span, so the id it is keyed
+    by cannot be reused while it is kept; that also keeps the span's attributes and the parsed menu alive
+    after the span was forwarded, so the readings are bounded by count and by estimated bytes: the span's
+    attributes twice (their text, and what was parsed out of it) and each distinct menu once, however many
+    readings share it (the readers hand every call of one menu string the same tuple).
     """
 
-    def __init__(self, max_entries: int = _MAX_READINGS) -> None:
+    def __init__(self, max_entries: int = _MAX_READINGS, max_bytes: int = MAX_READING_BYTES) -> None:
         self._max_entries = max_entries
-        self._entries: OrderedDict[int, tuple[ReadableSpan, LLMCall | None]] = OrderedDict()
+        self._max_bytes = max_bytes
+        self._entries: OrderedDict[int, _Reading] = OrderedDict()
+        self._menus: dict[int, list[int]] = {}
+        """Per distinct menu tuple (by id, kept alive by the readings), ``[readings holding it, bytes]``."""
+        self._bytes = 0
         self._lock = threading.Lock()
+
+    @property
+    def max_bytes(self) -> int:
+        """The bound on :attr:`nbytes`."""
+        return self._max_bytes
+
+    @property
+    def nbytes(self) -> int:
+        """Estimated bytes the kept readings hold (at most ``max_bytes``, bar one reading)."""
+        with self._lock:
+            return self._bytes
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
 
     def read(self, span: ReadableSpan, classified: SpanClass) -> LLMCall | None:
         with self._lock:
             entry = self._entries.get(id(span))
-            if entry is not None and entry[0] is span:
+            if entry is not None and entry.span is span:
                 self._entries.move_to_end(id(span))
-                return entry[1]
+                return entry.call
         call = read_llm_call(span, classified)
+        nbytes = 2 * approximate_bytes(span.attributes)
+        menu = call.offered_tools if call is not None else None
         with self._lock:
-            self._entries[id(span)] = (span, call)
-            while len(self._entries) > self._max_entries:
-                self._entries.popitem(last=False)
+            known = menu is not None and id(menu) in self._menus
+        menu_bytes = parsed_bytes(menu) if menu and not known else 0  # outside the lock, once per menu
+        with self._lock:
+            old = self._entries.pop(id(span), None)
+            if old is not None:
+                self._drop(old)
+            reading = _Reading(span, call, nbytes, menu)
+            self._entries[id(span)] = reading
+            self._bytes += nbytes
+            if menu:
+                held = self._menus.setdefault(id(menu), [0, menu_bytes])
+                if held[0] == 0 and known:  # dropped in between by another reader: measure it now
+                    held[1] = parsed_bytes(menu)
+                held[0] += 1
+                self._bytes += held[1] if held[0] == 1 else 0
+            while len(self._entries) > 1 and (
+                len(self._entries) > self._max_entries or self._bytes > self._max_bytes
+            ):
+                self._drop(self._entries.popitem(last=False)[1])
         return call
+
+    def clear(self) -> None:
+        """Forget every reading."""
+        with self._lock:
+            self._entries.clear()
+            self._menus.clear()
+            self._bytes = 0
+
+    def _drop(self, reading: _Reading) -> None:
+        """Take a reading that left the LRU out of the byte count (the caller holds the lock)."""
+        self._bytes -= reading.nbytes
+        if reading.menu:
+            held = self._menus[id(reading.menu)]
+            held[0] -= 1
+            if held[0] == 0:
+                self._bytes -= held[1]
+                del self._menus[id(reading.menu)]
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """One kept reading: the span (kept so its id stays unique), its call, its own bytes and its menu."""
+
+    span: ReadableSpan
+    call: LLMCall | None
+    nbytes: int
+    menu: tuple[OfferedTool, ...] | None
 
 
 _readings = _Readings()

@@ -14,7 +14,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 
-from otel_shapecheck.pipeline._facts import TraceFacts
+from opentelemetry._logs import LogRecord
+from opentelemetry.sdk.trace import ReadableSpan
+
+from otel_shapecheck.pipeline._facts import HeldSpan, Release, TraceFacts
 from otel_shapecheck.pipeline._metrics import ProcessorCounters
 
 _FORGOTTEN_PER_KEPT_TRACE = 16
@@ -95,6 +98,61 @@ class TraceStore:
         """Facts of ``nbytes`` were handed to the worker: they no longer count against the budget."""
         facts.bytes -= nbytes
         self.fact_bytes -= nbytes
+
+    def unhold(self, group: tuple[HeldSpan, ...]) -> None:
+        """The group's spans no longer keep their trace's facts alive (released, or forwarded as they are)."""
+        if group[0].run is not None:  # a run's agent span keeps no facts of its trace alive
+            return
+        facts = self.traces.get(group[0].trace_id)
+        if facts is not None:
+            facts.held = max(0, facts.held - len(group))
+
+    def release(self, group: tuple[HeldSpan, ...]) -> Release:
+        """Hand a ready group to the worker with the facts of its trace it needs, which stop counting
+        against the bounds."""
+        self.unhold(group)
+        facts = self.traces.get(group[0].trace_id)
+        if facts is None or group[0].run is not None:
+            return Release(group)
+        owners = {held.span_id for held in group}
+        owners.update(held.parent_id for held in group if held.awaits_parent and held.parent_id is not None)
+        content: dict[int, tuple[LogRecord, ...]] = {}
+        attempts: dict[int, tuple[ReadableSpan, ...]] = {}
+        for held in group:
+            records = facts.content.pop(held.span_id, None)
+            if records:
+                content[held.span_id] = tuple(records)
+                facts.size -= len(records)
+                self.release_bytes(facts, facts.content_bytes.pop(held.span_id, 0))
+            facts.content_names_calls.discard(held.span_id)
+            if held.analyst:
+                attempt_spans = facts.attempts.pop(held.span_id, None)
+                if attempt_spans:
+                    attempts[held.span_id] = tuple(attempt_spans)
+                    facts.size -= len(attempt_spans)
+                    self.release_bytes(facts, facts.attempt_bytes.pop(held.span_id, 0))
+        trace_executions = tuple(facts.executions)
+        executions = tuple(fact for fact in trace_executions if fact.parent_id in owners)
+        awaited = {held.parent_id for held in group if held.awaits_parent}
+        siblings = (
+            tuple(
+                (span, classified)
+                for parent_id, span, classified in facts.calls
+                if parent_id in awaited and span.context is not None and span.context.span_id not in owners
+            )
+            if awaited
+            else ()
+        )
+        trace_calls = tuple((span, classified) for _, span, classified in facts.calls)
+        return Release(
+            group,
+            executions,
+            trace_executions,
+            siblings,
+            trace_calls=trace_calls,
+            content=content,
+            attempts=attempts,
+        )
 
     def _forget_oldest(self) -> None:
         """Forget the least recently active trace; its facts count as dropped only if still needed.

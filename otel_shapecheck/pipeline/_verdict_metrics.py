@@ -5,19 +5,28 @@ on the processor's ``MeterProvider`` (the given one, else the global one):
 
 - counter ``shapecheck.verdicts`` by ``shapecheck.check``, ``shapecheck.label``, ``shapecheck.flagged``
   and the call's ``gen_ai.agent.name``, ``gen_ai.request.model``, ``gen_ai.provider.name``;
-- histogram ``shapecheck.tool_choice.margin`` (the margin of each scored call);
+- histogram ``shapecheck.tool_choice.margin_plus_one`` (1 + the margin of each scored call: the SDK
+  drops negative histogram values, and a negative margin, a disagreement, is the one that matters most);
 - histogram ``shapecheck.figures.support`` (the share of supported figures of each answer with figures);
-- counter ``shapecheck.figures.unsupported`` (unsupported figures, added per checked answer).
+- counter ``shapecheck.figures.unsupported`` (unsupported figures, added per checked answer);
+
+and each run once, when its agent span is summarised:
+
+- counter ``shapecheck.runs`` by ``shapecheck.run.coverage`` (``none``, ``partial``, ``full``),
+  ``shapecheck.flagged`` and the agent's ``gen_ai.agent.name``: a run in which no model call was seen
+  is told apart from a clean one.
 
 Attributes are low-cardinality by construction: the agent, model and provider names (each at most
-:data:`~otel_shapecheck.readers._dimensions.MAX_DIMENSION_CHARS` characters), the check, its label and
-whether it flagged. No tool name, span name or value, unless ``metrics_tool_names`` adds the chosen
-tool (``gen_ai.tool.name``) to the tool-choice points.
+:data:`~otel_shapecheck.readers._dimensions.MAX_DIMENSION_CHARS` characters; each the span's own, else
+the nearest agent span's above it that has one), the check, its label and whether it flagged. No tool
+name, span name or value, unless ``metrics_tool_names`` adds the chosen tool (``gen_ai.tool.name``) to
+the tool-choice points.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 from opentelemetry.metrics import MeterProvider, get_meter_provider
@@ -30,13 +39,15 @@ from otel_shapecheck._attributes import (
     FIGURES_CHECKED,
     METRIC_AGENT_NAME,
     METRIC_CHECK,
+    METRIC_COVERAGE,
     METRIC_FIGURES_SUPPORT,
     METRIC_FIGURES_UNSUPPORTED,
     METRIC_FLAGGED,
     METRIC_LABEL,
     METRIC_PROVIDER_NAME,
     METRIC_REQUEST_MODEL,
-    METRIC_TOOL_CHOICE_MARGIN,
+    METRIC_RUNS,
+    METRIC_TOOL_CHOICE_MARGIN_PLUS_ONE,
     METRIC_TOOL_NAME,
     METRIC_VERDICTS,
     TOOL_CHOICE_CHOSEN,
@@ -48,12 +59,24 @@ from otel_shapecheck.pipeline._metrics import METER_NAME
 from otel_shapecheck.pipeline._runs import unsupported_count
 from otel_shapecheck.readers._dimensions import MAX_DIMENSION_CHARS, agent_name, provider_name, request_model
 
+MARGIN_SHIFT: Final = 1.0
+"""What the margin histogram adds to each margin, so that negative margins (disagreements) are kept."""
+MARGIN_FLOOR: Final = -MARGIN_SHIFT
+"""Margins below it (the chosen tool scored more than 1 below another; scores lie in [-1, 1], so a
+margin is at least -2) are recorded as it: they fall in the lowest bucket either way."""
 MARGIN_BUCKETS: Final = (-0.5, -0.2, -0.1, -0.05, 0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)
-"""Bucket bounds of the margin histogram: fine around the narrow threshold (0.05), where it matters."""
+"""Bucket bounds on the margin: fine around zero and the narrow thresholds (0.01, 0.05), where it matters."""
+MARGIN_PLUS_ONE_BUCKETS: Final = (0.5, 0.8, 0.9, 0.95, 1.0, 1.02, 1.05, 1.1, 1.2, 1.3, 1.5)
+"""The same bounds on the recorded value, ``1 + margin``, written out so the ``le`` labels read cleanly."""
 SUPPORT_BUCKETS: Final = (0.0, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0)
 """Bucket bounds of the supported share: a fully supported answer falls in the last, (0.99, 1]."""
 
 _NAMESPACE = "shapecheck."
+_DIMENSION_READERS: Final[tuple[tuple[str, Callable[[Mapping[str, object]], str | None]], ...]] = (
+    (METRIC_AGENT_NAME, agent_name),
+    (METRIC_REQUEST_MODEL, request_model),
+    (METRIC_PROVIDER_NAME, provider_name),
+)
 
 
 class VerdictMetrics:
@@ -68,10 +91,11 @@ class VerdictMetrics:
             description="Verdicts of the shapecheck checks, by check and label.",
         )
         self._margin = meter.create_histogram(
-            METRIC_TOOL_CHOICE_MARGIN,
+            METRIC_TOOL_CHOICE_MARGIN_PLUS_ONE,
             unit="1",
-            description="Tool-choice margin of each scored LLM call (best chosen minus best other score).",
-            explicit_bucket_boundaries_advisory=MARGIN_BUCKETS,
+            description="1 + the tool-choice margin of each scored LLM call (best chosen minus best other "
+            "score); below 1 the model chose against the scores.",
+            explicit_bucket_boundaries_advisory=MARGIN_PLUS_ONE_BUCKETS,
         )
         self._support = meter.create_histogram(
             METRIC_FIGURES_SUPPORT,
@@ -84,6 +108,19 @@ class VerdictMetrics:
             unit="{figure}",
             description="Figures in final answers that no tool result carries and no derivation explains.",
         )
+        self._runs = meter.create_counter(
+            METRIC_RUNS,
+            unit="{run}",
+            description="Agent runs summarised, by how much of them was read (coverage) and whether flagged.",
+        )
+
+    def record_run(self, coverage: str, flagged: bool, agent_attributes: Mapping[str, object]) -> None:
+        """Count one summarised run (``agent_attributes``: its agent span's, for the agent name)."""
+        name = _bounded(agent_name(agent_attributes))
+        points: dict[str, AttributeValue] = {METRIC_COVERAGE: coverage, METRIC_FLAGGED: flagged}
+        if name is not None:
+            points[METRIC_AGENT_NAME] = name
+        self._runs.add(1, points)
 
     def record(
         self,
@@ -92,7 +129,7 @@ class VerdictMetrics:
         agents: Sequence[ReadableSpan | None] = (),
     ) -> None:
         """Record one evaluated span's verdicts (``span_attributes``: its own, for the agent, model and
-        provider; ``agents``: the agent spans above it, nearest first, for an agent name it lacks)."""
+        provider; ``agents``: the agent spans above it, nearest first, for those it lacks)."""
         if not verdicts:
             return
         dimensions = call_dimensions(span_attributes, agents)
@@ -112,9 +149,13 @@ class VerdictMetrics:
                 },
             )
             if verdict.evaluation == EVALUATION_TOOL_CHOICE and verdict.score is not None:
-                self._margin.record(float(verdict.score), points)
+                self._record_margin(float(verdict.score), points)
             elif verdict.evaluation == EVALUATION_FIGURES and FIGURES_CHECKED in verdict.attributes:
                 self._record_figures(verdict, dimensions)
+
+    def _record_margin(self, margin: float, points: Mapping[str, AttributeValue]) -> None:
+        if math.isfinite(margin):
+            self._margin.record(shifted_margin(margin), points)
 
     def _record_figures(self, verdict: Verdict, dimensions: Mapping[str, AttributeValue]) -> None:
         checked = verdict.attributes.get(FIGURES_CHECKED)
@@ -123,23 +164,31 @@ class VerdictMetrics:
         self._unsupported.add(unsupported_count(verdict.attributes), dimensions)
 
 
+def shifted_margin(margin: float) -> float:
+    """The value the margin histogram records: ``1 + margin``, never negative (see :data:`MARGIN_FLOOR`)."""
+    return max(margin, MARGIN_FLOOR) + MARGIN_SHIFT
+
+
 def call_dimensions(
     span_attributes: Mapping[str, object], agents: Sequence[ReadableSpan | None] = ()
 ) -> dict[str, AttributeValue]:
-    """The agent (the span's own, else the first named of ``agents``), model and provider of a call."""
-    pairs = (
-        (METRIC_AGENT_NAME, agent_name(span_attributes) or _ancestor_agent_name(agents)),
-        (METRIC_REQUEST_MODEL, request_model(span_attributes)),
-        (METRIC_PROVIDER_NAME, provider_name(span_attributes)),
-    )
-    return {key: value for key, value in pairs if value is not None}
+    """The agent, model and provider of an evaluated span: each its own, else that of the first of
+    ``agents`` (the agent spans above it, nearest first) that has one.
 
-
-def _ancestor_agent_name(agents: Sequence[ReadableSpan | None]) -> str | None:
-    for agent in agents:
-        if agent is not None and (name := agent_name(attribute_mapping(agent))) is not None:
-            return name
-    return None
+    An analyst span (the conformance verdicts) or a framework's call span often names no model while
+    the agent span it runs under does; without the ancestors, filtering on a model would drop its verdicts.
+    """
+    dimensions: dict[str, AttributeValue] = {}
+    ancestors: list[Mapping[str, object]] | None = None
+    for key, read in _DIMENSION_READERS:
+        value = read(span_attributes)
+        if value is None:
+            if ancestors is None:  # read only when the span lacks a dimension (most calls have all three)
+                ancestors = [attribute_mapping(agent) for agent in agents if agent is not None]
+            value = next((found for attributes in ancestors if (found := read(attributes)) is not None), None)
+        if value is not None:
+            dimensions[key] = value
+    return dimensions
 
 
 def _chosen_tool(attributes: Mapping[str, object]) -> dict[str, AttributeValue]:

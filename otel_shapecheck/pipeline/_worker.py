@@ -14,15 +14,13 @@ import threading
 import time
 from collections.abc import Sequence
 
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
-
 from otel_shapecheck.checks._base import Check, Subject, Verdict
 from otel_shapecheck.outputs._enrich import duplicate_copy, enriched_copy, run_copy
 from otel_shapecheck.outputs._sinks import VerdictSink
 from otel_shapecheck.pipeline._facts import HeldSpan, Release, attribute_mapping
+from otel_shapecheck.pipeline._hot_state import HotPathState
 from otel_shapecheck.pipeline._ledger import Ledger
-from otel_shapecheck.pipeline._metrics import ProcessorCounters
-from otel_shapecheck.pipeline._runs import RunTally, run_attributes, tally_verdicts
+from otel_shapecheck.pipeline._runs import RunTally, coverage, run_attributes, tally_verdicts
 from otel_shapecheck.pipeline._subjects import build_subjects
 from otel_shapecheck.pipeline._verdict_metrics import VerdictMetrics
 from otel_shapecheck.readers._classify import carries_message_content
@@ -33,15 +31,18 @@ THREAD_NAME = "ShapecheckEvaluationWorker"
 
 
 class EvaluationWorker:
-    """Runs the checks off the application's threads and forwards what it evaluated."""
+    """Runs the checks off the application's threads and forwards what it evaluated.
+
+    Spans go downstream through the hot-path state's :meth:`~HotPathState.forward`, as every other
+    forwarded span does.
+    """
 
     def __init__(
         self,
+        state: HotPathState,
         ledger: Ledger,
         checks: Sequence[Check] | None,
-        downstream: SpanProcessor,
         events: VerdictSink | None,
-        counters: ProcessorCounters,
         *,
         batch_size: int,
         schedule_delay_seconds: float,
@@ -51,9 +52,9 @@ class EvaluationWorker:
         self._ledger = ledger
         self._metrics = metrics
         self._checks = tuple(checks) if checks is not None else None
-        self._downstream = downstream
+        self._forward = state.forward
         self._events = events
-        self._counters = counters
+        self._counters = state.counters
         self._batch_size = batch_size
         self._delay = schedule_delay_seconds
         self._answer_tools = tuple(answer_tools)
@@ -127,10 +128,30 @@ class EvaluationWorker:
                         request.set()
                 return
 
+    def drain_if_stopped(self) -> bool:
+        """Evaluate on the calling thread when the thread is gone (shut down, or not yet restarted);
+        whether everything ready was forwarded so."""
+        if self._thread.is_alive():
+            return False
+        try:
+            self.drain()
+        except Exception:
+            self._counters.error("worker", "Evaluating on the flushing thread failed")
+            return False
+        return True
+
     def drain(self) -> None:
         """Evaluate and forward ready spans, batch by batch, until none is ready."""
         while releases := self._ledger.take_ready(self._batch_size):
             self.evaluate(releases)
+
+    def forward_leftovers(self) -> None:
+        """Forward every ready span un-evaluated, on the calling thread (the worker did not stop in time)."""
+        while releases := self._ledger.take_ready(self._batch_size):
+            for release in releases:
+                for held in release.spans:
+                    self._counters.forwarded_unevaluated += 1
+                    self._forward(held.span)
 
     def evaluate(self, releases: Sequence[Release]) -> None:
         """Evaluate one batch and forward every span in it, exactly once whatever fails.
@@ -184,6 +205,13 @@ class EvaluationWorker:
         if incomplete:
             self._counters.runs_incomplete += 1
         self._forward(copy)
+        if self._metrics is not None:
+            try:
+                self._metrics.record_run(
+                    coverage(tally, incomplete), tally.flagged > 0, attribute_mapping(held.span)
+                )
+            except Exception:
+                self._counters.error("metrics", "Recording verdict metrics failed")
 
     def _evaluate(
         self, releases: Sequence[Release], unforwarded: dict[int, HeldSpan], tallies: dict[int, RunTally]
@@ -213,9 +241,11 @@ class EvaluationWorker:
             return
         verdicts = self._run_checks([subject for _, subject in pairs])
         self._counters.evaluated += len(pairs)
-        for (held, _), span_verdicts in zip(pairs, verdicts, strict=True):
+        for (held, subject), span_verdicts in zip(pairs, verdicts, strict=True):
             del unforwarded[id(held)]
-            tallies[id(held)] = tally_verdicts(span_verdicts, incomplete=held.incomplete)
+            tallies[id(held)] = tally_verdicts(
+                span_verdicts, incomplete=held.incomplete, model_call=held.llm_call, call=subject.llm_call
+            )
             self._finish(held, span_verdicts)
 
     def _checks_to_run(self) -> tuple[Check, ...]:
@@ -275,9 +305,3 @@ class EvaluationWorker:
                 self._events.emit(span.context, verdicts)
             except Exception:
                 self._counters.error("events", "The event sink failed to take verdicts")
-
-    def _forward(self, span: ReadableSpan) -> None:
-        try:
-            self._downstream.on_end(span)
-        except Exception:
-            self._counters.error("downstream", "The downstream span processor failed in on_end")

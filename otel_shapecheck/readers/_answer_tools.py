@@ -4,19 +4,27 @@ Such a call is the answer, not a tool choice. A call's answer tools are the ones
 (pydantic-ai lists its output tools apart from its function tools in ``model_request_parameters``);
 when the framework declares none, the configured names apply (``answer_tools``, a trailing ``*``
 matching a prefix). :func:`with_answer_tools` rewrites a call so that both checks see the same thing: the
-answer tool calls leave ``tool_calls`` and the menu, ``answer_tool`` names the tool, and the answer text
-is read from the call's arguments.
+answer tools leave the menu of every call (they are no candidate of a tool choice, whichever tool the
+call chose), and a call that answered through one loses that tool call from ``tool_calls``, names it
+in ``answer_tool`` and has its answer text read from the call's arguments.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 
-from otel_shapecheck._model import JSONValue, LLMCall
+from otel_shapecheck._model import JSONValue, LLMCall, OfferedTool
+from otel_shapecheck.readers._parse_cache import parsed_bytes
 
 MAX_ARGUMENT_DEPTH = 8
 """How deep the arguments are walked for answer text; deeper values are left out."""
+_MAX_MENUS = 256
+"""Menus whose answer-tool-free copy is kept (a menu recurs on every call of an agent)."""
+_MAX_MENU_BYTES = 16 * 1024 * 1024
+"""Estimated bytes those menus and their copies may keep alive."""
 
 
 def is_answer_tool(name: str, names: Sequence[str]) -> bool:
@@ -32,24 +40,71 @@ def is_answer_tool(name: str, names: Sequence[str]) -> bool:
 def with_answer_tools(call: LLMCall, configured: Sequence[str]) -> LLMCall:
     """``call`` with any answer-tool call taken as its answer; unchanged when it made none."""
     names = call.declared_answer_tools if call.declared_answer_tools is not None else configured
-    if not names or not call.tool_calls:
+    if not names:
         return call
-    answers = [tool_call for tool_call in call.tool_calls if is_answer_tool(tool_call.name, names)]
+    offered = _menus.without(call.offered_tools, tuple(names))
+    answers = [tool_call for tool_call in call.tool_calls or () if is_answer_tool(tool_call.name, names)]
     if not answers:
-        return call
+        return call if offered is call.offered_tools else replace(call, offered_tools=offered)
     texts = [text for tool_call in answers if (text := arguments_text(tool_call.arguments))]
-    offered = call.offered_tools
     return replace(
         call,
         tool_calls=tuple(
-            tool_call for tool_call in call.tool_calls if not is_answer_tool(tool_call.name, names)
+            tool_call for tool_call in call.tool_calls or () if not is_answer_tool(tool_call.name, names)
         ),
-        offered_tools=None
-        if offered is None
-        else tuple(t for t in offered if not is_answer_tool(t.name, names)),
+        offered_tools=offered,
         answer_tool=answers[0].name,
         answer_text="\n".join(texts) if texts else call.answer_text,
     )
+
+
+class _MenusWithout:
+    """Each recent menu without its answer tools, keyed by the identity of the menu tuple.
+
+    Readers hand every call of one menu the same tuple, and the tool-choice check prepares a menu once
+    per tuple; the copy without answer tools is therefore made once and handed out as the same tuple.
+    A menu without answer tools is handed back as it is and not kept: an entry keeps its menu alive (so
+    the id it is keyed by is not reused while it is kept), and menus are kept within a bound on their
+    estimated bytes as well as their count.
+    """
+
+    def __init__(self, max_entries: int = _MAX_MENUS, max_bytes: int = _MAX_MENU_BYTES) -> None:
+        self._max_entries = max_entries
+        self._max_bytes = max_bytes
+        self._entries: OrderedDict[
+            tuple[int, tuple[str, ...]], tuple[tuple[OfferedTool, ...], tuple[OfferedTool, ...], int]
+        ] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def without(
+        self, offered: tuple[OfferedTool, ...] | None, names: tuple[str, ...]
+    ) -> tuple[OfferedTool, ...] | None:
+        """``offered`` without the tools ``names`` match (``None`` stays ``None``)."""
+        if not offered:
+            return offered
+        key = (id(offered), names)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0] is offered:
+                self._entries.move_to_end(key)
+                return entry[1]
+        kept = tuple(tool for tool in offered if not is_answer_tool(tool.name, names))
+        if len(kept) == len(offered):
+            return offered
+        size = parsed_bytes(offered) + parsed_bytes(kept)
+        if size > self._max_bytes // 2:
+            return kept
+        with self._lock:
+            if key not in self._entries:
+                self._entries[key] = (offered, kept, size)
+                self._bytes += size
+            while len(self._entries) > self._max_entries or self._bytes > self._max_bytes:
+                self._bytes -= self._entries.popitem(last=False)[1][2]
+        return kept
+
+
+_menus = _MenusWithout()
 
 
 def arguments_text(arguments: JSONValue, depth: int = 0) -> str:

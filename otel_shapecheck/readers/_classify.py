@@ -19,6 +19,26 @@ from opentelemetry._logs import LogRecord
 from opentelemetry.sdk._logs import ReadableLogRecord, ReadWriteLogRecord
 
 from otel_shapecheck._attributes import ANALYST_ATTEMPT, ANALYST_ID
+from otel_shapecheck.readers._adk import (
+    ADK_CONTENT_KEYS,
+    ADK_TOOL_KEYS,
+    LLM_REQUEST,
+    LLM_RESPONSE,
+    TOOL_CALL_ARGS,
+    TOOL_RESPONSE,
+    is_captured,
+)
+from otel_shapecheck.readers._ai_sdk import (
+    AI_SDK_CONTENT_KEYS,
+    MODEL_CALL_OPERATIONS,
+    OPERATION_ID,
+    PROMPT_MESSAGES,
+    RESPONSE_FINISH_REASON,
+    RESPONSE_TEXT,
+    RESPONSE_TOOL_CALLS,
+    RUN_OPERATIONS,
+    TOOL_CALL_OPERATION,
+)
 from otel_shapecheck.readers._content import stopped_for_tools
 from otel_shapecheck.readers._genai import (
     EXECUTE_TOOL_SPAN_PREFIX,
@@ -64,6 +84,10 @@ _MCP_TOOLS_CALL = "tools/call"
 _INVOKE_AGENT = "invoke_agent"
 _OPENINFERENCE_AGENT = "AGENT"
 _TRACELOOP_AGENT_KINDS = frozenset({"agent", "workflow"})
+_MODEL_CALL_CONTENT_KEYS = frozenset({INPUT_MESSAGES, OUTPUT_MESSAGES})
+"""GenAI keys that only a model call's span carries when no operation name says what the span is. Tool
+definitions are not among them: a loop or agent span may carry its calls' menu, and a span with a menu
+alone must stay an ordinary span on the hot path (its menu still reaches the calls below it)."""
 
 CLASSIFYING_KEYS = frozenset(
     {
@@ -74,6 +98,10 @@ CLASSIFYING_KEYS = frozenset(
         LLM_REQUEST_TYPE,
         TRACELOOP_SPAN_KIND,
         MCP_METHOD_NAME,
+        *ADK_CONTENT_KEYS,
+        *ADK_TOOL_KEYS,
+        OPERATION_ID,
+        *_MODEL_CALL_CONTENT_KEYS,
     }
 )
 """Every attribute :func:`classify_span` reads; a span with none of them (and no tool-span name) is OTHER."""
@@ -81,6 +109,7 @@ CLASSIFYING_KEYS = frozenset(
 _OUTPUT_KEYS = frozenset(
     {OUTPUT_MESSAGES, OUTPUT_VALUE, *COMPLETION_MARKERS, *OUTPUT_MESSAGE_MARKERS}
     | {COMPLETION_FINISH_REASON, OPENINFERENCE_FINISH_REASON, FINISH_REASONS}
+    | {RESPONSE_TEXT, RESPONSE_TOOL_CALLS, RESPONSE_FINISH_REASON}
 )
 """Every attribute :func:`names_own_tool_calls` reads."""
 
@@ -116,28 +145,45 @@ class Convention(enum.Flag):
     """OpenInference (``openinference.span.kind``, indexed ``llm.input_messages.N.*``)."""
     SHAPECHECK = enum.auto()
     """Our own analyst-attempt spans (``shapecheck.analyst.*``)."""
+    ADK = enum.auto()
+    """google-adk's own record (``gcp.vertex.agent.llm_request`` / ``llm_response`` JSON, tool fields)."""
+    AI_SDK = enum.auto()
+    """The Vercel AI SDK's own telemetry (``ai.operationId``, ``ai.prompt.*``, ``ai.response.*``)."""
 
 
 @dataclass(frozen=True, slots=True)
 class SpanClass:
-    """A span's role and the convention that said so (one shared instance per combination in use)."""
+    """A span's role, the convention that said so, and the rule's label (one shared instance per rule)."""
 
     role: SpanRole
     convention: Convention
+    label: str = "other"
+    """How the span was classified, as counted (``ProcessorCounts.classified``, ``check``'s report)."""
 
 
 OTHER = SpanClass(SpanRole.OTHER, Convention.NONE)
 """The class of every span that is nothing to the checks."""
-LLM_CALL_GENAI = SpanClass(SpanRole.LLM_CALL, Convention.GENAI)
-LLM_CALL_OPENINFERENCE = SpanClass(SpanRole.LLM_CALL, Convention.OPENINFERENCE)
-LLM_CALL_OPENLLMETRY = SpanClass(SpanRole.LLM_CALL, Convention.OPENLLMETRY)
-TOOL_EXECUTION_GENAI = SpanClass(SpanRole.TOOL_EXECUTION, Convention.GENAI)
-TOOL_EXECUTION_OPENINFERENCE = SpanClass(SpanRole.TOOL_EXECUTION, Convention.OPENINFERENCE)
-TOOL_EXECUTION_OPENLLMETRY = SpanClass(SpanRole.TOOL_EXECUTION, Convention.OPENLLMETRY)
-ANALYST_ATTEMPT_SPAN = SpanClass(SpanRole.ANALYST_ATTEMPT, Convention.SHAPECHECK)
-AGENT_GENAI = SpanClass(SpanRole.AGENT, Convention.GENAI)
-AGENT_OPENINFERENCE = SpanClass(SpanRole.AGENT, Convention.OPENINFERENCE)
-AGENT_OPENLLMETRY = SpanClass(SpanRole.AGENT, Convention.OPENLLMETRY)
+LLM_CALL_GENAI = SpanClass(SpanRole.LLM_CALL, Convention.GENAI, "llm_call:genai")
+LLM_CALL_GENAI_CONTENT = SpanClass(SpanRole.LLM_CALL, Convention.GENAI, "llm_call:genai-content")
+"""A model call known by its GenAI messages or tool definitions: it names no operation."""
+LLM_CALL_OPENINFERENCE = SpanClass(SpanRole.LLM_CALL, Convention.OPENINFERENCE, "llm_call:openinference")
+LLM_CALL_OPENLLMETRY = SpanClass(SpanRole.LLM_CALL, Convention.OPENLLMETRY, "llm_call:openllmetry")
+LLM_CALL_AI_SDK = SpanClass(SpanRole.LLM_CALL, Convention.AI_SDK, "llm_call:ai-sdk")
+TOOL_EXECUTION_GENAI = SpanClass(SpanRole.TOOL_EXECUTION, Convention.GENAI, "tool_execution:genai")
+TOOL_EXECUTION_OPENINFERENCE = SpanClass(
+    SpanRole.TOOL_EXECUTION, Convention.OPENINFERENCE, "tool_execution:openinference"
+)
+TOOL_EXECUTION_OPENLLMETRY = SpanClass(
+    SpanRole.TOOL_EXECUTION, Convention.OPENLLMETRY, "tool_execution:openllmetry"
+)
+TOOL_EXECUTION_AI_SDK = SpanClass(SpanRole.TOOL_EXECUTION, Convention.AI_SDK, "tool_execution:ai-sdk")
+ANALYST_ATTEMPT_SPAN = SpanClass(SpanRole.ANALYST_ATTEMPT, Convention.SHAPECHECK, "analyst_attempt")
+AGENT_GENAI = SpanClass(SpanRole.AGENT, Convention.GENAI, "agent:genai")
+AGENT_OPENINFERENCE = SpanClass(SpanRole.AGENT, Convention.OPENINFERENCE, "agent:openinference")
+AGENT_OPENLLMETRY = SpanClass(SpanRole.AGENT, Convention.OPENLLMETRY, "agent:openllmetry")
+AGENT_AI_SDK = SpanClass(SpanRole.AGENT, Convention.AI_SDK, "agent:ai-sdk")
+LLM_CALL_ADK = SpanClass(SpanRole.LLM_CALL, Convention.ADK, "llm_call:adk")
+TOOL_EXECUTION_ADK = SpanClass(SpanRole.TOOL_EXECUTION, Convention.ADK, "tool_execution:adk")
 # Shared instances: classify_span runs once per recorded span and must not build objects (nor look
 # them up by enum members, whose hashing runs Python code).
 
@@ -166,24 +212,46 @@ def classify_span(name: str, attributes: Mapping[str, object]) -> SpanClass:
     openinference_kind = _string(values.get(OPENINFERENCE_SPAN_KIND))
     traceloop_kind = _string(values.get(TRACELOOP_SPAN_KIND))
     if operation == _EXECUTE_TOOL:
-        return _tool_class(openinference_kind, traceloop_kind)
+        return _tool_class(openinference_kind, traceloop_kind, values)
     if openinference_kind == "LLM":
         return LLM_CALL_OPENINFERENCE
     if _string(values.get(LLM_REQUEST_TYPE)) in _LEGACY_LLM_REQUEST_TYPES:
         return LLM_CALL_OPENLLMETRY
+    ai_operation = _string(values.get(OPERATION_ID))
+    if ai_operation in MODEL_CALL_OPERATIONS:
+        return LLM_CALL_AI_SDK
     if (
         openinference_kind == "TOOL"
         or traceloop_kind == "tool"
         or _string(values.get(MCP_METHOD_NAME)) == _MCP_TOOLS_CALL
+        or ai_operation == TOOL_CALL_OPERATION
         or is_tool_name
     ):
-        return _tool_class(openinference_kind, traceloop_kind)
+        if ai_operation == TOOL_CALL_OPERATION and openinference_kind is None and traceloop_kind is None:
+            return TOOL_EXECUTION_AI_SDK
+        return _tool_class(openinference_kind, traceloop_kind, values)
+    if operation is None and (LLM_REQUEST in values or LLM_RESPONSE in values):
+        # google-adk's call_llm span names no operation: its request and response say it is a model
+        # call (also with content capture off, when they read "{}": a call seen, its content not).
+        return LLM_CALL_ADK
     if operation == _INVOKE_AGENT:
         return AGENT_GENAI
     if openinference_kind == _OPENINFERENCE_AGENT:
         return AGENT_OPENINFERENCE
     if traceloop_kind in _TRACELOOP_AGENT_KINDS:
         return AGENT_OPENLLMETRY
+    if ai_operation in RUN_OPERATIONS:
+        return AGENT_AI_SDK
+    if (
+        operation is None
+        and openinference_kind is None
+        and traceloop_kind is None
+        and ai_operation is None
+        and not _MODEL_CALL_CONTENT_KEYS.isdisjoint(values)
+    ):
+        # Traceloop's JS span processor writes a model call's messages and tool definitions without
+        # gen_ai.operation.name: spans that name another operation, or another convention's role, are not.
+        return LLM_CALL_GENAI_CONTENT
     return OTHER
 
 
@@ -198,16 +266,24 @@ def is_agent_span(attributes: Mapping[str, object]) -> bool:
     if attributes.get(OPENINFERENCE_SPAN_KIND) == _OPENINFERENCE_AGENT:
         return True
     kind = attributes.get(TRACELOOP_SPAN_KIND)
-    return isinstance(kind, str) and kind in _TRACELOOP_AGENT_KINDS
+    if isinstance(kind, str) and kind in _TRACELOOP_AGENT_KINDS:
+        return True
+    operation = attributes.get(OPERATION_ID)
+    return isinstance(operation, str) and operation in RUN_OPERATIONS
 
 
-def _tool_class(openinference_kind: str | None, traceloop_kind: str | None) -> SpanClass:
-    """Whose reader reads a tool span: OpenInference's TOOL spans and Traceloop's tool tasks keep their
-    arguments and results in their own attributes; every other tool span is read as ``execute_tool``."""
+def _tool_class(
+    openinference_kind: str | None, traceloop_kind: str | None, values: Mapping[str, object]
+) -> SpanClass:
+    """Whose reader reads a tool span: OpenInference's TOOL spans, Traceloop's tool tasks and ADK's tool
+    spans keep their arguments and results in their own attributes; every other one is read as
+    ``execute_tool``."""
     if openinference_kind == "TOOL":
         return TOOL_EXECUTION_OPENINFERENCE
     if traceloop_kind == "tool":
         return TOOL_EXECUTION_OPENLLMETRY
+    if TOOL_CALL_ARGS in values or TOOL_RESPONSE in values:
+        return TOOL_EXECUTION_ADK
     return TOOL_EXECUTION_GENAI
 
 
@@ -228,11 +304,16 @@ def content_conventions(attributes: Mapping[str, object]) -> Convention:
             found |= Convention.OPENLLMETRY
         elif key.startswith(OPENINFERENCE_CONTENT_PREFIXES):
             found |= Convention.OPENINFERENCE
+        elif key in ADK_CONTENT_KEYS:
+            found |= Convention.ADK
+        elif key in AI_SDK_CONTENT_KEYS:
+            found |= Convention.AI_SDK
     return found
 
 
 _MESSAGE_CONTENT_KEYS = frozenset(
     {INPUT_MESSAGES, OUTPUT_MESSAGES, SYSTEM_INSTRUCTIONS, INPUT_VALUE, OUTPUT_VALUE}
+    | {PROMPT_MESSAGES, RESPONSE_TEXT, RESPONSE_TOOL_CALLS}
 )
 _MESSAGE_CONTENT_PREFIXES = (PROMPT_PREFIX, COMPLETION_PREFIX, INPUT_MESSAGES_PREFIX, OUTPUT_MESSAGES_PREFIX)
 
@@ -249,6 +330,8 @@ def carries_message_content(attributes: Mapping[str, object], events: Sequence[o
             key in _MESSAGE_CONTENT_KEYS or key.startswith(_MESSAGE_CONTENT_PREFIXES)
         ):
             return True
+        if key in ADK_CONTENT_KEYS and is_captured(attributes[key]):  # "{}": capture was off
+            return True
     return any(getattr(event, "name", None) in CONTENT_EVENT_NAMES for event in events)
 
 
@@ -261,6 +344,8 @@ def names_own_tool_calls(attributes: Mapping[str, object]) -> bool:
     """
     if OUTPUT_MESSAGES in attributes:  # the GenAI convention's output: the common case, first
         return True
+    if LLM_RESPONSE in attributes:  # google-adk's whole response, unless capture was off ("{}")
+        return is_captured(attributes[LLM_RESPONSE])
     present = _OUTPUT_KEYS.intersection(attributes)
     if not present:
         return False
@@ -268,6 +353,8 @@ def names_own_tool_calls(attributes: Mapping[str, object]) -> bool:
         tool_call_marker, finish_reason_key = COMPLETION_TOOL_CALL_MARKER, COMPLETION_FINISH_REASON
     elif not present.isdisjoint(OUTPUT_MESSAGE_MARKERS):
         tool_call_marker, finish_reason_key = OUTPUT_TOOL_CALL_MARKER, OPENINFERENCE_FINISH_REASON
+    elif RESPONSE_TEXT in present or RESPONSE_TOOL_CALLS in present:
+        tool_call_marker, finish_reason_key = RESPONSE_TOOL_CALLS, RESPONSE_FINISH_REASON
     else:
         return OUTPUT_VALUE in present
     if tool_call_marker in present:

@@ -19,8 +19,9 @@ ASSISTANT_ROLES = frozenset({"assistant", "model"})
 """Roles of the model's own messages (``model`` is Gemini's name for it)."""
 TOOL_RESULT_ROLES = frozenset({"tool", "function"})
 """Roles of messages that return a tool's result (``function`` is the older OpenAI name)."""
-TOOL_FINISH_REASONS = frozenset({"tool_calls", "tool_call", "function_call", "tool_use"})
-"""Finish reasons (compared in lower case) that mean the model stopped to call tools."""
+TOOL_FINISH_REASONS = frozenset({"tool_calls", "tool_call", "function_call", "tool_use", "tool-calls"})
+"""Finish reasons (compared in lower case) that mean the model stopped to call tools (``tool-calls`` is
+the AI SDK's, in its own attributes and in the GenAI ones of ``@ai-sdk/otel``)."""
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,14 @@ def llm_call_from_content(content: CallContent, ref: SpanRef) -> LLMCall:
         user_text=_last_user_text(inputs),
         user_texts=tuple(m.text for m in inputs if _is_prompt(m) and m.text is not None),
         assistant_text=_turn_assistant_text(inputs),
-        # Results in the output are provider-executed tools' (a web search): the answer saw them too.
-        tool_results=tuple(result for m in (*inputs, *(outputs or ())) for result in m.tool_results),
+        # Results in the output are provider-executed tools' (a web search): the answer saw them too. A
+        # result whose content was not captured is no basis (it still counts as a tool turn, below).
+        tool_results=tuple(
+            result
+            for m in (*inputs, *(outputs or ()))
+            for result in m.tool_results
+            if result.content is not None
+        ),
         answer_text=_answer_text(outputs or ()),
         finish_reasons=finish_reasons,
         response_id=content.response_id,

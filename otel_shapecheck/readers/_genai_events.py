@@ -42,6 +42,8 @@ CHOICE_EVENT = "gen_ai.choice"
 
 EVENT_NAME_ATTRIBUTE = "event.name"
 """Where emitters of the removed Events API put the event name."""
+ELIDED_CONTENT = "<elided>"
+"""The ``content`` a per-message event carries when content capture is off (google-adk, google-genai)."""
 
 _MESSAGE_EVENT_ROLES: Mapping[str, str] = {
     SYSTEM_MESSAGE_EVENT: "system",
@@ -61,6 +63,9 @@ class _EventContent:
     details: list[CallContent] = field(default_factory=list)
     inputs: list[Message] = field(default_factory=list)
     choices: list[tuple[int, Message]] = field(default_factory=list)
+    inputs_elided: bool = False
+    """An input message's content was elided: the call's input is not captured (not the messages left)."""
+    choices_elided: bool = False
 
 
 def event_name_of(event_name: object, attributes: Mapping[str, object] | None) -> str | None:
@@ -125,8 +130,11 @@ def _gather(gathered: _EventContent, name: str, attributes: Mapping[str, object]
         index = choice.get("index")
         order = index if isinstance(index, int) and not isinstance(index, bool) else len(gathered.choices)
         gathered.choices.append((order, _choice_message(choice)))
+        gathered.choices_elided |= _elided(choice) or _elided(choice.get("message"))
     elif name in _MESSAGE_EVENT_ROLES:
-        gathered.inputs.append(_event_message(_MESSAGE_EVENT_ROLES[name], _body_object(body)))
+        message = _body_object(body)
+        gathered.inputs.append(_event_message(_MESSAGE_EVENT_ROLES[name], message))
+        gathered.inputs_elided |= _elided(message)
 
 
 def _deprecated_content(gathered: _EventContent) -> CallContent | None:
@@ -134,10 +142,15 @@ def _deprecated_content(gathered: _EventContent) -> CallContent | None:
         return None
     outputs = tuple(message for _, message in sorted(gathered.choices, key=lambda item: item[0]))
     return CallContent(
-        input_messages=tuple(gathered.inputs) if gathered.inputs else None,
-        output_messages=outputs if gathered.choices else None,
+        input_messages=tuple(gathered.inputs) if gathered.inputs and not gathered.inputs_elided else None,
+        output_messages=outputs if gathered.choices and not gathered.choices_elided else None,
         finish_reasons=tuple(m.finish_reason for m in outputs if m.finish_reason is not None),
     )
+
+
+def _elided(body: object) -> bool:
+    """Whether an event body (or a choice's ``message``) says its content was left out."""
+    return isinstance(body, dict) and body.get("content") == ELIDED_CONTENT
 
 
 def _event_message(default_role: str, body: Mapping[str, JSONValue]) -> Message:

@@ -98,7 +98,9 @@ def _message(fields: Mapping[str, object]) -> Message:
     role = optional_string(message.get("role"))
     texts = _texts(message)
     if role in TOOL_RESULT_ROLES:
-        content = to_json_value(message.get("content")) if "content" in message else "\n".join(texts)
+        # A tool turn recorded without its payload (no content, no text parts) is not captured: its
+        # content is None, never an empty result.
+        content = to_json_value(message.get("content")) if "content" in message else "\n".join(texts) or None
         call_id = optional_string(message.get("tool_call_id"))
         result = ToolResult(content=content, call_id=call_id, name=optional_string(message.get("name")))
         return Message(role=role, tool_results=(result,))

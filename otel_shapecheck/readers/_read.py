@@ -26,6 +26,8 @@ from otel_shapecheck._attributes import (
 )
 from otel_shapecheck._model import AnalystAttempt, LLMCall, ToolExecution, read_row_count
 from otel_shapecheck.otlp._ids import span_id_hex, trace_id_hex
+from otel_shapecheck.readers._adk import read_adk_content, read_adk_tool_execution
+from otel_shapecheck.readers._ai_sdk import read_ai_sdk_content, read_ai_sdk_tool_execution
 from otel_shapecheck.readers._classify import (
     AnyLogRecord,
     Convention,
@@ -87,6 +89,8 @@ _CONTENT_READERS: tuple[tuple[Convention, Callable[[Mapping[str, object]], CallC
     (Convention.GENAI, read_genai_content),
     (Convention.OPENLLMETRY, read_openllmetry_content),
     (Convention.OPENINFERENCE, read_openinference_content),
+    (Convention.ADK, read_adk_content),
+    (Convention.AI_SDK, read_ai_sdk_content),
 )
 
 
@@ -116,8 +120,10 @@ def read_llm_call(span: ReadableSpan, classified: SpanClass | None = None) -> LL
 def read_span_content(attributes: Mapping[str, object], convention: Convention) -> CallContent:
     """Call content read by the reader of ``convention`` and of every other convention the span carries.
 
-    Readers run in a fixed order (OTel GenAI, OpenLLMetry, OpenInference) and the first to find a field
-    wins; a span written in one convention runs one reader.
+    Readers run in a fixed order (OTel GenAI, OpenLLMetry, OpenInference, google-adk, the AI SDK's) and
+    the first to find a field wins; a span written in one convention runs one reader. OpenInference's
+    Vercel span processor, for one, leaves the menu in ``ai.prompt.tools``, where the AI SDK's reader
+    finds it.
     """
     conventions = convention | content_conventions(attributes)
     readings = [read(attributes) for flag, read in _CONTENT_READERS if flag in conventions]
@@ -140,6 +146,10 @@ def read_tool_execution(span: ReadableSpan, classified: SpanClass | None = None)
         execution = read_openinference_tool_execution(name, attributes, ref)
     elif classified.convention is Convention.OPENLLMETRY:
         execution = read_openllmetry_tool_execution(name, attributes, ref)
+    elif classified.convention is Convention.ADK:
+        execution = read_adk_tool_execution(name, attributes, ref)
+    elif classified.convention is Convention.AI_SDK:
+        execution = read_ai_sdk_tool_execution(name, attributes, ref)
     else:
         execution = read_genai_tool_execution(name, attributes, ref)
     return execution if execution.name else None

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 
 import numpy as np
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import SpanContext, TraceFlags
+from rich.console import Console
 
 from otel_shapecheck._attributes import EVALUATION_EVENT
 from otel_shapecheck._model import AnalystAttempt, AnalystRun, LLMCall, OfferedTool, ToolCall
@@ -15,6 +17,7 @@ from otel_shapecheck.checks._base import Subject, Verdict, enrichment_attributes
 from otel_shapecheck.checks.conformance._check import ConformanceCheck
 from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
 from otel_shapecheck.cli._report import json_report, summary, verdict_rows
+from otel_shapecheck.cli._terminal import print_summary
 from otel_shapecheck.embedding._embedders import FloatMatrix
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
@@ -111,6 +114,46 @@ class TestSummary:
         assert [entry["span_id"] for entry in report["spans"]] == ["a" * 16]
         (row,) = verdict_rows([plain, _enriched(subject, [verdict])])
         assert (row.check, row.label, row.flagged) == ("tool_choice", verdict.label, True)
+
+
+class TestClassified:
+    def test_spans_are_counted_by_how_they_were_classified(self) -> None:
+        """``summary.classified``: each span's classification label; ordinary spans are not counted."""
+        spans = [
+            ReadableSpan(
+                name="ai.streamText.doStream",
+                context=SpanContext(1, 2, False),
+                attributes={"ai.operationId": "ai.streamText.doStream"},
+            ),
+            ReadableSpan(
+                name="ai.toolCall",
+                context=SpanContext(1, 3, False),
+                attributes={"ai.operationId": "ai.toolCall"},
+            ),
+            ReadableSpan(
+                name="chat gpt-4o-mini",
+                context=SpanContext(1, 4, False),
+                attributes={"gen_ai.input.messages": "[]"},
+            ),
+            ReadableSpan(name="http", context=SpanContext(1, 5, False)),
+        ]
+        assert summary(spans)["classified"] == {
+            "llm_call:ai-sdk": 1,
+            "llm_call:genai-content": 1,
+            "tool_execution:ai-sdk": 1,
+        }
+
+    def test_the_text_report_says_when_nothing_was_recognised(self) -> None:
+        """An export with no span of any convention read says so, instead of only counting zeros."""
+        out = io.StringIO()
+        print_summary(
+            Console(file=out, width=200),
+            summary([ReadableSpan(name="http", context=SpanContext(1, 5, False))]),
+        )
+        assert (
+            "classified: no span is a model call, tool execution or agent in a convention read"
+            in out.getvalue()
+        )
 
 
 def _attempt(span: str, number: int, emitted: int, accepted: int) -> AnalystAttempt:

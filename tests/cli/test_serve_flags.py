@@ -27,9 +27,9 @@ def _help(command: str) -> str:
 
 @pytest.mark.parametrize("setting", [s for s in SETTINGS if s.flag], ids=lambda setting: str(setting.flag))
 def test_every_table_flag_is_a_flag_of_serve(setting: Setting) -> None:
-    """serve offers each flag of the table (the figures ones on check too)."""
+    """serve offers each flag of the table (the figures and embedding cache ones on check too)."""
     assert f"{setting.flag} " in _help("serve")
-    if setting.component == "figures":
+    if setting.component in ("figures", "embedding"):
         assert f"{setting.flag} " in _help("check")
 
 

@@ -1,4 +1,5 @@
-"""Embedders for the tests: the reference's char-count mock, planted vectors and a call counter."""
+"""Embedders for the tests: the reference's char-count mock, planted vectors, call counters (one of them
+keepable in the embedding cache file)."""
 
 from __future__ import annotations
 
@@ -66,3 +67,25 @@ class CountingEmbedder:
             self.calls += 1
             self.texts.extend(texts)
         return self._inner.embed(texts)
+
+
+class KeptCountingEmbedder(CountingEmbedder):
+    """A :class:`CountingEmbedder` that names an identity, so the embedding cache keeps its vectors on disk.
+
+    Its identity is the inner embedder's own (``cache_identity`` when it has one, else ``id``) plus
+    ``version``, so two of them with different versions share nothing.
+    """
+
+    def __init__(self, inner: Embedder, dims: int, version: str = "1") -> None:
+        super().__init__(inner)
+        self._dims = dims
+        self._version = version
+
+    @property
+    def cache_identity(self) -> str:
+        inner = getattr(self._inner, "cache_identity", self._inner.id)
+        return f"{inner}|test-version={self._version}"
+
+    @property
+    def dims(self) -> int:
+        return self._dims

@@ -6,13 +6,17 @@ ran it in the framework's own pinned environment and committed the export and th
 ones, a tool result with rows of numbers, an answer stating one carried, one derived and one invented
 figure. Each row asserts that the tool-choosing call is scored (where the telemetry has a menu at all),
 that the answer's figures verdict names only the invented figure, the exact numbers of evaluated,
-flagged and duplicate spans, the run summary on the agent span (where the framework writes one), and
-that ``check`` over the export gives the live processor's verdicts and runs.
+flagged and duplicate spans, the run summary on the agent span (where the framework writes one) with
+how much of the run was read (``shapecheck.run.coverage``), and that ``check`` over the export gives the
+live processor's verdicts and runs. Every row is also checked in fresh processes under several
+``PYTHONHASHSEED`` values, which must give the same verdict attributes bit for bit.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +26,7 @@ import pytest
 from opentelemetry.sdk._logs import ReadWriteLogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 
+import otel_shapecheck
 from otel_shapecheck._attributes import (
     DUPLICATE_OF,
     FIGURES_DERIVATIONS,
@@ -65,12 +70,23 @@ class Row:
     def id(self) -> str:
         return f"{self.framework}:{self.mode}"
 
+    @property
+    def coverage(self) -> str:
+        """How much of the run the checks read (``shapecheck.run.coverage``): a call skipped for its
+        missing menu makes it partial."""
+        return "partial" if self.menu_source is None else "full"
+
 
 _PYDANTIC_AI = "invoke_agent agent"
 _OPENAI_AGENTS = "Agent workflow"  # OpenInference AGENT, above the named AGENT span "storage-ops"
 _LANGGRAPH = "invoke_agent LangGraph"  # above Traceloop's workflow span, itself an invoke_agent
 _SMOLAGENTS = "ToolCallingAgent.run"
 _STRANDS = "invoke_agent Strands Agents"
+_ADK = "invoke_agent storage_ops"
+_AGNO = "storage_ops.run"
+_AUTOGEN = "invoke_agent storage_ops"  # autogen-core's own agent span over OpenInference's LLM spans
+_CREWAI = "Storage operations assistant._execute_core"  # OpenInference AGENT, under the crew's CHAIN
+_APPLICATION = "invoke_agent storage-ops"  # the row's own GenAI agent span around its tool loop
 
 ROWS = [
     Row("pydantic_ai", "chat", run=_PYDANTIC_AI),
@@ -96,6 +112,26 @@ ROWS = [
     Row("strands", "default", flagged=1, menu_source="ancestor", run=_STRANDS),
     Row("strands", "latest", menu_source="ancestor", run=_STRANDS),
     Row("strands", "attributes", flagged=1, menu_source="ancestor", run=_STRANDS),
+    Row("logfire", "openai", run=_APPLICATION),
+    # The streamed response is a second span (input, menu and output) beside the request span (input and
+    # menu only), under the agent span's context carried across as a remote parent: each pair is one call,
+    # the request span its duplicate.
+    Row("logfire", "openai_stream", duplicates=2, run=_APPLICATION),
+    Row("logfire", "pydantic_ai", run=_PYDANTIC_AI),
+    # google-adk's schema 1: each model call is a call_llm span (ADK's request and response JSON) over a
+    # generate_content span of the same call that carries no content (its events say "<elided>"): one
+    # call, the content-free span its duplicate.
+    Row("google_adk", "legacy", duplicates=2, run=_ADK),
+    Row("google_adk", "default", run=_ADK),
+    # openai-v2 2.4b0 records no tool definitions (gen_ai.tool.definitions) under the latest conventions.
+    Row("openai_v2", "latest", flagged=1, menu_source=None, run=_APPLICATION),
+    Row("openai_v2", "latest_stream", flagged=1, menu_source=None, run=_APPLICATION),
+    Row("agno", "chat", run=_AGNO),
+    Row("agno", "stream", run=_AGNO),
+    Row("autogen", "chat", run=_AUTOGEN),
+    Row("autogen", "stream", run=_AUTOGEN),
+    Row("crewai", "chat", run=_CREWAI),
+    Row("crewai", "stream", run=_CREWAI),
 ]
 
 
@@ -202,6 +238,7 @@ def test_row(row: Row, capsys: pytest.CaptureFixture[str]) -> None:
     assert any(d.startswith("812.5 = column-sum") for d in figures[FIGURES_DERIVATIONS])
     assert figures["shapecheck.figures.carried"] >= 1
     assert summary["figures"]["answers"] == 1 and summary["figures"]["skipped"] == 0
+    _assert_coverage(row, live["runs"])
 
 
 def _assert_run(row: Row, runs: list[dict[str, Any]]) -> None:
@@ -217,11 +254,82 @@ def _assert_run(row: Row, runs: list[dict[str, Any]]) -> None:
     assert runs[0]["flagged"] is True
 
 
+def _assert_coverage(row: Row, runs: list[dict[str, Any]]) -> None:
+    """The run says how much of it was read: both model calls seen, and the coverage of the row."""
+    if row.run is None:
+        return
+    counts = runs[0]["summary"]
+    assert counts["llm_calls"] >= 2, "both model calls of the scenario were seen"
+    assert counts["coverage"] == row.coverage
+
+
 def _choosing_and_answering(entries: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
     choosing = [e for e in entries if scenario.CHOSEN in e["attributes"].get(TOOL_CHOICE_CHOSEN, ())]
     answering = [e for e in entries if FIGURES_UNSUPPORTED in e["attributes"]]
     assert len(choosing) == 1 and len(answering) == 1, entries
     return choosing[0], answering[0]
+
+
+_HASH_SEEDS = ("0", "1", "2026")
+"""``PYTHONHASHSEED`` values the rows are checked under, each in a process of its own."""
+_SCORINGS = ("seed", "calibrated")
+"""Both tool-choice scorings: the calibrated one adds the lexical score, summed over sets of terms."""
+_CHECK_EVERY_ROW = """
+import contextlib, io, json, os, sys
+from otel_shapecheck.cli._main import main
+reports = {}
+for scoring in json.loads(sys.argv[2]):
+    os.environ["OTEL_SHAPECHECK_TOOL_CHOICE_SCORING"] = scoring
+    for row_id, spans, logs in json.loads(sys.argv[1]):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = main(["check", "--json", "--embedder", "hashing", spans, logs])
+        reports[f"{scoring}/{row_id}"] = {"exit": code, "report": json.loads(out.getvalue())}
+print(json.dumps(reports))
+"""
+
+
+@pytest.fixture(scope="module")
+def reports_by_seed() -> dict[str, dict[str, Any]]:
+    """Every row's ``check --json`` report from one fresh process per hash seed (the processes run side
+    by side; each checks every row, so a process starts once per seed, not once per row)."""
+    rows = json.dumps([(row.id, *map(str, _paths(row)[:2])) for row in ROWS])
+    root = str(Path(otel_shapecheck.__file__).resolve().parent.parent)
+    processes = {}
+    for seed in _HASH_SEEDS:
+        env = {
+            **os.environ,
+            "PYTHONHASHSEED": seed,
+            "PYTHONPATH": os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH")))),
+        }
+        command = [sys.executable, "-c", _CHECK_EVERY_ROW, rows, json.dumps(_SCORINGS)]
+        processes[seed] = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+    reports = {}
+    for seed, process in processes.items():
+        out, _ = process.communicate(timeout=600)
+        assert process.returncode == 0, f"checking the rows under PYTHONHASHSEED={seed} failed"
+        reports[seed] = json.loads(out)
+    return reports
+
+
+@pytest.mark.parametrize("scoring", _SCORINGS)
+@pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
+def test_row_is_deterministic(
+    row: Row,
+    scoring: str,
+    reports_by_seed: dict[str, dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same export gives the same verdict attributes, bit for bit, under every hash seed."""
+    monkeypatch.setenv("OTEL_SHAPECHECK_TOOL_CHOICE_SCORING", scoring)
+    here = _checked(row, capsys)  # this process: its own seed, random unless the environment fixes it
+    for seed, reports in reports_by_seed.items():
+        checked = reports[f"{scoring}/{row.id}"]
+        assert checked["exit"] == 0
+        assert checked["report"]["spans"] == here["spans"], f"verdicts differ under PYTHONHASHSEED={seed}"
+        assert checked["report"]["runs"] == here["runs"], f"runs differ under PYTHONHASHSEED={seed}"
+        assert checked["report"]["summary"] == here["summary"]
 
 
 def test_every_generated_row_is_checked() -> None:

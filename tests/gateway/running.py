@@ -21,7 +21,14 @@ from otel_shapecheck.gateway._service import GatewayService
 from otel_shapecheck.outputs._events import EvaluationEventEmitter
 
 FAST_MILLIS = 50
-_SERVICE_OPTIONS = ("tls", "tokens", "request_timeout_seconds", "idle_timeout_seconds", "max_connections")
+_SERVICE_OPTIONS = (
+    "tls",
+    "tokens",
+    "request_timeout_seconds",
+    "idle_timeout_seconds",
+    "max_connections",
+    "tls_handshake_timeout_seconds",
+)
 
 
 def hashing_checks() -> list[Any]:

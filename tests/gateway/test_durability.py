@@ -14,7 +14,9 @@ from gateway.otlp_requests import plain_spans, post, trace_request
 from gateway.running import eventually
 from gateway.serve_process import ServeProcess, parse_summary
 from otel_shapecheck.cli._exit import EXIT_LEFT_IN_SPOOL, EXIT_LOST, EXIT_OK
-from otel_shapecheck.gateway._spool import DATABASE_NAME, SpoolError, SqliteSpool, count_bits
+from otel_shapecheck.gateway._spool import SpoolError, SqliteSpool
+from otel_shapecheck.gateway._spool_entry import count_bits
+from otel_shapecheck.gateway._spool_files import DATABASE_NAME
 
 SPANS_PER_REQUEST = 100
 

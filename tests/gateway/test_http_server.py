@@ -140,15 +140,45 @@ class TestConnections:
         assert refused == 0
         assert answers == [200] * 300
 
-    def test_past_the_connection_limit_requests_get_503(self, receiver: OTLPReceiver) -> None:
-        """With every connection slot held, a new request is answered 503 (retryable) and closed."""
+    def test_past_the_limit_of_requests_in_progress_new_ones_get_503(self, receiver: OTLPReceiver) -> None:
+        """With every connection slot held by a request still arriving, a new request is answered 503
+        (retryable) and closed."""
         with (
             running_gateway(receiver, max_connections=4) as service,
-            _connections(service.http_port, 4) as _,
+            _connections(service.http_port, 4) as busy,
         ):
-            time.sleep(0.2)  # let the server register the held connections (no timing is asserted)
+            for sock in busy:
+                sock.sendall(_headers(service.http_port, 1000) + b"x")  # a body under way
+            time.sleep(0.2)  # let the server read them (no timing is asserted)
             assert post(service.http_port, "/v1/traces", BODY).status == 503
-        # Once they are gone, requests are served again.
+
+    def test_silent_connections_do_not_lock_senders_out(self, receiver: OTLPReceiver) -> None:
+        """300 connections that never send a byte, against a limit of 16: every legitimate request is
+        still answered 200, the silent ones closed oldest first to make room."""
+        with running_gateway(receiver, max_connections=16) as service, _connections(service.http_port, 300):
+            time.sleep(0.5)
+            statuses = [post(service.http_port, "/v1/traces", BODY).status for _ in range(20)]
+            server = service.http_server
+            assert server is not None
+            assert server.idle_closed >= 284
+        assert statuses == [200] * 20
+
+    def test_idle_keep_alive_connections_do_not_lock_senders_out(self, receiver: OTLPReceiver) -> None:
+        """300 kept-alive connections, each idle after one request, against a limit of 16: new senders
+        are served (the idle ones are closed first, as a keep-alive pool does)."""
+        with running_gateway(receiver, max_connections=16) as service:
+            kept = []
+            try:
+                for _ in range(300):
+                    sock = socket.create_connection(("127.0.0.1", service.http_port), timeout=30)
+                    kept.append(sock)
+                    sock.sendall(_headers(service.http_port, len(BODY)) + BODY)
+                    assert _read_answer_status(sock) in (200, 0)
+                statuses = [post(service.http_port, "/v1/traces", BODY).status for _ in range(20)]
+            finally:
+                for sock in kept:
+                    sock.close()
+        assert statuses == [200] * 20
 
 
 def _read_answer_status(sock: socket.socket) -> int:

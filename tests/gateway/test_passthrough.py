@@ -15,6 +15,7 @@ import grpc
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
+from opentelemetry.exporter.otlp.proto.http.version import __version__ as exporter_version
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 from opentelemetry.sdk.resources import Resource
@@ -31,11 +32,13 @@ from otel_shapecheck import _attributes as attrs
 from otel_shapecheck.gateway._gateway import Gateway
 from otel_shapecheck.gateway._passthrough import _MARKERS, raw_sender, split_request
 from otel_shapecheck.gateway._service import GatewayService
-from otel_shapecheck.gateway._spool import bitmap, set_bit
+from otel_shapecheck.gateway._spool_entry import bitmap, set_bit
 from otel_shapecheck.readers._classify import CLASSIFYING_KEYS
 from otel_shapecheck.readers._genai import EXECUTE_TOOL_SPAN_PREFIX
 
 _EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+_HTTP_TRANSPORT_CLIENT = tuple(int(part) for part in exporter_version.split(".")[:2]) >= (1, 45)
+"""Whether the installed OTLP/HTTP exporter has the transport client the raw sender uses."""
 _PLAIN_SCOPE = "tests.http"
 
 
@@ -107,21 +110,29 @@ def _http_gateway(receiver: OTLPReceiver, **options: Any) -> Gateway:
 
 class TestExporterFields:
     def test_the_sdk_exporter_fields_the_sender_reads_exist(self, receiver: OTLPReceiver) -> None:
-        """The gRPC exporter's channel, metadata, timeout; the HTTP exporter's client (SDK internals)."""
+        """The gRPC exporter's channel, metadata, timeout; the HTTP exporter's transport client (SDK
+        internals; the client arrived with opentelemetry-exporter-otlp-proto-http 1.45, and before it the
+        HTTP exporter has no raw sender: the gateway converts and exports passed-through spans)."""
         grpc_exporter = GrpcSpanExporter(endpoint=receiver.grpc_endpoint, insecure=True, timeout=5)
         http_exporter = HttpSpanExporter(endpoint=receiver.traces_url, timeout=5)
+        http_client = getattr(http_exporter, "_client", None)
         try:
             assert grpc_exporter._channel is not None
             assert isinstance(grpc_exporter._headers, tuple)
             assert grpc_exporter._timeout == 5
             assert grpc_exporter._shutdown is False
-            assert callable(http_exporter._client.export)
             assert http_exporter._shutdown is False
+            senders = [grpc_exporter]
+            if _HTTP_TRANSPORT_CLIENT:
+                assert callable(http_client.export)
+                senders.append(http_exporter)
+            else:
+                assert raw_sender(http_exporter) is None
             body = encode_spans(_plain_spans(1)).SerializeToString()
-            for exporter in (grpc_exporter, http_exporter):
+            for exporter in senders:
                 send = raw_sender(exporter)
                 assert send is not None and send(body)
-            assert receiver.wait_for(lambda r: len(r.trace_requests) == 2)
+            assert receiver.wait_for(lambda r: len(r.trace_requests) == len(senders))
             assert all(request.SerializeToString() == body for request in receiver.trace_requests)
         finally:
             grpc_exporter.shutdown()

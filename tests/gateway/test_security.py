@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import ssl
 import urllib.request
 from collections.abc import Iterator
@@ -238,3 +239,77 @@ class TestServeCommand:
             assert status(port, "old-token") == 401
             gateway.stop()
         assert "Reloaded 1 bearer tokens" in gateway.stderr
+
+
+class TestTokenFileEncoding:
+    def test_a_byte_order_mark_is_not_part_of_the_first_token(
+        self, tmp_path: Path, receiver: OTLPReceiver
+    ) -> None:
+        """A token file saved with a UTF-8 byte-order mark (as some editors do) and a non-ASCII token: a
+        running ``serve`` takes the first token as written and the non-ASCII one sent as UTF-8 bytes."""
+        tokens = tmp_path / "tokens"
+        tokens.write_bytes("\ufefffirst-token\nclé-à-molette\n".encode())
+        body = trace_request(plain_spans(1)).SerializeToString()
+
+        def status(port: int, token: bytes) -> int:
+            # http.client sends a str header as latin-1: these are the token's UTF-8 bytes on the wire.
+            return post(
+                port, "/v1/traces", body, {"Authorization": "Bearer " + token.decode("latin-1")}
+            ).status
+
+        with ServeProcess(
+            f"http://{receiver.grpc_endpoint}", tmp_path / "spool", "--auth-token-file", str(tokens)
+        ) as gateway:
+            port = gateway.ports["http"]
+            found = (status(port, b"first-token"), status(port, "clé-à-molette".encode()), status(port, b"x"))
+            gateway.stop()
+        assert found == (200, 200, 401)
+
+    def test_a_file_holding_only_a_byte_order_mark_holds_no_token(self, tmp_path: Path) -> None:
+        """A BOM alone is not a token: the file is refused at start-up like an empty one."""
+        path = tmp_path / "tokens"
+        path.write_bytes(b"\xef\xbb\xbf\n")
+        with pytest.raises(ValueError, match="holds no token"):
+            TokenFile(path)
+
+    def test_tokens_compare_as_bytes(self, tmp_path: Path) -> None:
+        """A header value given as bytes (UTF-8) or as text matches the token of the same characters."""
+        path = tmp_path / "tokens"
+        path.write_text("ключ\n", encoding="utf-8")
+        tokens = TokenFile(path)
+        assert tokens.allows("Bearer ключ".encode())
+        assert tokens.allows("Bearer ключ")
+        assert not tokens.allows("Bearer ключ".encode("utf-16"))
+
+
+class TestStalledHandshakes:
+    def test_connections_that_never_say_hello_are_closed_at_the_handshake_deadline(
+        self, receiver: OTLPReceiver, certs: Certificates, tokens: TokenFile
+    ) -> None:
+        """100 TCP connections that never send a ClientHello are closed once the handshake deadline
+        passes (1 s here), counted, and an HTTPS sender is served meanwhile."""
+        tls = TLSSettings.of(str(certs.server_cert), str(certs.server_key))
+        with running_gateway(receiver, tls=tls, tokens=tokens, tls_handshake_timeout_seconds=1.0) as service:
+            stalled = [
+                socket.create_connection(("127.0.0.1", service.http_port), timeout=30) for _ in range(100)
+            ]
+            try:
+                exporter = _http_exporter(service, certs, TOKEN)
+                assert exporter.export(_ended_spans(3, "during")) is SpanExportResult.SUCCESS
+                exporter.shutdown()
+                closed = 0
+                for sock in stalled:
+                    sock.settimeout(30)
+                    try:
+                        closed += sock.recv(1) == b""
+                    except ConnectionResetError:
+                        closed += 1
+            finally:
+                for sock in stalled:
+                    sock.close()
+            server = service.http_server
+            assert server is not None
+            assert eventually(lambda: server.handshakes_timed_out >= 100, timeout=10), (
+                server.handshakes_timed_out
+            )
+        assert closed == 100

@@ -16,6 +16,7 @@ from otlp_receiver import OTLPReceiver
 
 from gateway.otlp_requests import TRACE_ID, plain_spans, post, trace_request
 from gateway.running import build_gateway, eventually, offer, running_gateway
+from gateway.serve_process import ServeProcess, parse_summary
 from otel_shapecheck import _attributes as attrs
 from otel_shapecheck.gateway._admission import Admission
 from otel_shapecheck.gateway._options import GatewayOptions
@@ -167,3 +168,52 @@ class TestServeCommand:
         )
         assert result.returncode == 2
         assert "--forward 'ftp://x/y' is not an OTLP/gRPC endpoint" in result.stderr
+
+
+class TestShutdownDrainsTheSpool:
+    def test_sigterm_forwards_what_waits_in_the_spool_within_the_timeout(
+        self, receiver: OTLPReceiver, tmp_path: Path
+    ) -> None:
+        """Requests waiting in the spool for room in a small pipeline (one request at a time, a slow
+        destination) are still forwarded by a stop that has the time: exit 0, nothing left behind (a
+        replica replaced without its volume loses nothing)."""
+        receiver.behave(delay_seconds=0.3)
+        with ServeProcess(
+            f"http://{receiver.grpc_endpoint}",
+            tmp_path / "spool",
+            "--max-queue-size",
+            "100",
+            "--shutdown-timeout",
+            "60",
+        ) as gateway:
+            for number in range(15):
+                body = trace_request(plain_spans(100, first=1 + number * 100)).SerializeToString()
+                assert post(gateway.ports["http"], "/v1/traces", body).status == 200
+            code = gateway.stop()
+        summary = parse_summary(gateway.stderr)
+        assert code == 0, gateway.stderr
+        assert (summary.accepted, summary.forwarded, summary.left) == (1500, 1500, 0)
+        assert len({span.span_id for span in receiver.spans}) == 1500
+
+    def test_what_the_timeout_leaves_is_reported_left_in_the_spool(
+        self, receiver: OTLPReceiver, tmp_path: Path
+    ) -> None:
+        """With too little time for all of it, the stop forwards what it can and reports the rest left
+        in the spool (exit 4), every item accounted for."""
+        receiver.behave(delay_seconds=0.5)
+        with ServeProcess(
+            f"http://{receiver.grpc_endpoint}",
+            tmp_path / "spool",
+            "--max-queue-size",
+            "100",
+            "--shutdown-timeout",
+            "1.5",
+        ) as gateway:
+            for number in range(15):
+                body = trace_request(plain_spans(100, first=1 + number * 100)).SerializeToString()
+                assert post(gateway.ports["http"], "/v1/traces", body).status == 200
+            code = gateway.stop()
+        summary = parse_summary(gateway.stderr)
+        assert code == 4, gateway.stderr
+        assert summary.left > 0 and summary.forwarded + summary.left == 1500
+        assert not summary.unaccounted

@@ -262,7 +262,8 @@ class TestUnreadableInput:
             (b"\x1f\x8b\x08\x02\x00\x00\x00\x00\x00\x00\x00\x00\x06", "damaged gzip data"),
             (b"[" * 100_000, "nested too deeply"),
             (
-                b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": ' + b"[" * 5000,
+                # Deep enough for every supported Python: 3.13's JSON scanner recurses further than 3.12's.
+                b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": ' + b"[" * 100_000,
                 "nested too deeply",
             ),
             (b'{"resourceLogs": [null]}', "resourceLogs entry is not an object"),

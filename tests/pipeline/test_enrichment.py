@@ -202,5 +202,5 @@ def test_verdict_attributes_are_stored_as_the_sdk_stores_them(attributes: dict[s
         key: type(value) for key, value in expected.items()
     }
     assert (stored.dropped, stored.maxlen, stored.max_value_len) == (expected.dropped, None, None)
-    with pytest.raises(TypeError, match="immutable"):
+    with pytest.raises(TypeError):  # the message differs between SDK releases
         stored["new"] = "value"

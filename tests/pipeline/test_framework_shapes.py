@@ -22,7 +22,7 @@ from otel_shapecheck._attributes import (
 from otel_shapecheck.checks._builtin import build_checks
 from otel_shapecheck.pipeline._offline import CollectingSpanProcessor, check_spans
 from otel_shapecheck.pipeline._options import ProcessorOptions
-from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
+from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor, internals
 
 MENU = json.dumps(
     [
@@ -118,7 +118,7 @@ class TestAncestorMenus:
             ):
                 pass
             assert processor.counts().started_untracked == 1
-            assert not processor._live, "every ended span is forgotten"
+            assert not internals(processor).state.live, "every ended span is forgotten"
 
 
 def _llm_span(tracer: object, name: str, output: str, *, response_id: str | None = None) -> None:

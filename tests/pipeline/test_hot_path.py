@@ -23,6 +23,7 @@ from opentelemetry.util.genai.handler import TelemetryHandler
 
 from otel_shapecheck import ShapecheckSpanProcessor
 from otel_shapecheck.checks._builtin import build_checks
+from otel_shapecheck.otlp._sdk_fields import HAS_ON_ENDING
 from otel_shapecheck.pipeline._facts import approximate_bytes
 from otel_shapecheck.pipeline._processor import _AFTER_TOOL_SPAN_NAMES, EXECUTE_TOOL_SPAN_PREFIX
 from otel_shapecheck.readers._classify import CLASSIFYING_KEYS, classify_span
@@ -157,7 +158,8 @@ class TestDownstreamHooks:
         for _ in range(3):
             provider.get_tracer("test").start_span("GET /").end()
         processor.shutdown()
-        assert (downstream.starts, downstream.endings, downstream.ends) == (3, 3, 3)
+        # An SDK without the ending hook (before 1.40) calls no processor's _on_ending.
+        assert (downstream.starts, downstream.endings, downstream.ends) == (3, 3 if HAS_ON_ENDING else 0, 3)
 
     def test_hooks_set_on_the_instance_are_passed_on(self) -> None:
         """A batch processor whose instance carries its own ``on_start`` still gets it."""
@@ -229,3 +231,17 @@ def test_on_end_forwards_a_plain_span_exactly_once(extra: int) -> None:
     processor.shutdown()
     assert counts.seen == counts.forwarded_untouched == 1 + extra
     assert len(exporter.get_finished_spans()) == 1 + extra
+
+
+def test_the_public_processor_is_a_span_processor_with_a_counts_snapshot() -> None:
+    """Its public surface is the SpanProcessor interface and ``counts()``, a frozen snapshot: no ledger,
+    counters or internals to write through."""
+    public = {name for name in dir(ShapecheckSpanProcessor) if not name.startswith("_")}
+    assert public == {"on_start", "on_end", "force_flush", "shutdown", "counts"}
+    processor = ShapecheckSpanProcessor(SimpleSpanProcessor(InMemorySpanExporter()), checks=[])
+    try:
+        counts = processor.counts()
+        with pytest.raises(AttributeError):
+            counts.seen = 1  # type: ignore[misc]
+    finally:
+        processor.shutdown()

@@ -24,6 +24,7 @@ from otel_shapecheck._attributes import (
 )
 from otel_shapecheck.checks._base import Check
 from otel_shapecheck.checks._builtin import build_checks
+from otel_shapecheck.pipeline._hot_state import HotPathState
 from otel_shapecheck.pipeline._intake import THREAD_NAME, LedgerIntake
 from otel_shapecheck.pipeline._metrics import ProcessorCounters
 from otel_shapecheck.pipeline._offline import CollectingSpanProcessor
@@ -185,33 +186,24 @@ def test_shutdown_forwards_what_a_stuck_recording_thread_did_not_reach() -> None
 
 def test_a_full_queue_is_made_room_in_by_the_ending_thread_in_order() -> None:
     """With the queue full and the recording thread not stuck, the caller records the oldest items."""
-    recorded: list[str] = []
     forwarded: list[str] = []
-
-    def record(span: ReadableSpan) -> list[ReadableSpan]:
-        recorded.append(span.name)
-        return [span]
-
-    def ended(context: SpanContext) -> list[ReadableSpan]:
-        recorded.append(f"end {context.span_id}")
-        return []
-
-    intake = LedgerIntake(
-        record, ended, lambda span: forwarded.append(span.name), ProcessorCounters(), max_size=2
-    )  # not started: only callers record
+    recorder = _NamingRecorder()
+    state = HotPathState(ProcessorCounters(), lambda span: forwarded.append(span.name), max_live=8)
+    intake = LedgerIntake(state, recorder, max_size=2)  # not started: only callers record
+    recorded = recorder.recorded
     provider = TracerProvider(shutdown_on_exit=False)
     spans = []
     for name in ("first", "second", "third"):
         span = provider.get_tracer("tests").start_span(name)
         span.end()
         spans.append(span)
-    intake.items.extend([spans[0], spans[1].get_span_context()])
+    state.queued.extend([spans[0], spans[1].get_span_context()])
     assert intake.make_room()
     assert recorded == ["first"]
-    intake.items.append(spans[2])
+    state.queued.append(spans[2])
     assert intake.make_room()
     assert recorded == ["first", f"end {spans[1].get_span_context().span_id}"]
-    assert list(intake.items) == [spans[2]]
+    assert list(state.queued) == [spans[2]]
     assert forwarded == ["first"]
 
 
@@ -239,16 +231,30 @@ def test_spans_ended_after_shutdown_are_forwarded_and_counted_once() -> None:
 def test_a_closed_queue_takes_nothing_and_gives_back_what_was_appended_late() -> None:
     """After close, ``put`` refuses (its caller forwards); an item appended while it closed is taken
     back by its caller once, unless the queue's last round took it already."""
-    intake = LedgerIntake(
-        lambda span: [span], lambda context: [], lambda span: None, ProcessorCounters(), max_size=4
-    )
+    state = HotPathState(ProcessorCounters(), lambda span: None, max_live=8)
+    intake = LedgerIntake(state, _NamingRecorder(), max_size=4)
     provider = TracerProvider(shutdown_on_exit=False)
     span = provider.get_tracer("tests").start_span("chat")
     span.end()
     assert intake.close(1) == []
     assert not intake.put(span)
-    assert not intake.items
-    intake.items.append(span)  # what an append racing close() leaves behind
+    assert not state.queued
+    state.queued.append(span)  # what an append racing close() leaves behind
     assert intake._take_back(span)
     assert not intake._take_back(span)
-    assert not intake.items
+    assert not state.queued
+
+
+class _NamingRecorder:
+    """Records what the queue hands it by name, and forwards every span it is given."""
+
+    def __init__(self) -> None:
+        self.recorded: list[str] = []
+
+    def record_ended(self, span: ReadableSpan) -> list[ReadableSpan]:
+        self.recorded.append(span.name)
+        return [span]
+
+    def record_forwarded_end(self, context: SpanContext, *, out_of_order: bool = False) -> list[ReadableSpan]:
+        self.recorded.append(f"end {context.span_id}")
+        return []

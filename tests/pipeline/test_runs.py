@@ -42,6 +42,8 @@ EXPECTED_RUN = {
     "collapsed": 0,
     "recovered": 0,
     "incomplete": False,
+    "llm_calls": 2,
+    "coverage": "full",
 }
 """The scripted run: a clear choice, and an answer with one carried and one invented figure."""
 
@@ -152,7 +154,8 @@ class TestRunSummary:
         assert processor.counts().runs == 1
 
     def test_an_agent_span_with_nothing_evaluated_has_an_empty_complete_run(self) -> None:
-        """No LLM call under the agent span: every count is zero, nothing flagged, nothing missing."""
+        """No LLM call under the agent span: every count is zero, nothing flagged, nothing missing, and
+        the coverage says no model call was seen."""
         with _processor() as (provider, processor, collected):
             tracer = provider.get_tracer("app")
             with GENAI.agent(tracer, "idle"), tracer.start_as_current_span("lookup"):
@@ -161,8 +164,9 @@ class TestRunSummary:
             (agent,) = _runs(collected.spans)
         summary = _summary(agent)
         assert summary["incomplete"] is False and (agent.attributes or {})[FLAGGED] is False
+        assert summary.pop("coverage") == "none"
         assert {key: value for key, value in summary.items() if key != "incomplete"} == dict.fromkeys(
-            (key for key in EXPECTED_RUN if key != "incomplete"), 0
+            (key for key in EXPECTED_RUN if key not in ("incomplete", "coverage")), 0
         )
 
     def test_calls_outside_any_agent_span_belong_to_no_run(self) -> None:
@@ -290,6 +294,21 @@ class TestWithoutStarts:
         (agent,) = _runs(collected.spans)
         assert _summary(agent) == EXPECTED_RUN
 
+    @pytest.mark.parametrize("skew_ns", [900_000, 5_000_000])
+    def test_a_call_stamped_past_its_agent_span_stays_in_its_run(self, skew_ns: int) -> None:
+        """A call that arrived before its agent span but is stamped up to 1 ms past it (OpenTelemetry JS
+        takes start times from a millisecond wall clock, ends from a finer one), or further when the
+        wall clock moved meanwhile, ran inside it: the run claims it, by its window or as its child."""
+        calls, skewed = _skewed_run(skew_ns)
+        collected = CollectingSpanProcessor()
+        processor = ShapecheckSpanProcessor(collected, checks=build_checks("hashing"))
+        for span in (*calls, skewed):
+            processor.on_end(span)
+        assert processor.force_flush()
+        processor.shutdown()
+        (summarised,) = _runs(collected.spans)
+        assert _summary(summarised) == EXPECTED_RUN
+
     def test_sequential_runs_of_one_trace_keep_their_own_calls(self) -> None:
         """Two agent spans one after the other under one request: each counts only the calls inside it."""
         exported = CollectingSpanProcessor()
@@ -310,6 +329,41 @@ class TestWithoutStarts:
         runs = {span.name: _summary(span) for span in _runs(collected.spans)}
         assert runs["invoke_agent first"] == EXPECTED_RUN
         assert (runs["invoke_agent second"]["evaluated"], runs["invoke_agent second"]["scored"]) == (1, 1)
+
+
+def _skewed_run(skew_ns: int = 900_000) -> tuple[list[ReadableSpan], ReadableSpan]:
+    """The scripted run's spans in end order, the agent span stamped ``skew_ns`` before its last call."""
+    exported = CollectingSpanProcessor()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(exported)
+    run(provider.get_tracer("app"), GENAI)
+    provider.shutdown()
+    *calls, agent = exported.spans
+    skewed = ReadableSpan(
+        name=agent.name,
+        context=agent.context,
+        parent=agent.parent,
+        resource=agent.resource,
+        attributes=agent.attributes,
+        events=agent.events,
+        links=agent.links,
+        kind=agent.kind,
+        status=agent.status,
+        start_time=agent.start_time,
+        end_time=max(span.end_time or 0 for span in calls) - skew_ns,
+        instrumentation_scope=agent.instrumentation_scope,
+    )
+    return calls, skewed
+
+
+@pytest.mark.parametrize(("skew_ns", "listed_first"), [(900_000, False), (5_000_000, True)])
+def test_check_replays_a_skewed_call_before_its_agent_span_ends(skew_ns: int, listed_first: bool) -> None:
+    """``check`` orders ends by time, but a call stamped within the clock slack after its parent, or
+    listed before its parent in the export, ended first: its run counts it, as the gateway does."""
+    calls, skewed = _skewed_run(skew_ns)
+    spans = [*calls, skewed] if listed_first else [skewed, *calls]
+    (summarised,) = _runs(check_spans(spans, build_checks("hashing")))
+    assert _summary(summarised) == EXPECTED_RUN
 
 
 def _wait_for_run(

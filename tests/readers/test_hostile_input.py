@@ -67,6 +67,10 @@ KNOWN_KEYS = [
     "shapecheck.rows.emitted",
     "shapecheck.rows.accepted",
     "event.name",
+    "gcp.vertex.agent.llm_request",
+    "gcp.vertex.agent.llm_response",
+    "gcp.vertex.agent.tool_call_args",
+    "gcp.vertex.agent.tool_response",
 ]
 INDEXED_KEYS = [
     "gen_ai.prompt.{i}.role",
@@ -220,6 +224,7 @@ def test_span_readers_never_raise_on_arbitrary_attributes(name: str, attributes:
             {"openinference.span.kind": "TOOL"},
             {"traceloop.span.kind": "tool"},
             {"shapecheck.analyst.id": "a", "shapecheck.analyst.attempt": 1},
+            {"gcp.vertex.agent.llm_request": "{}"},
         ]
     ),
     attributes=attribute_maps,

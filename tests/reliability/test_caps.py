@@ -17,6 +17,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import TracerProvider
 
 from otel_shapecheck import ShapecheckSpanProcessor, Subject, Verdict
+from otel_shapecheck.pipeline._metrics import COUNT_FIELDS
 from otel_shapecheck.pipeline._options import ProcessorOptions
 
 from .telemetry import IdRecorder, agent_turn, chat_attributes, tool_attributes, wait_recorded
@@ -81,7 +82,7 @@ def test_ready_queue_is_held_to_max_queue_size_when_parents_release_children() -
     with blocked_processor(max_queue_size=CAP, max_pending_spans=CAP) as (processor, _, tracer):
         for number in range(OVERLOAD):
             agent_turn(tracer, number, names_output=False)
-        assert processor.ledger.ready_count() <= CAP
+        assert processor.counts().ready_spans <= CAP
 
 
 def test_new_ready_spans_past_max_queue_size_are_forwarded_unevaluated() -> None:
@@ -92,9 +93,24 @@ def test_new_ready_spans_past_max_queue_size_are_forwarded_unevaluated() -> None
             agent_turn(tracer, number, names_output=True)
         wait_recorded(processor)
         counts = processor.counts()
-        assert processor.ledger.ready_count() <= CAP
+        assert counts.ready_spans <= CAP
         assert counts.forwarded_unevaluated >= 2 * OVERLOAD - CAP
         assert len(downstream) - before >= 4 * OVERLOAD - 2 * CAP
+
+
+def test_counts_report_the_spans_and_fact_bytes_held_now() -> None:
+    """The snapshot's levels say what waits for the blocked worker and what its facts keep alive; no
+    span is ready once the worker took everything, and the observable counters leave the levels out."""
+    with blocked_processor() as (processor, _, tracer):
+        for number in range(3):
+            agent_turn(tracer, number, names_output=True)
+        wait_recorded(processor)
+        held = processor.counts()
+        assert held.ready_spans >= 3
+        assert held.fact_bytes > 0
+    drained = processor.counts()
+    assert drained.ready_spans == 0
+    assert {"ready_spans", "fact_bytes"}.isdisjoint(COUNT_FIELDS)
 
 
 def test_waiting_spans_are_held_to_max_pending_spans() -> None:
@@ -165,7 +181,7 @@ def test_facts_are_held_to_max_fact_bytes() -> None:
             ).end()
             root.end()
         wait_recorded(processor)
-        assert processor.ledger.fact_bytes <= budget
+        assert processor.counts().fact_bytes <= budget
         assert processor.counts().fact_bytes_exceeded > 0
         assert processor.counts().facts_dropped == 0  # finished traces were forgotten: nobody needed them
         root = tracer.start_span("invoke_agent storage", context=Context())
@@ -177,7 +193,7 @@ def test_facts_are_held_to_max_fact_bytes() -> None:
         wait_recorded(processor)
         assert processor.counts().facts_dropped == 1
         wait_recorded(processor)
-        assert processor.ledger.fact_bytes <= budget
+        assert processor.counts().fact_bytes <= budget
         root.end()
         forwarded = len(downstream) - before
     assert forwarded == 2 * 51

@@ -8,6 +8,7 @@ once, and the processor's counters say what happened.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
@@ -24,6 +27,7 @@ from opentelemetry.sdk._logs.export import LogRecordExporter
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 from otlp_receiver import OTLPReceiver, unused_endpoint
 
 from otel_shapecheck import (
@@ -35,10 +39,18 @@ from otel_shapecheck import (
     ShapecheckSpanProcessor,
     ToolChoiceCheck,
 )
-from otel_shapecheck._attributes import EVALUATION_FIGURES, EVALUATION_TOOL_CHOICE, FIGURES_CHECKED, FLAGGED
+from otel_shapecheck._attributes import (
+    EVALUATION_FIGURES,
+    EVALUATION_TOOL_CHOICE,
+    FIGURES_CHECKED,
+    FLAGGED,
+    RUN_SCORED,
+    RUN_SKIPPED,
+    TOOL_CHOICE_SKIPPED,
+)
 from otel_shapecheck.pipeline._options import ProcessorOptions
 
-from .telemetry import SPANS_PER_TURN, IdRecorder, agent_turn, longest_turn
+from .telemetry import SPANS_PER_TURN, IdRecorder, agent_turn, chat_attributes, longest_turn, messages
 
 APPLICATION_BOUND_SECONDS = 1.5
 """Longest one agent turn (four span ends) may take on the application's thread, whatever fails.
@@ -241,12 +253,85 @@ class HangingEmbedder:
         return self._hashing.embed(texts)
 
 
+class PoisonedEmbedder(HashingEmbedder):
+    """The hashing embedder, raising on every call whose texts include one chosen word (as a service
+    refuses an input it cannot embed)."""
+
+    def __init__(self, poison: str) -> None:
+        super().__init__()
+        self.poison = poison
+        self.batches: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.batches.append(list(texts))
+        if any(self.poison in text for text in texts):
+            raise ValueError("the embedding service rejected an input")
+        return super().embed(texts)
+
+
+POISON = "zqxpoison"
+POISONED_TURNS = 30
+
+
+def _choice_turns(tracer: trace.Tracer, turns: int, poisoned: int) -> None:
+    """``turns`` agent turns, each choosing ``get_capacity`` for its own question; one includes ``POISON``."""
+    for number in range(turns):
+        question = f"How much usable storage does cluster number {number} have?"
+        if number == poisoned:
+            question += f" {POISON}"
+        request = [{"type": "tool_call", "id": f"call_{number}", "name": "get_capacity", "arguments": {}}]
+        attributes = {
+            **chat_attributes(request, "tool_calls"),
+            "gen_ai.input.messages": messages("user", [{"type": "text", "content": question}]),
+        }
+        agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "storage"}
+        with (
+            tracer.start_as_current_span("invoke_agent storage", context=Context(), attributes=agent),
+            tracer.start_as_current_span("chat gpt-4o-mini", kind=SpanKind.CLIENT, attributes=attributes),
+        ):
+            pass
+
+
+def test_one_text_the_embedder_refuses_costs_only_the_call_that_needs_it() -> None:
+    """30 calls in one batch, one of them with a text the embedder raises on: 29 scored, 1 skipped."""
+    embedder = PoisonedEmbedder(POISON)
+    memory = InMemorySpanExporter()
+    forwarded = IdRecorder(SimpleSpanProcessor(memory))
+    processor = ShapecheckSpanProcessor(
+        forwarded,
+        checks=[ToolChoiceCheck(embedder)],
+        options=ProcessorOptions(schedule_delay_millis=60_000),
+    )
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(processor)
+    _choice_turns(provider.get_tracer("tests.reliability"), POISONED_TURNS, poisoned=7)
+    assert provider.force_flush(30_000)
+    counts = processor.counts()
+    provider.shutdown()
+
+    chats = [span for span in memory.get_finished_spans() if span.name.startswith("chat")]
+    assert len(chats) == POISONED_TURNS
+    contexts = [text for text in embedder.batches[0] if "cluster number" in text]
+    assert len(contexts) == POISONED_TURNS, "the 30 calls were not evaluated in one batch"
+    scored = [span for span in chats if "shapecheck.tool_choice.margin" in (span.attributes or {})]
+    skipped = [span.attributes.get(TOOL_CHOICE_SKIPPED) for span in chats if span not in scored]
+    assert len(scored) == POISONED_TURNS - 1
+    assert skipped == ["embedding-failed"]
+    assert counts.errors == ()
+    # Bisection, not one call per text: about 2 log2(n) calls after the failed batch.
+    assert len(embedder.batches) <= 1 + 2 * math.ceil(math.log2(len(embedder.batches[0])))
+    runs = [span.attributes or {} for span in memory.get_finished_spans() if span.name.startswith("invoke")]
+    assert sum(int(run.get(RUN_SKIPPED, 0)) for run in runs) == 1
+    assert sum(int(run.get(RUN_SCORED, 0)) for run in runs) == POISONED_TURNS - 1
+
+
 def _by_evaluation(spans: Sequence[ReadableSpan], key: str) -> list[ReadableSpan]:
     return [span for span in spans if key in (span.attributes or {})]
 
 
 def test_failing_embedder_leaves_the_other_checks_and_every_span() -> None:
-    """An embedder that raises costs the tool-choice verdicts only: counted, logged once, spans forwarded."""
+    """An embedder that always raises costs the tool-choice verdicts only: each batch counted as a failed
+    check (its texts are not isolated one by one), logged once, spans forwarded."""
     embedder = FailingEmbedder()
     memory = InMemorySpanExporter()
     under_test = pipeline(
@@ -259,8 +344,10 @@ def test_failing_embedder_leaves_the_other_checks_and_every_span() -> None:
 
     assert longest < APPLICATION_BOUND_SECONDS
     under_test.assert_each_span_forwarded_once()
-    assert embedder.calls >= 1
-    assert counts.error_count(f"check:{EVALUATION_TOOL_CHOICE}") == embedder.calls
+    failed_batches = counts.error_count(f"check:{EVALUATION_TOOL_CHOICE}")
+    assert failed_batches >= 1
+    # A down embedder is recognised once the batch and its halves and quarters all failed: 7 calls at most.
+    assert failed_batches <= embedder.calls <= 7 * failed_batches
     assert counts.evaluated == TURNS * 2
     exported = memory.get_finished_spans()
     assert len(_by_evaluation(exported, FIGURES_CHECKED)) == TURNS

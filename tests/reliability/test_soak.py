@@ -68,7 +68,7 @@ class _Monitor:
     def _run(self) -> None:
         while not self._stop.wait(self._period):
             counts = self._processor.counts()
-            self.max_ready = max(self.max_ready, self._processor.ledger.ready_count())
+            self.max_ready = max(self.max_ready, counts.ready_spans)
             self.max_unforwarded = max(self.max_unforwarded, counts.held - counts.evaluated)
             self.max_rss = max(self.max_rss, _rss_bytes())
             self.samples += 1

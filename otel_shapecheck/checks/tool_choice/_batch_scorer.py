@@ -1,6 +1,8 @@
 """Scoring a batch of tool-choice calls: one embed call, then each call's menu by its size.
 
-The batch's distinct contexts, clauses and the tool texts the tool index lacks are embedded in one call.
+The batch's distinct contexts, clauses and the tool texts the tool index lacks are embedded in one call;
+when the embedder raises on some of them, they are isolated (:mod:`~otel_shapecheck.embedding._isolate`)
+and only the calls that need one are skipped, as ``embedding-failed``.
 A menu of up to :data:`~._large_menu_scan.INDEX_MENU_TOOLS` tools is ranked whole from scoring matrices
 read once from the tool index and kept with its plan (in plain Python floats up to
 :data:`~._small_menu_scoring.MAX_LEAN_TOOLS` tools); a larger one is scored by one bounded scan of its
@@ -9,10 +11,12 @@ own column matrices (:mod:`~._large_menu_scoring`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
 from otel_shapecheck.checks.tool_choice._calls import ToolChoiceCall
+from otel_shapecheck.checks.tool_choice._labels import SKIP_EMBEDDING_FAILED
 from otel_shapecheck.checks.tool_choice._large_menu_scan import INDEX_MENU_TOOLS, MenuIndexes
 from otel_shapecheck.checks.tool_choice._large_menu_scoring import build_menu_index, score_large
 from otel_shapecheck.checks.tool_choice._lexical import menu_lexicon
@@ -30,8 +34,11 @@ from otel_shapecheck.checks.tool_choice._small_menu_scoring import (
     menu_matrices,
     small_margin,
 )
+from otel_shapecheck.embedding._isolate import embed_around_failures
 from otel_shapecheck.embedding._tool_index import ToolIndex
 from otel_shapecheck.embedding._vectors import FloatMatrix
+
+logger = logging.getLogger(__name__)
 
 
 class BatchScorer:
@@ -55,6 +62,7 @@ class BatchScorer:
         self.menu_indexes = MenuIndexes(max_indexed_tools)
         self._scoring = scoring
         self._threshold = threshold
+        self._large_menu_failed = False
 
     def scored(self, calls: Sequence[ToolChoiceCall]) -> list[ToolChoiceCall]:
         """``calls`` with rankings filled in, from one embed call over the distinct new texts."""
@@ -75,18 +83,20 @@ class BatchScorer:
                     tool_texts.extend(plan.parameter_texts)
         missing = self.index.missing(tool_texts) if tool_texts else []
         views = [text for call in to_score for text in (call.context_text, *call.segments)]
-        batch = list(dict.fromkeys(views + missing))
-        vectors = dict(zip(batch, self.index.embedder.embed(batch), strict=True))
-        fresh = {text: vectors[text] for text in missing}
-        results: dict[int, MarginResult] = {}
+        embedded = embed_around_failures(self.index.embedder, views + missing)
+        vectors = embedded.vectors
+        fresh = {text: vectors[text] for text in missing if text in vectors}
+        results: dict[int, MarginResult | None] = {}
         for call in to_score:
             plan = call._menu
             assert plan is not None
-            if len(call.offered) > INDEX_MENU_TOOLS:
+            if embedded.failed and _needs_any(call, plan, embedded.failed):
+                results[id(call)] = None
+            elif len(call.offered) > INDEX_MENU_TOOLS:
                 results[id(call)] = self._score_large(call, plan, vectors)
             else:
                 results[id(call)] = self._score_small(call, plan, vectors, fresh, calibrated)
-        return [replace(call, result=results[id(call)]) if id(call) in results else call for call in calls]
+        return [_with_result(call, results[id(call)]) if id(call) in results else call for call in calls]
 
     def _score_small(
         self,
@@ -147,12 +157,22 @@ class BatchScorer:
 
     def _score_large(
         self, call: ToolChoiceCall, plan: MenuPlan, vectors: dict[str, FloatMatrix]
-    ) -> MarginResult:
+    ) -> MarginResult | None:
         calibrated = self._scoring == SCORING_CALIBRATED
-        menu = self.menu_indexes.get(
-            plan.key + self._scoring.encode(),
-            lambda: build_menu_index(plan, self.index.embedder, calibrated=calibrated),
-        )
+        try:
+            menu = self.menu_indexes.get(
+                plan.key + self._scoring.encode(),
+                lambda: build_menu_index(plan, self.index.embedder, calibrated=calibrated),
+            )
+        except Exception as error:  # the embedder refused a text of this menu; the batch's texts embedded
+            if not self._large_menu_failed:
+                self._large_menu_failed = True
+                logger.warning(
+                    "embedding a large menu raised %s; its calls are skipped as embedding-failed "
+                    "(logged once)",
+                    type(error).__name__,
+                )
+            return None
         return score_large(
             menu,
             call.context_text,
@@ -163,3 +183,19 @@ class BatchScorer:
             lexical_weight=CALIBRATED_LEXICAL_WEIGHT,
             segments=[(text, vectors[text]) for text in call.segments],
         )
+
+
+def _needs_any(call: ToolChoiceCall, plan: MenuPlan, failed: frozenset[str]) -> bool:
+    """Whether scoring ``call`` needs one of the texts the embedder failed on (its own or its menu's)."""
+    if call.context_text in failed or not failed.isdisjoint(call.segments):
+        return True
+    return len(call.offered) <= INDEX_MENU_TOOLS and not (
+        failed.isdisjoint(plan.seed_texts) and failed.isdisjoint(plan.parameter_texts)
+    )
+
+
+def _with_result(call: ToolChoiceCall, result: MarginResult | None) -> ToolChoiceCall:
+    """``call`` scored, or skipped as ``embedding-failed`` when a text it needs could not be embedded."""
+    if result is None:
+        return replace(call, skipped=SKIP_EMBEDDING_FAILED, _menu=None)
+    return replace(call, result=result)

@@ -31,6 +31,8 @@ SKIP_NO_CONTEXT: Final = "no-context"
 SKIP_INCOMPLETE: Final = "incomplete"
 SKIP_MENU_TOO_LARGE: Final = "menu-too-large"
 SKIP_ANSWER_TOOL: Final = "answer-tool"
+SKIP_NO_OUTPUT: Final = "no-output"
+SKIP_EMBEDDING_FAILED: Final = "embedding-failed"
 
 # Values of ``gen_ai.evaluation.score.label`` for tool choice.
 LABEL_CLEAR: Final = "clear"
@@ -54,6 +56,11 @@ _SKIP_EXPLANATIONS: Final = {
         "The menu has more tools, or more tool text, than the check scores per call, so it was not scored."
     ),
     SKIP_ANSWER_TOOL: "The call answered through an output tool: an answer, not a tool choice.",
+    SKIP_NO_OUTPUT: "The call's output was not captured, so what it chose, if anything, is unknown.",
+    SKIP_EMBEDDING_FAILED: (
+        "The embedder failed on a text this call needs (its context or a tool of its menu), "
+        "so it was not scored."
+    ),
 }
 
 
@@ -64,8 +71,11 @@ def skip_reason(call: LLMCall, incomplete: bool, offered_names: Collection[str] 
     names are then not walked on every call).
     """
     if call.tool_calls is None:
-        stopped = incomplete or stopped_for_tools(call.finish_reasons)
-        return SKIP_INCOMPLETE if stopped else SKIP_NOTHING_CHOSEN
+        if incomplete or stopped_for_tools(call.finish_reasons):
+            return SKIP_INCOMPLETE
+        # A finish reason that is not a tool call still says the model answered; with no output and no
+        # finish reason at all (capture off, or the output lives on another span) nothing is known.
+        return SKIP_NOTHING_CHOSEN if call.answer_text is not None or call.finish_reasons else SKIP_NO_OUTPUT
     if not call.chosen:
         return SKIP_NOTHING_CHOSEN
     offered = {tool.name for tool in call.offered_tools or ()} if offered_names is None else offered_names

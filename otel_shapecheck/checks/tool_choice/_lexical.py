@@ -4,16 +4,17 @@ Sentence embeddings blur exact words: ``get_current_weather`` and ``get_forecast
 while the user's "current" names one of them. BM25 rewards the words the context shares with a tool's
 text, weighted by how rare each word is *on this menu* (the idf is computed over the menu's own
 candidate texts, so a word every tool carries counts for almost nothing). The scores are divided by the
-menu's best, so they lie in [0, 1] and fuse with cosines at a fixed weight. Stateless: nothing is kept
-between calls, and the cost is a pass over the menu's words.
+menu's best, so they lie in [0, 1] and fuse with cosines at a fixed weight. The cost is a pass over the
+menu's words; the lexicons of recent menus and the terms of recent texts are memoised, each within a
+bound on their estimated bytes.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import re
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from typing import Final
 
@@ -21,11 +22,20 @@ import numpy as np
 import numpy.typing as npt
 
 from otel_shapecheck.embedding._tool_index import tokenised_name
+from otel_shapecheck.readers._parse_cache import ParseCache
 
 K1: Final = 1.2
 """BM25 term-frequency saturation (the usual value)."""
 B: Final = 0.75
 """BM25 length normalisation (the usual value)."""
+
+MAX_LEXICONS: Final = 256
+MAX_LEXICON_BYTES: Final = 32 * 1024 * 1024
+"""Estimated bytes of the recent menus' lexicons kept at most."""
+MAX_CACHED_TERMS: Final = 8192
+MAX_CACHED_TERM_BYTES: Final = 16 * 1024 * 1024
+_TERM_BYTES: Final = 800
+_POSTING_BYTES: Final = 85
 
 _WORD = re.compile(r"\w+")
 _SLOT_LABEL = re.compile(r"(?:\A|\n\n)(?:user|assistant): ")
@@ -39,7 +49,6 @@ _STOPWORD_TEXT = (
 _STOPWORDS: Final = frozenset(_STOPWORD_TEXT.split())
 
 
-@functools.lru_cache(maxsize=8192)  # candidate texts recur on every call that offers the same menu
 def lexical_terms(text: str) -> tuple[str, ...]:
     """The words BM25 compares: camelCase and ``_``/``-`` split, lower case, no stopwords, crude plurals.
 
@@ -47,8 +56,17 @@ def lexical_terms(text: str) -> tuple[str, ...]:
     dropped; a trailing ``s`` is removed from words longer than three letters (``orders`` → ``order``),
     unless the word ends in ``ss``, ``us`` or ``is`` (``address``, ``status``, ``analysis``).
     """
+    return _cached_terms(text)
+
+
+def _terms(text: str) -> tuple[str, ...]:
     words = _WORD.findall(tokenised_name(text).lower())
     return tuple(_stem(word) for word in words if len(word) > 1 and word not in _STOPWORDS)
+
+
+_cached_terms = ParseCache(_terms, max_entries=MAX_CACHED_TERMS, max_bytes=MAX_CACHED_TERM_BYTES)
+"""Terms of recent texts (candidate texts recur whenever a menu's lexicon is built again), bounded by
+the estimated bytes of the texts and their terms: a 4 096-character text has about 600 terms."""
 
 
 def _stem(word: str) -> str:
@@ -84,11 +102,15 @@ class MenuLexicon:
         self._posting_lists = {
             term: (where.tolist(), weights.tolist()) for term, (where, weights) in self._postings.items()
         }
+        posting_count = sum(len(where) for where, _ in self._postings.values())
+        self.nbytes = _TERM_BYTES * len(self._postings) + _POSTING_BYTES * posting_count + 8 * self.size
+        """Estimated bytes the lexicon holds: per term its arrays, lists and entries, per posting its
+        numbers in both forms."""
 
     def raw(self, context: str) -> npt.NDArray[np.float64]:
         """BM25 of ``context`` against every candidate (each distinct context word counts once)."""
         raw = np.zeros(self.size, dtype=np.float64)
-        for term in set(lexical_terms(_SLOT_LABEL.sub(" ", context))):
+        for term in _query_terms(context):
             postings = self._postings.get(term)
             if postings is not None:
                 raw[postings[0]] += postings[1]
@@ -106,7 +128,7 @@ class MenuLexicon:
         The same terms are added in the same order, so the numbers equal :meth:`scores`'.
         """
         raw = [0.0] * self.size
-        for term in set(lexical_terms(_SLOT_LABEL.sub(" ", context))):
+        for term in _query_terms(context):
             postings = self._posting_lists.get(term)
             if postings is not None:
                 for position, weight in zip(*postings, strict=True):
@@ -115,10 +137,69 @@ class MenuLexicon:
         return [score / best for score in raw] if best > 0 else raw
 
 
-@functools.lru_cache(maxsize=256)  # a menu recurs on every call of an agent; large menus keep their own
+def _query_terms(context: str) -> dict[str, None]:
+    """The context's distinct terms in the order they first occur.
+
+    Floats are summed in this order: a set's order follows the per-process hash seed, and a sum in it
+    would differ in its last bits from one process to the next.
+    """
+    return dict.fromkeys(lexical_terms(_SLOT_LABEL.sub(" ", context)))
+
+
+class _Lexicons:
+    """Recent menus' lexicons, bounded by count and by their estimated bytes (a 300-tool menu's is
+    about half a megabyte, so a count alone let 256 of them hold over 100 MB)."""
+
+    def __init__(self, max_entries: int = MAX_LEXICONS, max_bytes: int = MAX_LEXICON_BYTES) -> None:
+        self._max_entries = max_entries
+        self._max_bytes = max_bytes
+        self._entries: OrderedDict[tuple[str, ...], MenuLexicon] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @property
+    def max_bytes(self) -> int:
+        """The bound on :attr:`nbytes`."""
+        return self._max_bytes
+
+    @property
+    def nbytes(self) -> int:
+        """Estimated bytes of the kept lexicons (at most ``max_bytes``)."""
+        with self._lock:
+            return self._bytes
+
+    def get(self, candidates: tuple[str, ...]) -> MenuLexicon:
+        """The lexicon of ``candidates``, built on first sight (a too-big one is built and not kept)."""
+        with self._lock:
+            found = self._entries.get(candidates)
+            if found is not None:
+                self._entries.move_to_end(candidates)
+                return found
+        lexicon = MenuLexicon(candidates)
+        if lexicon.nbytes > self._max_bytes // 2:
+            return lexicon
+        with self._lock:
+            if candidates not in self._entries:
+                self._entries[candidates] = lexicon
+                self._bytes += lexicon.nbytes
+                while len(self._entries) > self._max_entries or self._bytes > self._max_bytes:
+                    self._bytes -= self._entries.popitem(last=False)[1].nbytes
+        return lexicon
+
+    def clear(self) -> None:
+        """Forget every lexicon."""
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+lexicons = _Lexicons()
+"""The process's lexicons of recent menus (a menu recurs on every call of an agent)."""
+
+
 def menu_lexicon(candidates: tuple[str, ...]) -> MenuLexicon:
-    """The :class:`MenuLexicon` of ``candidates``, built once per distinct menu."""
-    return MenuLexicon(candidates)
+    """The :class:`MenuLexicon` of ``candidates``, built once per distinct menu while it is recent."""
+    return lexicons.get(candidates)
 
 
 def lexical_scores(context: str, candidates: Sequence[str]) -> list[float]:

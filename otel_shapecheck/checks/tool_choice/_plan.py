@@ -11,6 +11,7 @@ byte bound and dropped with the plan, so a call of a known menu reads no index r
 from __future__ import annotations
 
 import hashlib
+import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -22,13 +23,15 @@ import numpy.typing as npt
 from otel_shapecheck._model import OfferedTool
 from otel_shapecheck.checks.tool_choice._small_menu_scoring import MenuMatrices
 from otel_shapecheck.embedding._tool_index import tool_texts
+from otel_shapecheck.readers._parse_cache import parsed_bytes
 
 MAX_PLANS: Final = 256
 MAX_PLAN_BYTES: Final = 64 * 1024 * 1024
 """Estimated bytes of the menus (and their scoring matrices) the plan cache keeps alive, at most (a bigger
 menu is planned per call, and matrices that do not fit are built per call)."""
-_TOOL_OVERHEAD_BYTES: Final = 200
-"""Estimated bytes of one parsed tool beyond its strings (its record, tuple slots, dict and set entries)."""
+_TOOL_SLOT_BYTES: Final = 120
+"""Estimated bytes a plan keeps per tool beyond its records and texts: the slots of its text and name
+tuples, its name set and its index rows."""
 
 
 @dataclass
@@ -45,7 +48,8 @@ class MenuPlan:
     text_chars: int
     """Characters of the distinct texts that would be embedded for this menu."""
     nbytes: int
-    """Estimated bytes the parsed menu holds."""
+    """Estimated bytes the plan keeps alive: the parsed menu (by
+    :func:`~otel_shapecheck.readers._parse_cache.parsed_bytes`), its texts and its per-tool slots."""
     key: bytes = b""
     """A digest of the menu's texts (for the large-menu index)."""
     name_set: frozenset[str] = frozenset()
@@ -60,15 +64,14 @@ def build_plan(offered: tuple[OfferedTool, ...]) -> MenuPlan:
     for tool in offered:
         unique.setdefault(tool.name, tool)
     tools = tuple(unique.values()) if len(unique) != len(offered) else offered
-    seeds, parameters, cut, nbytes = [], [], False, 0
+    seeds, parameters, cut = [], [], False
     for tool in tools:
         seed, full, was_cut = tool_texts(tool.name, tool.description, tool.parameters)
         seeds.append(seed)
         parameters.append(full)
         cut = cut or was_cut
-        nbytes += _TOOL_OVERHEAD_BYTES + len(tool.name) + len(tool.description or "")
-        nbytes += sum(len(p.name) + len(p.description or "") + 80 for p in tool.parameters)
     distinct = set(seeds) | set(parameters)
+    nbytes = parsed_bytes(tools) + sum(map(sys.getsizeof, distinct)) + _TOOL_SLOT_BYTES * len(tools)
     digest = hashlib.blake2b(digest_size=16)
     # The names too: texts tokenise them (``a_b`` and ``a-b`` read alike), and a cached menu index
     # answers with its own names.
@@ -153,6 +156,17 @@ class PlanCache:
             self._entries.move_to_end(id(plan.offered))
             self._evict()
             return True
+
+    @property
+    def max_bytes(self) -> int:
+        """The bound on :attr:`nbytes`."""
+        return self._max_bytes
+
+    def clear(self) -> None:
+        """Forget every plan and its matrices."""
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
 
     def _evict(self) -> None:
         """Drop the least recently used entries until both bounds hold (the caller holds the lock)."""

@@ -47,9 +47,10 @@ class MenuMatrices:
 
     @property
     def nbytes(self) -> int:
-        """Bytes the matrices hold (the norms and the shared lexicon are small beside them)."""
+        """Bytes the matrices, their norms and the menu's lexicon hold (a lexicon is a fifth of the rest)."""
         parameter = self.parameter.nbytes if self.parameter is not self.seed else 0
-        return int(self.seed.nbytes + parameter + 16 * len(self.seed_norms))
+        lexicon = self.lexicon.nbytes if self.lexicon is not None else 0
+        return int(self.seed.nbytes + parameter + 16 * len(self.seed_norms) + lexicon)
 
 
 def menu_matrices(

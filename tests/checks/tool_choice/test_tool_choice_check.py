@@ -155,6 +155,7 @@ class TestSkipReasons:
             (_subject("a" * 16, None, incomplete=True), "incomplete"),
             (_subject("a" * 16, None, finish_reasons=("tool_calls",)), "incomplete"),
             (_subject("a" * 16, None, finish_reasons=("stop",)), "nothing-chosen"),
+            (_subject("a" * 16, None), "no-output"),
         ],
     )
     def test_reason(self, check: ToolChoiceCheck, subject: Subject, reason: str) -> None:
@@ -260,23 +261,54 @@ class TestQueryApi:
         assert check.calls() == ()
 
     def test_a_failed_read_keeps_calls_pending(self) -> None:
-        """When the embedder fails on a read, the error surfaces and the calls are scored on the next read."""
+        """When the embedder is down on a read, the error surfaces; the calls are scored on the next read."""
 
-        class FailOnce(HashingEmbedder):
-            failed = False
+        class Offline(HashingEmbedder):
+            offline = True
 
             def embed(self, texts):  # type: ignore[no-untyped-def]
-                if not self.failed:
-                    self.failed = True
+                if self.offline:
                     raise RuntimeError("offline")
                 return super().embed(texts)
 
-        check = ToolChoiceCheck(FailOnce())
+        embedder = Offline()
+        check = ToolChoiceCheck(embedder)
         check.record(_subject("a" * 16))
         with pytest.raises(RuntimeError):
             check.calls()
+        embedder.offline = False
         (call,) = check.calls()
         assert call.result is not None
+
+    def test_a_text_the_embedder_refuses_skips_only_the_calls_that_need_it(self) -> None:
+        """A refused context skips its call as ``embedding-failed``; a refused tool text, its menu's calls."""
+
+        class Refusing(HashingEmbedder):
+            def embed(self, texts):  # type: ignore[no-untyped-def]
+                if any("Paris" in text or "telegram" in text for text in texts):
+                    raise RuntimeError("refused")
+                return super().embed(texts)
+
+        check = ToolChoiceCheck(Refusing())
+        other_menu = (
+            OfferedTool("get_weather", "Get the weather"),
+            OfferedTool("send_email", "Send a telegram"),
+        )
+        subjects = [
+            _subject("a" * 16),
+            _subject("b" * 16, user="What is the weather forecast for Lyon tomorrow?"),
+            _subject("c" * 16, user="What is the weather forecast for Nice tomorrow?", menu=other_menu),
+        ]
+        verdicts = check.evaluate(subjects)
+        skipped = [verdict.attributes.get(TOOL_CHOICE_SKIPPED) for verdict in verdicts if verdict is not None]
+        assert skipped == ["embedding-failed", None, "embedding-failed"]
+        assert [verdict.label for verdict in verdicts if verdict is not None] == [
+            "skipped",
+            "clear",
+            "skipped",
+        ]
+        assert check.summary().scored == 1
+        assert check.summary().skipped == 2
 
 
 class TestConfiguration:

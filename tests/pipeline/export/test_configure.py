@@ -108,7 +108,10 @@ def test_content_read_from_the_applications_log_events(receiver: OTLPReceiver) -
     provider = _provider()
     logger_provider = LoggerProvider(shutdown_on_exit=False)
     otel_shapecheck.configure(
-        provider, logger_provider, endpoint=f"http://{receiver.grpc_endpoint}", checks=_checks()
+        provider,
+        logger_provider=logger_provider,
+        endpoint=f"http://{receiver.grpc_endpoint}",
+        checks=_checks(),
     )
     with instrumented(provider, logger_provider, content="EVENT_ONLY"):
         assert run_capacity_turn(provider) == ANSWER
