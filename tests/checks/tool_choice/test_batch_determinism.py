@@ -11,21 +11,23 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
 from otel_shapecheck import HashingEmbedder, Subject, ToolChoiceCheck
-from otel_shapecheck.embedding._cache import EmbeddingCache
-from otel_shapecheck.embedding._minilm import MiniLMEmbedder
 from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall
 from otel_shapecheck.checks.tool_choice._large_menu_scan import INDEX_MENU_TOOLS
 from otel_shapecheck.checks.tool_choice._small_menu_scoring import MAX_LEAN_TOOLS
+from otel_shapecheck.embedding._cache import EmbeddingCache
+from otel_shapecheck.embedding._minilm import MiniLMEmbedder
 
-_WORDS = (
+_VOCABULARY = (
     "storage capacity cluster weather city forecast order status refund invoice customer email send "
     "search flight hotel booking cancel price stock quote currency convert file upload delete user disk "
     "region alert health report billing ticket support monthly usage location"
-).split()
+)
+_WORDS = tuple(_VOCABULARY.split())
 
 SIZES = (3, 7, MAX_LEAN_TOOLS, MAX_LEAN_TOOLS + 9, 150)
 SCORINGS = ("calibrated", "seed")
@@ -51,7 +53,7 @@ def _subject(rng: random.Random, span: str, menu: tuple[OfferedTool, ...], chose
         trace_id="0" * 32,
         offered_tools=menu,
         tool_calls=tuple(ToolCall(name, f"call_{i}") for i, name in enumerate(picked)),
-        user_text=" ".join(rng.choices(_WORDS, k=rng.randint(4, 30))) + ". " + " ".join(rng.sample(_WORDS, 5)),
+        user_text=f"{' '.join(rng.choices(_WORDS, k=rng.randint(4, 30)))}. {' '.join(rng.sample(_WORDS, 5))}",
         response_id=f"resp-{span}",
     )
     return Subject(span_id=span, trace_id="0" * 32, llm_call=call)
@@ -106,11 +108,7 @@ def test_a_call_scores_the_same_whatever_its_menus_order(embedder: str, scoring:
         expected = _written(ToolChoiceCheck(new(), scoring=scoring), [subject])
         assert subject.llm_call is not None
         for shuffled in (menu[::-1], menu[1:] + menu[:1], tuple(rng.sample(menu, len(menu)))):
-            moved = Subject(
-                span_id=subject.span_id,
-                trace_id=subject.trace_id,
-                llm_call=_with_menu(subject.llm_call, shuffled),
-            )
+            moved = replace(subject, llm_call=_with_menu(subject.llm_call, shuffled))
             got = _written(ToolChoiceCheck(new(), scoring=scoring), [moved])
             assert got == expected
 
@@ -131,13 +129,10 @@ def test_a_large_menus_call_scores_the_same_alone_in_a_batch_and_reordered(scori
     reordered = menu[::-1]
     for subject in targets:
         assert subject.llm_call is not None
-        moved = Subject(
-            span_id=subject.span_id, trace_id=subject.trace_id, llm_call=_with_menu(subject.llm_call, reordered)
-        )
+        moved = replace(subject, llm_call=_with_menu(subject.llm_call, reordered))
         assert _written(check, [moved]) == {subject.span_id: alone[subject.span_id]}
 
 
 def _with_menu(call: LLMCall, menu: tuple[OfferedTool, ...]) -> LLMCall:
-    from dataclasses import replace
-
+    """``call`` offering ``menu`` instead of its own."""
     return replace(call, offered_tools=menu)
