@@ -78,20 +78,27 @@ def _written(check: ToolChoiceCheck, batch: Sequence[Subject]) -> dict[str, str]
     return out
 
 
+@pytest.mark.parametrize(
+    ("embedder", "targets", "sizes"),
+    [("hashing", 12, (2, 7, 64)), ("minilm", 4, (2, 7))],  # MiniLM: fewer texts, each costs milliseconds
+)
 @pytest.mark.parametrize("scoring", SCORINGS)
-def test_a_call_scores_the_same_alone_and_in_any_batch(scoring: str) -> None:
-    targets = _calls(1, 12, SIZES)
+def test_a_call_scores_the_same_alone_and_in_any_batch(
+    embedder: str, targets: int, sizes: tuple[int, ...], scoring: str
+) -> None:
+    new = EMBEDDERS[embedder]
+    calls = _calls(1, targets, SIZES)
     alone = {}
-    for subject in targets:
-        alone.update(_written(ToolChoiceCheck(HashingEmbedder(), scoring=scoring), [subject]))
-    warm = ToolChoiceCheck(HashingEmbedder(), scoring=scoring)
+    for subject in calls:
+        alone.update(_written(ToolChoiceCheck(new(), scoring=scoring), [subject]))
+    warm = ToolChoiceCheck(new(), scoring=scoring)
     _written(warm, _calls(2, 20, SIZES))  # plans, matrices and index rows built by other batches
-    for size in (2, 7, 64):
-        others = _calls(100 + size, (size - 1) * len(targets), SIZES)
-        for j, subject in enumerate(targets):
+    for size in sizes:
+        others = _calls(100 + size, (size - 1) * len(calls), SIZES)
+        for j, subject in enumerate(calls):
             batch = others[j * (size - 1) : (j + 1) * (size - 1)]
             batch.insert(random.Random(j).randint(0, len(batch)), subject)
-            for check in (warm, ToolChoiceCheck(HashingEmbedder(), scoring=scoring)):
+            for check in (warm, ToolChoiceCheck(new(), scoring=scoring)):
                 for order in (batch, batch[::-1]):
                     assert _written(check, order)[subject.span_id] == alone[subject.span_id], size
 
