@@ -16,6 +16,8 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from otel_shapecheck.checks.tool_choice._dots import row_dots
+
 DEFAULT_MARGIN_THRESHOLD: Final = 0.05
 DEFAULT_MAX_SLOT_CHARS: Final = 2000
 RELATIVE_FLOOR: Final = 0.05
@@ -112,13 +114,13 @@ class MarginResult:
 def cosine_scores(context: npt.ArrayLike, candidates: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Cosine of ``context`` against each row of ``candidates``; an empty or all-zero vector scores 0."""
     query = np.asarray(context, dtype=np.float64).reshape(-1)
-    matrix = np.asarray(candidates, dtype=np.float64)
+    matrix = np.ascontiguousarray(candidates, dtype=np.float64)  # row sums in one order (see row_dots)
     if matrix.ndim != 2 or matrix.shape[1] != query.shape[0]:
         raise ValueError(f"vector lengths differ: context {query.shape[0]}, candidates {matrix.shape}")
     if query.shape[0] == 0:
         return np.zeros(matrix.shape[0])
     norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix)) * math.sqrt(float(query @ query))
-    dots = matrix @ query
+    dots = row_dots(matrix, query)
     scores: npt.NDArray[np.float64] = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
     return scores
 

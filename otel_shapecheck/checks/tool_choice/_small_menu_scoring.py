@@ -3,7 +3,7 @@
 A menu of a few tools costs little arithmetic, so numpy's per-call overhead (conversions, norms, masks,
 sorts on arrays of two) dominated its scoring. :class:`MenuMatrices` keeps what depends on the menu
 alone, once per menu and tool index: both tool texts' vectors as float64 and their row norms. Scoring a
-call then takes one matrix-vector product per tool text (each on the same ``(tools, dims)`` float64
+call then takes one :func:`~._dots.row_dots` per tool text (each on the same ``(tools, dims)`` float64
 block the general path builds, so the dot products are the same numbers) and does the cosines, the
 fusion, the BM25 sums and the ranking with Python floats, which round exactly as numpy's float64
 element-wise operations do. The results equal :func:`~._scoring.calibrated_margin` and
@@ -21,6 +21,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from otel_shapecheck.checks.tool_choice._dots import row_dots
 from otel_shapecheck.checks.tool_choice._lexical import MenuLexicon
 from otel_shapecheck.checks.tool_choice._margin import MarginResult, check_wiring, relative_margin
 
@@ -105,12 +106,13 @@ def small_margin(
     if query.shape[0] != matrices.seed.shape[1]:
         raise ValueError(f"vector lengths differ: context {query.shape[0]}, candidates {matrices.seed.shape}")
     query_norm = math.sqrt(float(query @ query))
-    seed = _cosines((matrices.seed @ query).tolist(), matrices.seed_norms, query_norm)
+    seed = _cosines(row_dots(matrices.seed, query).tolist(), matrices.seed_norms, query_norm)
     lexicon = matrices.lexicon
     if lexicon is None:
         scores = seed
     else:
-        parameter = _cosines((matrices.parameter @ query).tolist(), matrices.parameter_norms, query_norm)
+        parameter_dots = row_dots(matrices.parameter, query).tolist()
+        parameter = _cosines(parameter_dots, matrices.parameter_norms, query_norm)
         lexical = lexicon.score_list(context_text)
         keep = 1.0 - lexical_weight
         scores = [
