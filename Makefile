@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_TEST := $(VENV)/.installed-test
 STAMP_DEMO := $(VENV)/.installed-demo
 
-.PHONY: demo test lint js-deps test-e2e test-compat test-compat-oldest test-compat-newest bench clean
+.PHONY: demo test lint js-deps test-e2e test-compat test-compat-oldest test-compat-newest ci-venvs bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -94,6 +94,9 @@ $(COMPAT_NEWEST)/.installed: pyproject.toml
 
 # The two ends are independent: `make -j2 test-compat` runs them side by side (what .ci/run does).
 test-compat: test-compat-oldest test-compat-newest
+
+# Every environment CI needs beside the test venv, so it can build them while `make test` runs.
+ci-venvs: $(COMPAT_OLDEST)/.installed $(COMPAT_NEWEST)/.installed $(STAMP_E2E)
 
 test-compat-oldest: $(COMPAT_OLDEST)/.installed
 	$(COMPAT_OLDEST)/bin/python -c "import sys, opentelemetry.sdk.version as v; print('oldest end: Python', sys.version.split()[0], 'OpenTelemetry', v.__version__)"
