@@ -1,0 +1,79 @@
+"""How the evaluation worker shares the interpreter with a busy application.
+
+In-process, the worker's checks are mostly pure Python and hold the interpreter lock while they run;
+an application thread ending spans at the same time waits for it. While the application is active
+(it ended spans since the worker last looked) the worker evaluates in slices of about
+``SLICE_CPU_SECONDS`` of its own CPU and rests between them, so that it takes about ``WORKER_SHARE``
+of the interpreter. It goes back to whole batches without rests as soon as the application is idle,
+a flush or a shutdown waits, its ready backlog reaches half of ``max_queue_size``, or it has been
+pacing for ``MAX_PACED_SECONDS`` with spans ready all along (it then drains whole batches until none is
+ready): pacing defers work by about a second at most, it never lets a queue overflow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+WORKER_SHARE: Final = 0.15
+"""Share of the interpreter the worker takes while the application is active and the backlog small."""
+SLICE_CPU_SECONDS: Final = 0.002
+"""Worker CPU between two rests: the longest the application waits for the lock because of a slice."""
+MAX_REST_SECONDS: Final = 0.02
+"""Longest single rest, whatever the slice cost (a slice slowed by a busy machine)."""
+MAX_PACED_SECONDS: Final = 1.0
+"""Longest the worker paces while spans stay ready: the most pacing adds to a span's evaluation delay."""
+
+
+class Pacing:
+    """Decides the size of the worker's next slice and the rest after it.
+
+    Args:
+        activity: a number that grows while the application ends spans (read without a lock).
+        backlog: spans ready for the worker now.
+        max_backlog: ready spans at most (``max_queue_size``); pacing stops at half of it.
+        batch_size: spans per check call when not pacing (``max_evaluation_batch_size``).
+    """
+
+    def __init__(
+        self, activity: Callable[[], int], backlog: Callable[[], int], *, max_backlog: int, batch_size: int
+    ) -> None:
+        self._activity = activity
+        self._backlog = backlog
+        self._backlog_limit = max(1, max_backlog // 2)
+        self._batch_size = batch_size
+        self._seen = activity()
+        self._span_cpu = 0.0
+        """Worker CPU per span of the last slice (0 before the first)."""
+        self._paced_since: float | None = None
+        """When the current stretch of paced slices began (``None``: the last drain emptied the queue)."""
+        self.pacing = False
+        """Whether the slice being evaluated is paced (the application was active when it began)."""
+
+    def next_slice(self, urgent: bool, now: float) -> int:
+        """Spans to take for the next slice (``now``: ``time.monotonic()``): a whole batch unless the
+        application is active, the backlog small and pacing not yet overdue; ``urgent`` (a flush or a
+        shutdown waits) always takes a whole batch."""
+        seen = self._activity()
+        active, self._seen = seen != self._seen, seen
+        if self._paced_since is None:
+            self._paced_since = now
+        overdue = now - self._paced_since > MAX_PACED_SECONDS
+        self.pacing = active and not urgent and not overdue and self._backlog() < self._backlog_limit
+        if not self.pacing:
+            return self._batch_size
+        if self._span_cpu <= 0:  # no cost known yet: one span, not a batch that may hold the lock long
+            return 1
+        return max(1, min(self._batch_size, int(SLICE_CPU_SECONDS / self._span_cpu)))
+
+    def drained(self) -> None:
+        """Nothing is ready any more: the next paced stretch starts its own clock."""
+        self._paced_since = None
+
+    def rest_after(self, cpu_seconds: float, spans: int) -> float:
+        """Seconds to rest after a slice of ``spans`` spans that took ``cpu_seconds`` of worker CPU."""
+        if spans:
+            self._span_cpu = cpu_seconds / spans
+        if not self.pacing:
+            return 0.0
+        return min(MAX_REST_SECONDS, cpu_seconds * (1 - WORKER_SHARE) / WORKER_SHARE)
