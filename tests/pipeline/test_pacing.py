@@ -1,0 +1,144 @@
+"""Pacing: while the application ends spans the worker evaluates in short slices and rests between them;
+a flush, a shutdown, half a full queue or a second of pacing make it take whole batches again."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+
+from otel_shapecheck.checks._base import Subject, Verdict
+from otel_shapecheck.pipeline._offline import CollectingSpanProcessor
+from otel_shapecheck.pipeline._options import ProcessorOptions
+from otel_shapecheck.pipeline._pacing import (
+    MAX_PACED_SECONDS,
+    MAX_REST_SECONDS,
+    SLICE_CPU_SECONDS,
+    WORKER_SHARE,
+    Pacing,
+)
+from otel_shapecheck.pipeline._processor import ShapecheckSpanProcessor
+
+from .agent import RecordingCheck
+
+MENU = json.dumps([{"name": "get_capacity", "description": "Get the usable storage capacity of a cluster"}])
+CALL = json.dumps(
+    [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_capacity"}]}]
+)
+BATCH = 64
+
+
+class _Application:
+    """The application's side as the pacing reads it: spans it ended, spans ready for the worker."""
+
+    def __init__(self) -> None:
+        self.ended = 0
+        self.ready = 0
+
+
+def _pacing(application: _Application, max_backlog: int = 2048) -> Pacing:
+    return Pacing(
+        lambda: application.ended, lambda: application.ready, max_backlog=max_backlog, batch_size=BATCH
+    )
+
+
+def test_an_active_application_gets_short_slices_and_rests_sized_by_the_worker_share() -> None:
+    application = _Application()
+    pacing = _pacing(application)
+    application.ended += 1
+    assert pacing.next_slice(False, 0.0) == 1  # no cost known yet: one span
+    assert pacing.rest_after(0.001, 1) == pytest.approx(0.001 * (1 - WORKER_SHARE) / WORKER_SHARE)
+    application.ended += 1
+    assert pacing.next_slice(False, 0.01) == int(SLICE_CPU_SECONDS / 0.001)
+    assert pacing.rest_after(1.0, 2) == MAX_REST_SECONDS
+
+
+def test_an_idle_application_a_flush_or_a_large_backlog_get_whole_batches_without_rests() -> None:
+    application = _Application()
+    pacing = _pacing(application, max_backlog=100)
+    assert pacing.next_slice(False, 0.0) == BATCH  # nothing ended since the worker last looked
+    assert pacing.rest_after(0.01, BATCH) == 0.0
+    application.ended += 1
+    assert pacing.next_slice(True, 0.0) == BATCH  # a flush or a shutdown waits
+    assert pacing.rest_after(0.01, BATCH) == 0.0
+    application.ended += 1
+    application.ready = 50  # half the queue
+    assert pacing.next_slice(False, 0.0) == BATCH
+    assert pacing.rest_after(0.01, BATCH) == 0.0
+
+
+def test_pacing_stops_after_its_longest_stretch_until_the_queue_is_drained() -> None:
+    application = _Application()
+    pacing = _pacing(application)
+    application.ended += 1
+    assert pacing.next_slice(False, 10.0) == 1
+    pacing.rest_after(0.001, 1)
+    application.ended += 1
+    assert pacing.next_slice(False, 10.0 + MAX_PACED_SECONDS + 0.01) == BATCH
+    assert pacing.rest_after(0.064, BATCH) == 0.0  # a millisecond a span
+    pacing.drained()
+    application.ended += 1
+    assert pacing.next_slice(False, 20.0) == int(SLICE_CPU_SECONDS / 0.001)
+    assert pacing.rest_after(0.002, 2) > 0
+
+
+class _CostlyCheck(RecordingCheck):
+    """The recording check, spending about half a millisecond of pure Python per subject."""
+
+    def evaluate(self, subjects: Sequence[Subject]) -> list[Verdict | None]:
+        deadline = time.thread_time() + 0.0005 * len(subjects)
+        while time.thread_time() < deadline:
+            pass
+        return super().evaluate(subjects)
+
+
+def _end_chat(tracer_provider: TracerProvider, number: int) -> None:
+    tracer = tracer_provider.get_tracer("test.pacing")
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.tool.definitions": MENU,
+        "gen_ai.output.messages": CALL,
+    }
+    with tracer.start_as_current_span(f"chat {number}", attributes=attributes):
+        pass
+
+
+def test_a_busy_application_keeps_every_evaluation_and_a_flush_does_not_wait_for_rests() -> None:
+    downstream = CollectingSpanProcessor()
+    check = _CostlyCheck()
+    processor = ShapecheckSpanProcessor(
+        downstream,
+        checks=[check],
+        options=ProcessorOptions(max_evaluation_batch_size=BATCH, schedule_delay_millis=5),
+    )
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(processor)
+    ended = 0
+    behind: list[tuple[float, int, int]] = []  # (seconds since the start, ended, evaluated)
+    start = time.monotonic()
+    while time.monotonic() - start < MAX_PACED_SECONDS + 1.5:
+        _end_chat(provider, ended)
+        ended += 1
+        time.sleep(0.001)  # the application's own waits (I/O): it ends spans slower than they are evaluated
+        if ended % 50 == 0:
+            behind.append((time.monotonic() - start, ended, processor.counts().evaluated))
+    busy_batches = list(check.batches)
+    flush_started = time.monotonic()
+    assert processor.force_flush(30_000)
+    flush_seconds = time.monotonic() - flush_started
+    counts = processor.counts()
+    provider.shutdown()
+    assert counts.evaluated == ended
+    assert counts.forwarded_unevaluated == 0
+    assert len(downstream.spans) == ended
+    assert any(size < BATCH for size in busy_batches)  # slices while the application was busy
+    # Unpaced, the worker keeps up (it needs under half the interpreter); paced, it falls behind ...
+    assert any(done < count - 2 * BATCH for at, count, done in behind if at < MAX_PACED_SECONDS)
+    # ... and catches up while the application is still busy, once pacing is overdue.
+    assert any(done > count - 2 * BATCH for at, count, done in behind if at > MAX_PACED_SECONDS + 0.5)
+    assert flush_seconds < 10 * MAX_REST_SECONDS + ended * 0.0005 * 4
