@@ -27,8 +27,9 @@ given a verdict (two chat spans a run: the tool-choosing one and the answering o
   application-thread CPU p50 and p99 per request with the processor (its worker evaluating the loop's
   spans) against the same loop with a bare ``BatchSpanProcessor``, alternating rounds; the loop row
   adds each round's ratio, the loop's CPU ratios (the application thread's, and the whole process's:
-  every thread of ours that ran meanwhile), how many of the loop's evaluations were done while it ran (the worker
-  paces itself while the application is busy) and how long the shutdown took to finish the rest.
+  every thread of ours that ran meanwhile), how many of the loop's evaluations were done while it ran
+  (the worker paces itself while the application is busy) and how long the shutdown took to finish
+  the rest.
 
 Keep it short on a shared machine: ``python -m benchmarks fleet`` (``FLEET_RUNS`` runs per traffic).
 """
