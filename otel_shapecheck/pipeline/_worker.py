@@ -162,7 +162,11 @@ class EvaluationWorker:
             self.evaluate(releases)
             spans = sum(len(release.spans) for release in releases)
             rest = self._pacing.rest_after(time.thread_time() - started, spans)
-            if rest > 0 and not self._urgent.wait(rest):
+            if rest > 0:
+                due = time.monotonic() + rest
+                if self._urgent.wait(rest):
+                    continue
+                self._pacing.rested(time.monotonic() - due)  # late: another thread held the lock
                 self._release_expired()
 
     def drain_if_stopped(self) -> bool:
