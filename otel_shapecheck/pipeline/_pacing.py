@@ -77,10 +77,8 @@ class Pacing:
         contended = self._calm < CALM_RESTS
         self.pacing = may_pace and contended
         self._probing = may_pace and not contended
-        if not self.pacing:
+        if not self.pacing or self._span_cpu <= 0:  # no cost known yet: the first batch measures it
             return self._batch_size
-        if self._span_cpu <= 0:  # no cost known yet: one span, not a batch that may hold the lock long
-            return 1
         return max(1, min(self._batch_size, int(SLICE_CPU_SECONDS / self._span_cpu)))
 
     def rested(self, late_seconds: float) -> None:

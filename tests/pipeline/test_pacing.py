@@ -53,7 +53,10 @@ def test_an_active_application_gets_short_slices_and_rests_sized_by_the_worker_s
     application = _Application()
     pacing = _pacing(application)
     application.ended += 1
-    assert pacing.next_slice(False, 0.0) == 1  # no cost known yet: one span
+    assert pacing.next_slice(False, 0.0) == BATCH  # no cost known yet: the first batch measures it
+    assert pacing.rest_after(0.064, BATCH) == MAX_REST_SECONDS  # a long slice: the longest rest
+    application.ended += 1
+    assert pacing.next_slice(False, 0.0) == int(SLICE_CPU_SECONDS / 0.001)
     assert pacing.rest_after(0.001, 1) == pytest.approx(0.001 * (1 - WORKER_SHARE) / WORKER_SHARE)
     application.ended += 1
     assert pacing.next_slice(False, 0.01) == int(SLICE_CPU_SECONDS / 0.001)
@@ -78,8 +81,8 @@ def test_pacing_stops_after_its_longest_stretch_until_the_queue_is_drained() -> 
     application = _Application()
     pacing = _pacing(application)
     application.ended += 1
-    assert pacing.next_slice(False, 10.0) == 1
-    pacing.rest_after(0.001, 1)
+    assert pacing.next_slice(False, 10.0) == BATCH
+    pacing.rest_after(0.064, BATCH)
     application.ended += 1
     assert pacing.next_slice(False, 10.0 + MAX_PACED_SECONDS + 0.01) == BATCH
     assert pacing.rest_after(0.064, BATCH) == 0.0  # a millisecond a span
@@ -92,6 +95,7 @@ def test_pacing_stops_after_its_longest_stretch_until_the_queue_is_drained() -> 
 def test_an_application_that_leaves_the_lock_free_gets_whole_batches_until_a_rest_ends_late() -> None:
     application = _Application()
     pacing = _pacing(application)
+    pacing.rest_after(0.064, BATCH)  # a millisecond a span
     for _ in range(CALM_RESTS):
         application.ended += 1
         assert pacing.next_slice(False, 0.0) < BATCH
