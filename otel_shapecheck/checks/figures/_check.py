@@ -20,25 +20,19 @@ from otel_shapecheck._attributes import (
     FLAG_FIGURES_UNSUPPORTED,
 )
 from otel_shapecheck._model import LLMCall, ToolResult
-from otel_shapecheck._settings import choice, positive_int, probability
+from otel_shapecheck._settings_table import FIGURES
 from otel_shapecheck.checks._base import AttributeValue, Subject, Verdict
-from otel_shapecheck.checks.figures._coincidence import DEFAULT_COINCIDENCE
 from otel_shapecheck.checks.figures._findings import (
-    DEFAULT_DERIVATIONS,
-    DERIVATION_SETS,
     Derivations,
     FiguresFinding,
     check_figures,
 )
-from otel_shapecheck.checks.figures._text import DEFAULT_MIN_DIGITS
-from otel_shapecheck.environment_variables import (
-    OTEL_SHAPECHECK_FIGURES_COINCIDENCE,
-    OTEL_SHAPECHECK_FIGURES_DERIVATIONS,
-    OTEL_SHAPECHECK_FIGURES_MIN_DIGITS,
-)
 from otel_shapecheck.readers._content import stopped_for_tools
 
 logger = logging.getLogger(__name__)
+
+_SETTING = {setting.name: setting for setting in FIGURES}
+"""This check's settings, from the one table (names, variables, defaults, validation)."""
 
 
 LABEL_GROUNDED: Final = "grounded"
@@ -97,19 +91,9 @@ class FiguresCheck:
         derivations: str | None = None,
         coincidence: float | None = None,
     ) -> None:
-        self._min_digits = positive_int(
-            "min_digits", min_digits, OTEL_SHAPECHECK_FIGURES_MIN_DIGITS, DEFAULT_MIN_DIGITS
-        )
-        self._derivations: Derivations = choice(  # type: ignore[assignment]
-            "derivations",
-            derivations,
-            OTEL_SHAPECHECK_FIGURES_DERIVATIONS,
-            DEFAULT_DERIVATIONS,
-            DERIVATION_SETS,
-        )
-        self._coincidence = probability(
-            "coincidence", coincidence, OTEL_SHAPECHECK_FIGURES_COINCIDENCE, DEFAULT_COINCIDENCE
-        )
+        self._min_digits: int = _SETTING["min_digits"].resolve(min_digits)
+        self._derivations: Derivations = _SETTING["derivations"].resolve(derivations)
+        self._coincidence: float = _SETTING["coincidence"].resolve(coincidence)
 
     @property
     def min_digits(self) -> int:

@@ -33,6 +33,7 @@ from otel_shapecheck._attributes import (
     TOOL_CHOICE_TRUNCATED,
 )
 from otel_shapecheck._model import LLMCall, OfferedTool
+from otel_shapecheck._settings_table import TOOL_CHOICE
 from otel_shapecheck.checks._base import AttributeValue, Subject, Verdict
 from otel_shapecheck.checks.tool_choice._batch_scorer import BatchScorer
 from otel_shapecheck.checks.tool_choice._calls import ToolChoiceCall, ToolChoiceSummary
@@ -46,11 +47,10 @@ from otel_shapecheck.checks.tool_choice._labels import (
     skip_reason,
 )
 from otel_shapecheck.checks.tool_choice._large_menu_scan import MenuIndexes
-from otel_shapecheck.checks.tool_choice._margin import DEFAULT_MAX_SLOT_CHARS, choice_context
+from otel_shapecheck.checks.tool_choice._margin import choice_context
 from otel_shapecheck.checks.tool_choice._plan import MenuPlan, PlanCache
 from otel_shapecheck.checks.tool_choice._scoring import (
     SCORING_CALIBRATED,
-    SCORINGS,
     default_threshold,
     needs_segments,
     segment_texts,
@@ -58,21 +58,14 @@ from otel_shapecheck.checks.tool_choice._scoring import (
 from otel_shapecheck.embedding._cache import EmbeddingCache, cached
 from otel_shapecheck.embedding._embedders import Embedder, MiniLMEmbedder
 from otel_shapecheck.embedding._tool_index import ToolIndex
-from otel_shapecheck.environment_variables import (
-    OTEL_SHAPECHECK_MARGIN_THRESHOLD,
-    OTEL_SHAPECHECK_MAX_MENU_BYTES,
-    OTEL_SHAPECHECK_MAX_MENU_TOOLS,
-    OTEL_SHAPECHECK_MAX_SLOT_CHARS,
-    OTEL_SHAPECHECK_TOOL_CHOICE_SCORING,
-)
 
 logger = logging.getLogger(__name__)
 
 
 _DEFAULT_MAX_RECORDED_CALLS = 1024
 _DEFAULT_MAX_RECORDED_BYTES = 16 * 1024 * 1024
-_DEFAULT_MAX_MENU_TOOLS = 100_000
-_DEFAULT_MAX_MENU_BYTES = 32 * 1024 * 1024
+_SETTING = {setting.name: setting for setting in TOOL_CHOICE}
+"""This check's settings, from the one table (names, variables, defaults, validation)."""
 _DEFAULT_MAX_INDEXED_TOOLS = 100_000
 
 
@@ -126,30 +119,20 @@ class ToolChoiceCheck:
         max_indexed_tools: int | None = None,
         tool_index: ToolIndex | None = None,
     ) -> None:
-        self._scoring = _settings.choice(
-            "scoring", scoring, OTEL_SHAPECHECK_TOOL_CHOICE_SCORING, SCORING_CALIBRATED, SCORINGS
+        self._scoring: str = _SETTING["scoring"].resolve(scoring)
+        threshold = _SETTING["margin_threshold"]  # its default is the scoring's, so resolved here
+        self._threshold: float = threshold.kind.resolve(
+            threshold.name, margin_threshold, threshold.variable, default_threshold(self._scoring)
         )
-        self._threshold = _settings.non_negative_float(
-            "margin_threshold",
-            margin_threshold,
-            OTEL_SHAPECHECK_MARGIN_THRESHOLD,
-            default_threshold(self._scoring),
-        )
-        self._max_slot_chars = _settings.positive_int(
-            "max_slot_chars", max_slot_chars, OTEL_SHAPECHECK_MAX_SLOT_CHARS, DEFAULT_MAX_SLOT_CHARS
-        )
+        self._max_slot_chars: int = _SETTING["max_slot_chars"].resolve(max_slot_chars)
         max_recorded = _settings.positive_int(
             "max_recorded_calls", max_recorded_calls, None, _DEFAULT_MAX_RECORDED_CALLS
         )
         recorded_bytes = _settings.positive_int(
             "max_recorded_bytes", max_recorded_bytes, None, _DEFAULT_MAX_RECORDED_BYTES
         )
-        self._max_menu_tools = _settings.positive_int(
-            "max_menu_tools", max_menu_tools, OTEL_SHAPECHECK_MAX_MENU_TOOLS, _DEFAULT_MAX_MENU_TOOLS
-        )
-        self._max_menu_bytes = _settings.positive_int(
-            "max_menu_bytes", max_menu_bytes, OTEL_SHAPECHECK_MAX_MENU_BYTES, _DEFAULT_MAX_MENU_BYTES
-        )
+        self._max_menu_tools: int = _SETTING["max_menu_tools"].resolve(max_menu_tools)
+        self._max_menu_bytes: int = _SETTING["max_menu_bytes"].resolve(max_menu_bytes)
         indexed = _settings.positive_int(
             "max_indexed_tools", max_indexed_tools, None, _DEFAULT_MAX_INDEXED_TOOLS
         )
