@@ -54,14 +54,18 @@ def answer_with_30_figures(rows: list[dict[str, Any]]) -> str:
     return "Summary: " + "; ".join(parts) + "."
 
 
-def _median_ns(action: Callable[[], object], repeats: int, clock: Callable[[], int]) -> float:
+def _samples_ns(action: Callable[[], object], repeats: int, clock: Callable[[], int]) -> list[int]:
     action()  # warm caches (regexes, allocator) before timing
     samples = []
     for _ in range(repeats):
         start = clock()
         action()
         samples.append(clock() - start)
-    return statistics.median(samples)
+    return samples
+
+
+def _median_ns(action: Callable[[], object], repeats: int, clock: Callable[[], int]) -> float:
+    return statistics.median(_samples_ns(action, repeats, clock))
 
 
 def _measure(name: str, rows: list[dict[str, Any]], repeats: int, target_ms: float | None) -> dict[str, Any]:
@@ -72,12 +76,14 @@ def _measure(name: str, rows: list[dict[str, Any]], repeats: int, target_ms: flo
     answer = answer_with_30_figures(rows)
     finding = check_figures(answer, [result])
     assert finding.checked == 30, finding.checked
-    elapsed = _median_ns(lambda: check_figures(answer, [result]), repeats, time.thread_time_ns)
+    samples = _samples_ns(lambda: check_figures(answer, [result]), repeats, time.thread_time_ns)
+    elapsed = statistics.median(samples)
     baseline = _median_ns(lambda: json.loads(content), repeats, time.thread_time_ns)
     wall = _median_ns(lambda: check_figures(answer, [result]), repeats, time.perf_counter_ns)
     return {
         "name": name,
         "value": round(elapsed / 1e6, 3),
+        "worst_ms": round(max(samples) / 1e6, 3),
         "unit": "ms/answer (CPU)",
         "baseline": round(baseline / 1e6, 3),
         "baseline_of": "json.loads",
@@ -192,10 +198,11 @@ def run() -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    """Print the rows as a table."""
+    """Print the rows as a table; rows timed over many runs name their slowest run too."""
     for row in run():
+        worst = f" (slowest {row['worst_ms']:.1f})" if "worst_ms" in row else ""
         print(
-            f"{row['name']:<58} {row['value']:>9.3f} {row['unit']}"
+            f"{row['name']:<58} {row['value']:>9.3f} {row['unit']}{worst}"
             f"  baseline {row['baseline_of']} {row['baseline']:>8.3f} ms  wall {row['wall_ms']:>9.3f} ms"
             f"  ratio {row['ratio']:>6.2f}x  target {row['target']}  "
             f"(computed {row['computed']}, inferred {row['inferred']}, unsupported {row['unsupported']}, "

@@ -136,7 +136,7 @@ class FigureBasis:
         self._marks = marks or {}
         self._labels = labels or {}
         self._values = list(values)
-        self._paths = list(paths)
+        self._paths = paths  # kept as given: the fold's paths are built only when read
         self._keys = list(keys)
         self._derived_values = derived
         self._derived: tuple[DerivedNumber, ...] | None = None

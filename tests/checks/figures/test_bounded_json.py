@@ -16,7 +16,7 @@ from benchmarks.bench_figures import answer_with_30_figures, capacity_rows
 from otel_shapecheck._model import JSONValue, ToolResult
 from otel_shapecheck.checks.figures import _fold
 from otel_shapecheck.checks.figures._bounded_json import read_bounded_json
-from otel_shapecheck.checks.figures._carried import MAX_BASIS_NUMBERS
+from otel_shapecheck.checks.figures._carried import MAX_BASIS_NUMBERS, CarriedPaths
 from otel_shapecheck.checks.figures._findings import check_figures
 from otel_shapecheck.checks.figures._fold import (
     BOUNDED_READ_CHARS,
@@ -61,7 +61,7 @@ def fold_state(builder: BasisBuilder) -> tuple[Any, ...]:
     """Everything a fold records, for comparing two folds."""
     return (
         builder.values,
-        builder.paths,
+        list(builder.paths),
         builder.keys,
         builder.derived.values,
         builder.derived.how,
@@ -267,3 +267,28 @@ class TestBadInput:
         text = '{"rows": [' + "[" * 100_000 + "1" + "]" * 100_000 + "]}"
         assert fold_state(folded(text)) == fold_state(folded_whole(monkeypatch, text))
         assert math.isclose(folded(text).values[0], 1.0)
+
+
+def test_carried_paths_read_as_the_tuples_they_stand_for() -> None:
+    """A column's paths are kept once but read, by position and in order, as (row path, field) pairs."""
+    paths = CarriedPaths()
+    paths.append("result")
+    paths.add_column(["rows[0]", "rows[1]"], "used_tb")
+    paths.append(("rows[2]", "mixed"))
+    paths.append("rows[3].note")
+    paths.add_column([], "empty")
+    paths.add_column(["rows[0]"], "free_tb")
+    expected = [
+        "result",
+        ("rows[0]", "used_tb"),
+        ("rows[1]", "used_tb"),
+        ("rows[2]", "mixed"),
+        "rows[3].note",
+        ("rows[0]", "free_tb"),
+    ]
+    assert list(paths) == expected
+    assert [paths[index] for index in range(len(paths))] == expected
+    assert paths[-1] == ("rows[0]", "free_tb")
+    assert list(paths[1:3]) == expected[1:3]
+    with pytest.raises(IndexError):
+        paths[len(expected)]
