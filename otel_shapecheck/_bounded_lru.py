@@ -22,8 +22,9 @@ D = TypeVar("D")
 class BoundedLRU(Generic[K, V]):
     """Values by key, least recently used out first past ``max_entries`` or ``max_bytes``; thread-safe.
 
-    A value estimated above half the byte bound is not kept (one value may take half the bound, never
-    all of it), unless ``keep_oversized``: then it is kept, alone if need be, until the next one comes.
+    A value estimated above ``max_entry_bytes`` is not kept (by default half the byte bound: one value
+    may take half of it, never all); given a larger bound than ``max_bytes``, a value past ``max_bytes``
+    is kept alone until the next one comes.
     An entry may name a ``part`` it shares with other entries (a parsed menu several readings hold): the
     part's bytes count once while any kept entry holds it, by identity, and the entries keep it alive
     so its identity is not reused. A part's bytes are measured by ``measure_part`` when the caller did
@@ -35,12 +36,12 @@ class BoundedLRU(Generic[K, V]):
         max_entries: int,
         max_bytes: int,
         *,
-        keep_oversized: bool = False,
+        max_entry_bytes: int | None = None,
         measure_part: Callable[[Any], int] | None = None,
     ) -> None:
         self._max_entries = max_entries
         self._max_bytes = max_bytes
-        self._keep_oversized = keep_oversized
+        self._max_entry_bytes = max_bytes // 2 if max_entry_bytes is None else max_entry_bytes
         self._measure_part = measure_part
         self._entries: OrderedDict[K, tuple[V, int, object | None]] = OrderedDict()
         self._parts: dict[int, list[int]] = {}
@@ -67,7 +68,7 @@ class BoundedLRU(Generic[K, V]):
 
     def fits(self, nbytes: int) -> bool:
         """Whether a value of ``nbytes`` would be kept (callers skip building what would not be)."""
-        return self._keep_oversized or nbytes <= self._max_bytes // 2
+        return nbytes <= self._max_entry_bytes
 
     @overload
     def get(self, key: K) -> V | None: ...

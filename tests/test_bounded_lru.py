@@ -26,18 +26,19 @@ def test_entries_are_dropped_until_the_byte_bound_holds() -> None:
     assert kept.get(9) == 9 and kept.get(6) is None
 
 
-def test_a_value_over_half_the_byte_bound_is_not_kept_unless_asked() -> None:
+def test_a_value_over_half_the_byte_bound_is_not_kept_unless_the_entry_bound_says() -> None:
     kept: BoundedLRU[str, str] = BoundedLRU(max_entries=10, max_bytes=100)
     kept.put("small", "s", 10)
     assert not kept.fits(51)
     assert not kept.put("big", "b", 51)
     assert (kept.get("big"), kept.get("small"), kept.nbytes) == (None, "s", 10)
-    oversized: BoundedLRU[str, str] = BoundedLRU(max_entries=10, max_bytes=100, keep_oversized=True)
+    oversized: BoundedLRU[str, str] = BoundedLRU(max_entries=10, max_bytes=100, max_entry_bytes=1000)
     oversized.put("small", "s", 10)
     assert oversized.put("big", "b", 500)  # kept alone until the next one comes
     assert (len(oversized), oversized.get("big"), oversized.nbytes) == (1, "b", 500)
     oversized.put("next", "n", 10)
     assert (len(oversized), oversized.nbytes) == (1, 10)
+    assert not oversized.put("huge", "h", 1001)
 
 
 def test_replacing_a_key_counts_its_bytes_once_and_get_answers_the_default() -> None:

@@ -5,6 +5,7 @@ Runs on the evaluation worker only; the readers it calls parse content and never
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Final
@@ -137,8 +138,8 @@ class _Readings:
 
     def __init__(self, max_entries: int = _MAX_READINGS, max_bytes: int = MAX_READING_BYTES) -> None:
         self._kept: BoundedLRU[int, tuple[ReadableSpan, LLMCall | None]] = BoundedLRU(
-            max_entries, max_bytes, keep_oversized=True, measure_part=parsed_bytes
-        )
+            max_entries, max_bytes, max_entry_bytes=sys.maxsize, measure_part=parsed_bytes
+        )  # a reading of any size is kept: it is the next release's
 
     @property
     def max_bytes(self) -> int:
