@@ -98,7 +98,8 @@ class Setting:
         """``explicit``, else the variable (else its deprecated name), else the default.
 
         ``default`` is the component's, for a row whose default the component computes when it is
-        built (the row's ``default`` is ``None``: the cache file's location depends on the environment).
+        built (the row's ``default`` is ``None``): the cache file's location depends on the environment,
+        the margin threshold on the scoring.
 
         Raises:
             ValueError: ``explicit`` is not a valid value (the message names the argument).
