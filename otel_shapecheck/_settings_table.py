@@ -18,6 +18,8 @@ from otel_shapecheck import _settings
 from otel_shapecheck import environment_variables as env
 
 MIB = 1024 * 1024
+_ROW_DEFAULT: Any = object()
+"""What :meth:`Setting.resolve` is given when the row's own default applies."""
 
 
 @dataclass(frozen=True)
@@ -92,20 +94,28 @@ class Setting:
     renamed_from: str | None = None
     shown_default: str | None = None
 
-    def resolve(self, explicit: Any) -> Any:
+    def resolve(self, explicit: Any, *, default: Any = _ROW_DEFAULT) -> Any:
         """``explicit``, else the variable (else its deprecated name), else the default.
+
+        ``default`` is the component's, for a row whose default the component computes when it is
+        built (the row's ``default`` is ``None``): the cache file's location depends on the environment,
+        the margin threshold on the scoring.
 
         Raises:
             ValueError: ``explicit`` is not a valid value (the message names the argument).
         """
+        if default is _ROW_DEFAULT:
+            default = self.default
+        else:
+            assert self.default is None, f"{self.name} has a tabled default; it is not computed"
         if explicit is None and self.renamed_from is not None and _settings.unset(self.variable):
             assert isinstance(self.kind, Whole)
             old = _settings.renamed_seconds(
-                self.name, self.renamed_from, self.variable, self.default, self.kind.minimum
+                self.name, self.renamed_from, self.variable, default, self.kind.minimum
             )
             if old is not None:
                 return old
-        return self.kind.resolve(self.name, explicit, self.variable, self.default)
+        return self.kind.resolve(self.name, explicit, self.variable, default)
 
     @property
     def default_text(self) -> str:

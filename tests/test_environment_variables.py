@@ -17,6 +17,7 @@ from otel_shapecheck import _settings
 from otel_shapecheck import environment_variables as env
 from otel_shapecheck._settings_table import (
     BOOLEAN,
+    EMBEDDING,
     FILE_OR_OFF,
     GATEWAY,
     NAMES,
@@ -27,6 +28,7 @@ from otel_shapecheck._settings_table import (
     Choice,
     Setting,
     Whole,
+    by_name,
 )
 from otel_shapecheck.checks.figures._check import FiguresCheck
 from otel_shapecheck.checks.tool_choice._check import ToolChoiceCheck
@@ -297,3 +299,17 @@ def test_the_table_choices_are_the_components_choices() -> None:
     del choices[env.OTEL_SHAPECHECK_EVENTS_FORWARD]  # the emitter resolves it through the table
     for variable, kind in choices.items():
         assert isinstance(kind, Choice) and set(kind.allowed) == set(components[variable]), variable
+
+
+def test_a_default_the_component_computes_is_supplied_at_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache file's row leaves its default to the component: unset, the computed one applies; the
+    variable and an explicit argument still win, and a tabled default cannot be overridden."""
+    row = by_name(EMBEDDING, "path")
+    computed = Path("/var/cache/computed/embeddings.sqlite")
+    monkeypatch.delenv(row.variable, raising=False)
+    assert row.resolve(None, default=computed) == computed
+    assert row.resolve("/srv/vectors.sqlite", default=computed) == Path("/srv/vectors.sqlite")
+    monkeypatch.setenv(row.variable, "none")
+    assert row.resolve(None, default=computed) is None
+    with pytest.raises(AssertionError, match="tabled default"):
+        by_name(EMBEDDING, "max_entries").resolve(None, default=5)

@@ -42,7 +42,14 @@ PUBLIC_API = [
 ]
 
 PACKAGE = Path(otel_shapecheck.__file__).parent
-EMBEDDING_MAY_IMPORT = {"_model", "_native", "_settings", "embedding", "environment_variables"}
+EMBEDDING_MAY_IMPORT = {
+    "_model",
+    "_native",
+    "_settings",
+    "_settings_table",
+    "embedding",
+    "environment_variables",
+}
 """What ``otel_shapecheck/embedding/`` may import of the package: the ground floor and itself."""
 
 HEAVY = ["faiss", "grpc", "numpy", "onnxruntime", "pydantic", "rich", "tokenizers"]

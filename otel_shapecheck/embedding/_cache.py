@@ -31,20 +31,14 @@ from typing import TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from otel_shapecheck import _settings
+from otel_shapecheck._settings_table import EMBEDDING
 from otel_shapecheck.embedding._embedders import Embedder, FloatMatrix
 from otel_shapecheck.embedding._store import PersistentEmbedder, VectorStore, default_store_path, shared_store
-from otel_shapecheck.environment_variables import (
-    OTEL_SHAPECHECK_EMBEDDING_CACHE_ENTRIES,
-    OTEL_SHAPECHECK_EMBEDDING_CACHE_MAX_FILE_BYTES,
-    OTEL_SHAPECHECK_EMBEDDING_CACHE_PATH,
-)
 
 logger = logging.getLogger(__name__)
 
 
-_DEFAULT_MAX_ENTRIES = 1024
-DEFAULT_MAX_FILE_BYTES = 128 * 1024 * 1024
+_SETTING = {setting.name: setting for setting in EMBEDDING}
 _MASK32 = 0xFFFFFFFF
 _LANE1_OFFSET, _LANE1_PRIME = 0x811C9DC5, 0x01000193
 _LANE2_OFFSET, _LANE2_PRIME = 0xCBF29CE4, 0x01000197
@@ -127,18 +121,9 @@ class EmbeddingCache:
         max_file_bytes: int | None = None,
     ) -> None:
         self._inner = embedder
-        self._max_entries = _settings.positive_int(
-            "max_entries", max_entries, OTEL_SHAPECHECK_EMBEDDING_CACHE_ENTRIES, _DEFAULT_MAX_ENTRIES
-        )
-        self._path = _settings.path_or_off(
-            "path", path, OTEL_SHAPECHECK_EMBEDDING_CACHE_PATH, default_store_path()
-        )
-        self._max_file_bytes = _settings.positive_int(
-            "max_file_bytes",
-            max_file_bytes,
-            OTEL_SHAPECHECK_EMBEDDING_CACHE_MAX_FILE_BYTES,
-            DEFAULT_MAX_FILE_BYTES,
-        )
+        self._max_entries: int = _SETTING["max_entries"].resolve(max_entries)
+        self._path: Path | None = _SETTING["path"].resolve(path, default=default_store_path())
+        self._max_file_bytes: int = _SETTING["max_file_bytes"].resolve(max_file_bytes)
         self._store: VectorStore | None = None
         self._identity: tuple[str, int] | None = None
         if self._path is not None and isinstance(embedder, PersistentEmbedder):

@@ -36,9 +36,9 @@ import numpy as np
 
 from otel_shapecheck import _settings
 from otel_shapecheck._native import native_section
+from otel_shapecheck._settings_table import EMBEDDING, by_name
 from otel_shapecheck.embedding._buckets import length_buckets
 from otel_shapecheck.embedding._vectors import FloatMatrix, capped, l2_normalised
-from otel_shapecheck.environment_variables import OTEL_SHAPECHECK_EMBEDDER_THREADS
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +53,7 @@ DEFAULT_MAX_BATCH_TOKENS: Final = 256
 (slightly less), and keep a run's working memory within 25 % of the loaded model's RSS (512: 37 %)."""
 DEFAULT_MAX_BATCH_SIZE: Final = 64
 _TOKENIZER_RESOURCE = "minilm-tokenizer.json"
+_THREADS = by_name(EMBEDDING, "intra_op_num_threads")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # from surrogateescape'd bytes; the tokenizer rejects them
 
 
@@ -93,9 +94,7 @@ class MiniLMEmbedder:
         model_path: str | Path | None = None,
         tokenizer_path: str | Path | None = None,
     ) -> None:
-        self._threads = _settings.positive_int(
-            "intra_op_num_threads", intra_op_num_threads, OTEL_SHAPECHECK_EMBEDDER_THREADS, 1
-        )
+        self._threads: int = _THREADS.resolve(intra_op_num_threads)
         self._batch_size = _settings.positive_int("batch_size", batch_size, None, DEFAULT_MAX_BATCH_SIZE)
         self._max_batch_tokens = _settings.positive_int(
             "max_batch_tokens", max_batch_tokens, None, DEFAULT_MAX_BATCH_TOKENS

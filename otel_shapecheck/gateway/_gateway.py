@@ -44,13 +44,13 @@ from otel_shapecheck.gateway._admission import Admission, Budget, RequestGate
 from otel_shapecheck.gateway._body import quiet, refusals
 from otel_shapecheck.gateway._counts import ExportAnswer, GatewayCounts, Ticket
 from otel_shapecheck.gateway._decode import Validated
+from otel_shapecheck.gateway._drain import GatewayDrain, shut_down_batches
 from otel_shapecheck.gateway._forward import ForwardingPolicy, RetryingLogExporter, RetryingSpanExporter
 from otel_shapecheck.gateway._options import GatewayOptions
 from otel_shapecheck.gateway._passthrough import RawForwarder, Split, raw_sender, split_request
 from otel_shapecheck.gateway._queue import RawRef, SpoolQueue
 from otel_shapecheck.gateway._spool import MemorySpool, Spool, SpoolFull
 from otel_shapecheck.otlp._counting import CountingLogExporter, CountingSpanExporter
-from otel_shapecheck.outputs._bounded_call import BoundedCall
 from otel_shapecheck.outputs._sinks import VerdictSink
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.pipeline._processor import internals
@@ -59,9 +59,6 @@ from otel_shapecheck.pipeline._shapecheck import Shapecheck
 logger = logging.getLogger(__name__)
 
 _DEFAULT_EXPORT_BATCH_SIZE = 512
-_DRAIN_REQUESTS_SECONDS = 10.0
-_DRAIN_STEP_SECONDS = 2.0
-_DRAIN_POLL_SECONDS = 0.02
 _NO_ATTRIBUTES: frozenset[str] = frozenset()
 _PER_SPAN_LOGGERS = ("opentelemetry.trace.span", "opentelemetry.attributes", "opentelemetry.sdk.trace")
 """The SDK loggers that warn once per span or value converted (tracestates, attributes, limits): the
@@ -171,7 +168,7 @@ class Gateway:
                     else options.processor_options(),
                 )
             except Exception:
-                self._release_exporters()
+                shut_down_batches(self._batch_spans, self._batch_logs)
                 raise
             self._spans = self._shapecheck.span_processor
         if send_raw is not None:
@@ -184,6 +181,17 @@ class Gateway:
         self._refused_full = 0
         self._left: int | None = None
         self._is_shutdown = False
+        self._drain = GatewayDrain(
+            gate=self.gate,
+            policy=self.policy,
+            queue=queue,
+            spool=self._spool,
+            spans=self._spans,
+            batch_spans=self._batch_spans,
+            batch_logs=self._batch_logs,
+            shapecheck=self._shapecheck,
+            raw=self._raw,
+        )
         queue.start()
 
     @property
@@ -355,25 +363,9 @@ class Gateway:
         wait = non_negative_float(
             "timeout_seconds", timeout_seconds, None, self.options.shutdown_timeout_seconds
         )
-        deadline = time.monotonic() + wait
-        if not self.gate.close(min(_DRAIN_REQUESTS_SECONDS, _remaining(deadline))):
-            logger.warning("Export requests were still running at shutdown")
-        self.policy.stop_at(deadline)
-        self._drain_spool(deadline)
-        self._queue.stop_loading()
-        drain = BoundedCall("ShapecheckGatewayDrain", lambda _: self._drain())
-        if not drain(int(_remaining(deadline) * 1000)):
-            self.policy.stop_now()
-            logger.warning(
-                "Forwarding did not finish within the shutdown timeout; the rest stays in the spool"
-            )
-        left = self._queue.close()
+        left = self._drain.run(time.monotonic() + wait)
         with self._lock:
             self._left = left
-        try:
-            self._spool.close()
-        except Exception:
-            logger.exception("Closing the spool failed")
         counts = self.counts()
         logger.info(
             "Gateway stopped: %d items accepted, %d forwarded, %d left in the spool",
@@ -382,41 +374,3 @@ class Gateway:
             left,
         )
         return counts
-
-    def _drain_spool(self, deadline: float) -> None:
-        """Flush the pipeline while requests wait in the spool, so the loader keeps finding room for them;
-        stop when none waits, time is up, or a step made no progress (spans held for facts that may
-        never come: the final drain releases them)."""
-        while self._queue.pending and _remaining(deadline) > 0:
-            before = self._progress()
-            step = time.monotonic() + min(_remaining(deadline), _DRAIN_STEP_SECONDS)
-            millis = max(1, int(_remaining(step) * 1000))
-            self._spans.force_flush(millis)
-            if self._batch_logs is not None:
-                self._batch_logs.force_flush(millis)
-            while self._progress() == before and _remaining(step) > 0:
-                time.sleep(_DRAIN_POLL_SECONDS)  # the pass-through and the exporters forward meanwhile
-            if self._progress() == before:
-                return
-
-    def _progress(self) -> tuple[int, int]:
-        return self._queue.pending, self._queue.counts.forwarded
-
-    def _drain(self) -> None:
-        if self._raw is not None:
-            self._raw.shutdown()  # sends what passes through, until the policy's deadline
-        if self._shapecheck is not None:
-            self._shapecheck.shutdown()  # evaluates and forwards what it holds, then shuts the batch down
-        else:
-            self._batch_spans.shutdown()  # type: ignore[no-untyped-call]
-        if self._batch_logs is not None:
-            self._batch_logs.shutdown()
-
-    def _release_exporters(self) -> None:
-        self._batch_spans.shutdown()  # type: ignore[no-untyped-call]
-        if self._batch_logs is not None:
-            self._batch_logs.shutdown()
-
-
-def _remaining(deadline: float) -> float:
-    return max(0.0, deadline - time.monotonic())

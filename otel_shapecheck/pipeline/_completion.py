@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from typing import NamedTuple
 
 from opentelemetry.sdk.trace import ReadableSpan
 
@@ -21,6 +22,18 @@ from otel_shapecheck.pipeline._runs import RunTally
 from otel_shapecheck.pipeline._trace_store import TraceStore
 
 
+class WaitBounds(NamedTuple):
+    """How long a held span waits and how many spans wait or are ready at once: the ledger's settings,
+    kept once and handed to each :class:`Completion` it makes (a new one after a fork)."""
+
+    max_wait_seconds: float
+    """Longest a span waits for its facts."""
+    max_pending_spans: int
+    """Spans waiting at once, at most."""
+    max_queue_size: int
+    """Spans ready for the worker, at most."""
+
+
 class Completion:
     """Waiting spans in deadline order, the worker's ready groups, and what overflowed (lock held).
 
@@ -28,28 +41,15 @@ class Completion:
         state: the hot path's state, whose ``awaited_ends`` this keeps (``on_end`` reads it).
         store: the ledger's trace facts (a held span keeps its trace's facts alive).
         runs: the ledger's runs (an evaluated span counts for its run's agent span).
-        max_wait_seconds: longest a span waits for its facts.
-        max_pending_spans: spans waiting at once, at most.
-        max_queue_size: spans ready for the worker, at most.
+        bounds: how long spans wait, and how many wait or are ready at once.
     """
 
-    def __init__(
-        self,
-        state: HotPathState,
-        store: TraceStore,
-        runs: RunBook,
-        *,
-        max_wait_seconds: float,
-        max_pending_spans: int,
-        max_queue_size: int,
-    ) -> None:
+    def __init__(self, state: HotPathState, store: TraceStore, runs: RunBook, bounds: WaitBounds) -> None:
         self._state = state
         self._counters = state.counters
         self._store = store
         self._runs = runs
-        self._max_wait = max_wait_seconds
-        self._max_pending = max_pending_spans
-        self._max_queue = max_queue_size
+        self._max_wait, self._max_pending, self._max_queue = bounds  # read on every span: plain attributes
         self.waiting: dict[HeldSpan, None] = {}
         """Waiting spans in deadline order, keyed by identity: ids are not trusted to be unique."""
         self._ready: deque[tuple[HeldSpan, ...]] = deque()

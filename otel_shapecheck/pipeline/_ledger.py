@@ -35,7 +35,7 @@ from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck.otlp._sdk_fields import span_context, span_parent
-from otel_shapecheck.pipeline._completion import Completion
+from otel_shapecheck.pipeline._completion import Completion, WaitBounds
 from otel_shapecheck.pipeline._facts import (
     ExecutionFact,
     HeldSpan,
@@ -97,9 +97,7 @@ class Ledger:
         self._state = state
         self._counters = state.counters
         self._wake_at = wake_at
-        self._max_wait = max_wait_seconds
-        self._max_pending = max_pending_spans
-        self._max_queue = max_queue_size
+        self._bounds = WaitBounds(max_wait_seconds, max_pending_spans, max_queue_size)
         self._max_traces = max_traces
         self._max_facts = max_facts_per_trace
         self._max_fact_bytes = max_fact_bytes
@@ -115,15 +113,8 @@ class Ledger:
             on_forget=self._forget_attempts,
         )
         self._closed = False
-        self._runs = RunBook(self._max_pending)
-        self._completion = Completion(
-            self._state,
-            self._store,
-            self._runs,
-            max_wait_seconds=self._max_wait,
-            max_pending_spans=self._max_pending,
-            max_queue_size=self._max_queue,
-        )
+        self._runs = RunBook(self._bounds.max_pending_spans)
+        self._completion = Completion(self._state, self._store, self._runs, self._bounds)
 
     def reset_after_fork(self) -> None:
         """Forget everything: spans held by the parent process are the parent's to forward (the
@@ -297,7 +288,8 @@ class Ledger:
         run = self._runs.agent_ended(trace_id, span_id, trace_forgotten=forgotten)
         if facts is not None:
             self._runs.claim(run, facts, span.start_time or 0, span.end_time or 0)
-        held = HeldSpan(span, span_id, trace_id, None, classified, False, time.monotonic() + self._max_wait)
+        deadline = time.monotonic() + self._bounds.max_wait_seconds
+        held = HeldSpan(span, span_id, trace_id, None, classified, False, deadline)
         held.run = run
         self._counters.runs += 1
         if run.pending == 0:

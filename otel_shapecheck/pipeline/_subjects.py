@@ -5,15 +5,15 @@ Runs on the evaluation worker only; the readers it calls parse content and never
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Final
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_shapecheck._model import AnalystAttempt, AnalystRun, LLMCall, OfferedTool, ToolExecution, ToolResult
+from otel_shapecheck._bounded_lru import BoundedLRU
+from otel_shapecheck._model import AnalystAttempt, AnalystRun, LLMCall, ToolExecution, ToolResult
 from otel_shapecheck.checks._base import Subject
 from otel_shapecheck.otlp._ids import span_id_hex, trace_id_hex
 from otel_shapecheck.pipeline._duplicates import (
@@ -137,86 +137,39 @@ class _Readings:
     """
 
     def __init__(self, max_entries: int = _MAX_READINGS, max_bytes: int = MAX_READING_BYTES) -> None:
-        self._max_entries = max_entries
-        self._max_bytes = max_bytes
-        self._entries: OrderedDict[int, _Reading] = OrderedDict()
-        self._menus: dict[int, list[int]] = {}
-        """Per distinct menu tuple (by id, kept alive by the readings), ``[readings holding it, bytes]``."""
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._kept: BoundedLRU[int, tuple[ReadableSpan, LLMCall | None]] = BoundedLRU(
+            max_entries, max_bytes, max_entry_bytes=sys.maxsize, measure_part=parsed_bytes
+        )  # a reading of any size is kept: it is the next release's
 
     @property
     def max_bytes(self) -> int:
         """The bound on :attr:`nbytes`."""
-        return self._max_bytes
+        return self._kept.max_bytes
 
     @property
     def nbytes(self) -> int:
         """Estimated bytes the kept readings hold (at most ``max_bytes``, bar one reading)."""
-        with self._lock:
-            return self._bytes
+        return self._kept.nbytes
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
+        return len(self._kept)
 
     def read(self, span: ReadableSpan, classified: SpanClass) -> LLMCall | None:
-        with self._lock:
-            entry = self._entries.get(id(span))
-            if entry is not None and entry.span is span:
-                self._entries.move_to_end(id(span))
-                return entry.call
+        entry = self._kept.get(id(span))
+        if entry is not None and entry[0] is span:
+            return entry[1]
         call = read_llm_call(span, classified)
-        nbytes = 2 * approximate_bytes(span.attributes)
-        menu = call.offered_tools if call is not None else None
-        with self._lock:
-            known = menu is not None and id(menu) in self._menus
-        menu_bytes = parsed_bytes(menu) if menu and not known else 0  # outside the lock, once per menu
-        with self._lock:
-            old = self._entries.pop(id(span), None)
-            if old is not None:
-                self._drop(old)
-            reading = _Reading(span, call, nbytes, menu)
-            self._entries[id(span)] = reading
-            self._bytes += nbytes
-            if menu:
-                held = self._menus.setdefault(id(menu), [0, menu_bytes])
-                if held[0] == 0 and known:  # dropped in between by another reader: measure it now
-                    held[1] = parsed_bytes(menu)
-                held[0] += 1
-                self._bytes += held[1] if held[0] == 1 else 0
-            while len(self._entries) > 1 and (
-                len(self._entries) > self._max_entries or self._bytes > self._max_bytes
-            ):
-                self._drop(self._entries.popitem(last=False)[1])
+        menu = call.offered_tools if call is not None and call.offered_tools else None
+        # The menu measured outside the lock, once per menu (not when a kept reading holds it).
+        menu_bytes = parsed_bytes(menu) if menu is not None and not self._kept.holds(menu) else None
+        self._kept.put(
+            id(span), (span, call), 2 * approximate_bytes(span.attributes), part=menu, part_nbytes=menu_bytes
+        )
         return call
 
     def clear(self) -> None:
         """Forget every reading."""
-        with self._lock:
-            self._entries.clear()
-            self._menus.clear()
-            self._bytes = 0
-
-    def _drop(self, reading: _Reading) -> None:
-        """Take a reading that left the LRU out of the byte count (the caller holds the lock)."""
-        self._bytes -= reading.nbytes
-        if reading.menu:
-            held = self._menus[id(reading.menu)]
-            held[0] -= 1
-            if held[0] == 0:
-                self._bytes -= held[1]
-                del self._menus[id(reading.menu)]
-
-
-@dataclass(frozen=True)
-class _Reading:
-    """One kept reading: the span (kept so its id stays unique), its call, its own bytes and its menu."""
-
-    span: ReadableSpan
-    call: LLMCall | None
-    nbytes: int
-    menu: tuple[OfferedTool, ...] | None
+        self._kept.clear()
 
 
 _readings = _Readings()

@@ -11,11 +11,10 @@ in ``answer_tool`` and has its answer text read from the call's arguments.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 
+from otel_shapecheck._bounded_lru import BoundedLRU
 from otel_shapecheck._model import JSONValue, LLMCall, OfferedTool
 from otel_shapecheck.readers._parse_cache import parsed_bytes
 
@@ -69,13 +68,9 @@ class _MenusWithout:
     """
 
     def __init__(self, max_entries: int = _MAX_MENUS, max_bytes: int = _MAX_MENU_BYTES) -> None:
-        self._max_entries = max_entries
-        self._max_bytes = max_bytes
-        self._entries: OrderedDict[
-            tuple[int, tuple[str, ...]], tuple[tuple[OfferedTool, ...], tuple[OfferedTool, ...], int]
-        ] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._kept: BoundedLRU[
+            tuple[int, tuple[str, ...]], tuple[tuple[OfferedTool, ...], tuple[OfferedTool, ...]]
+        ] = BoundedLRU(max_entries, max_bytes)
 
     def without(
         self, offered: tuple[OfferedTool, ...] | None, names: tuple[str, ...]
@@ -84,23 +79,13 @@ class _MenusWithout:
         if not offered:
             return offered
         key = (id(offered), names)
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None and entry[0] is offered:
-                self._entries.move_to_end(key)
-                return entry[1]
+        entry = self._kept.get(key)
+        if entry is not None and entry[0] is offered:
+            return entry[1]
         kept = tuple(tool for tool in offered if not is_answer_tool(tool.name, names))
         if len(kept) == len(offered):
             return offered
-        size = parsed_bytes(offered) + parsed_bytes(kept)
-        if size > self._max_bytes // 2:
-            return kept
-        with self._lock:
-            if key not in self._entries:
-                self._entries[key] = (offered, kept, size)
-                self._bytes += size
-            while len(self._entries) > self._max_entries or self._bytes > self._max_bytes:
-                self._bytes -= self._entries.popitem(last=False)[1][2]
+        self._kept.put(key, (offered, kept), parsed_bytes(offered) + parsed_bytes(kept))
         return kept
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Final, Generic, TypeVar
+
+from otel_shapecheck._bounded_lru import BoundedLRU
 
 T = TypeVar("T")
 
@@ -87,7 +87,7 @@ _FIELDS: dict[type, object] = {}
 
 
 class ParseCache(Generic[T]):
-    """``parse(text)`` memoised for strings, newest first out of an LRU bounded in entries and bytes."""
+    """``parse(text)`` memoised for strings, newest first out of a :class:`BoundedLRU` (entries and bytes)."""
 
     def __init__(
         self,
@@ -97,55 +97,35 @@ class ParseCache(Generic[T]):
         max_bytes: int = MAX_CACHED_BYTES,
     ) -> None:
         self._parse = parse
-        self._max_entries = max_entries
-        self._max_bytes = max_bytes
-        self._entries: OrderedDict[str, tuple[T, int]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
+        self._kept: BoundedLRU[str, T] = BoundedLRU(max_entries, max_bytes)
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
+        return len(self._kept)
 
     @property
     def nbytes(self) -> int:
         """Estimated bytes of the kept keys and values (at most ``max_bytes``)."""
-        with self._lock:
-            return self._bytes
+        return self._kept.nbytes
 
     @property
     def max_bytes(self) -> int:
         """The bound on :attr:`nbytes`."""
-        return self._max_bytes
+        return self._kept.max_bytes
 
     def __call__(self, text: str) -> T:
-        with self._lock:
-            found = self._entries.get(text)
-            if found is not None:
-                self._entries.move_to_end(text)
-                self.hits += 1
-                return found[0]
+        found = self._kept.get(text, _MISSING)
+        if found is not _MISSING:
+            return found  # type: ignore[return-value]
         value = self._parse(text)
-        if len(text) > self._max_bytes // 2:  # too big to keep: not worth measuring
+        if not self._kept.fits(len(text)):  # too big to keep: not worth measuring
             return value
-        nbytes = sys.getsizeof(text) + parsed_bytes(value)
-        # One value may take half the bound (a 100 000-tool menu is about 30 MB), never all of it.
-        if nbytes > self._max_bytes // 2:
-            return value
-        with self._lock:
-            self.misses += 1
-            if text not in self._entries:
-                self._entries[text] = (value, nbytes)
-                self._bytes += nbytes
-                while len(self._entries) > self._max_entries or self._bytes > self._max_bytes:
-                    _, (_, dropped) = self._entries.popitem(last=False)
-                    self._bytes -= dropped
+        self._kept.put(text, value, sys.getsizeof(text) + parsed_bytes(value))
         return value
 
     def clear(self) -> None:
         """Forget every result."""
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
+        self._kept.clear()
+
+
+_MISSING: Final = object()
+"""What :meth:`BoundedLRU.get` answers for a text not kept (a parsed value may be ``None``)."""

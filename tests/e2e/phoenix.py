@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
-import subprocess
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from .server import ServerProcess, free_port
 
 PHOENIX_ENV = "SHAPECHECK_PHOENIX"
 _DEFAULT_EXECUTABLE = Path(__file__).resolve().parents[2] / ".venv-e2e" / "bin" / "phoenix"
@@ -33,23 +32,14 @@ def phoenix_executable() -> Path:
     return executable
 
 
-def free_port() -> int:
-    """A loopback port nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-class PhoenixServer:
+class PhoenixServer(ServerProcess):
     """One ``phoenix serve`` process with its own working directory and free ports."""
 
     def __init__(self, working_dir: Path) -> None:
+        super().__init__("Phoenix", working_dir / "phoenix.log")
         self.working_dir = working_dir
         self.http_port = free_port()
         self.grpc_port = free_port()
-        self.log_path = working_dir / "phoenix.log"
-        self._process: subprocess.Popen[bytes] | None = None
         self.startup_seconds = 0.0
 
     @property
@@ -74,52 +64,15 @@ class PhoenixServer:
             "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false",
         }
         started = time.monotonic()
-        with self.log_path.open("wb") as log:
-            self._process = subprocess.Popen(
-                [str(phoenix_executable()), "serve"],
-                env=environment,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        self._wait_until_ready(started)
+        self.launch(
+            [str(phoenix_executable()), "serve"],
+            f"{self.base_url}/healthz",
+            timeout=_READY_TIMEOUT_SECONDS,
+            poll_seconds=0.25,
+            environment=environment,
+        )
         self.startup_seconds = time.monotonic() - started
         return self
-
-    def _wait_until_ready(self, started: float) -> None:
-        assert self._process is not None
-        while time.monotonic() - started < _READY_TIMEOUT_SECONDS:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"Phoenix exited with {self._process.returncode}:\n{self.log_tail()}")
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/healthz", timeout=2) as response:
-                    if response.status == 200:
-                        return
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            time.sleep(0.25)
-        self.stop()
-        raise RuntimeError(f"Phoenix was not ready after {_READY_TIMEOUT_SECONDS:.0f} s:\n{self.log_tail()}")
-
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL if it lingers."""
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
-
-    def log_tail(self, lines: int = 40) -> str:
-        """The end of Phoenix's own log, for failure messages."""
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
 
     def spans(
         self, project: str, limit: int = 1000, attributes: dict[str, str] | None = None

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
 import time
 import urllib.error
 import urllib.parse
@@ -19,7 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from .phoenix import free_port
+from .server import ServerProcess, free_port
 
 PROMETHEUS_ENV = "SHAPECHECK_PROMETHEUS"
 SCRAPE_INTERVAL_SECONDS = 1
@@ -37,17 +35,16 @@ def prometheus_executable() -> Path:
     return Path(configured)
 
 
-class PrometheusServer:
+class PrometheusServer(ServerProcess):
     """One ``prometheus`` process scraping ``target`` (``host:port``) as job ``shapecheck``."""
 
     JOB = "shapecheck"
 
     def __init__(self, working_dir: Path, target: str) -> None:
+        super().__init__("Prometheus", working_dir / "prometheus.log")
         self.working_dir = working_dir
         self.target = target
         self.port = free_port()
-        self.log_path = working_dir / "prometheus.log"
-        self._process: subprocess.Popen[bytes] | None = None
 
     @property
     def base_url(self) -> str:
@@ -79,48 +76,8 @@ class PrometheusServer:
             f"--web.listen-address=127.0.0.1:{self.port}",
             "--log.level=warn",
         ]
-        started = time.monotonic()
-        with self.log_path.open("wb") as log:
-            self._process = subprocess.Popen(
-                command,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        while time.monotonic() - started < _READY_TIMEOUT_SECONDS:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"Prometheus exited with {self._process.returncode}:\n{self.log_tail()}")
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/-/ready", timeout=2) as response:
-                    if response.status == 200:
-                        return self
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(
-            f"Prometheus was not ready after {_READY_TIMEOUT_SECONDS:.0f} s:\n{self.log_tail()}"
-        )
-
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL if it lingers."""
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
-
-    def log_tail(self, lines: int = 40) -> str:
-        """The end of the server's own log, for failure messages."""
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        self.launch(command, f"{self.base_url}/-/ready", timeout=_READY_TIMEOUT_SECONDS, poll_seconds=0.2)
+        return self
 
     def _get(self, path: str, params: list[tuple[str, str]]) -> Any:
         url = f"{self.base_url}{path}?{urllib.parse.urlencode(params)}"

@@ -120,9 +120,9 @@ class ToolChoiceCheck:
         tool_index: ToolIndex | None = None,
     ) -> None:
         self._scoring: str = _SETTING["scoring"].resolve(scoring)
-        threshold = _SETTING["margin_threshold"]  # its default is the scoring's, so resolved here
-        self._threshold: float = threshold.kind.resolve(
-            threshold.name, margin_threshold, threshold.variable, default_threshold(self._scoring)
+        self._threshold: float = _SETTING["margin_threshold"].resolve(
+            margin_threshold,
+            default=default_threshold(self._scoring),  # the scoring's default
         )
         self._max_slot_chars: int = _SETTING["max_slot_chars"].resolve(max_slot_chars)
         max_recorded = _settings.positive_int(

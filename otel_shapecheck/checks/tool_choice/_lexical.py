@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import math
 import re
-import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
+from otel_shapecheck._bounded_lru import BoundedLRU
 from otel_shapecheck.embedding._tool_index import tokenised_name
 from otel_shapecheck.readers._parse_cache import ParseCache
 
@@ -151,46 +151,32 @@ class _Lexicons:
     about half a megabyte, so a count alone let 256 of them hold over 100 MB)."""
 
     def __init__(self, max_entries: int = MAX_LEXICONS, max_bytes: int = MAX_LEXICON_BYTES) -> None:
-        self._max_entries = max_entries
-        self._max_bytes = max_bytes
-        self._entries: OrderedDict[tuple[str, ...], MenuLexicon] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._kept: BoundedLRU[tuple[str, ...], MenuLexicon] = BoundedLRU(max_entries, max_bytes)
+
+    def __len__(self) -> int:
+        return len(self._kept)
 
     @property
     def max_bytes(self) -> int:
         """The bound on :attr:`nbytes`."""
-        return self._max_bytes
+        return self._kept.max_bytes
 
     @property
     def nbytes(self) -> int:
         """Estimated bytes of the kept lexicons (at most ``max_bytes``)."""
-        with self._lock:
-            return self._bytes
+        return self._kept.nbytes
 
     def get(self, candidates: tuple[str, ...]) -> MenuLexicon:
         """The lexicon of ``candidates``, built on first sight (a too-big one is built and not kept)."""
-        with self._lock:
-            found = self._entries.get(candidates)
-            if found is not None:
-                self._entries.move_to_end(candidates)
-                return found
-        lexicon = MenuLexicon(candidates)
-        if lexicon.nbytes > self._max_bytes // 2:
-            return lexicon
-        with self._lock:
-            if candidates not in self._entries:
-                self._entries[candidates] = lexicon
-                self._bytes += lexicon.nbytes
-                while len(self._entries) > self._max_entries or self._bytes > self._max_bytes:
-                    self._bytes -= self._entries.popitem(last=False)[1].nbytes
+        lexicon = self._kept.get(candidates)
+        if lexicon is None:
+            lexicon = MenuLexicon(candidates)
+            self._kept.put(candidates, lexicon, lexicon.nbytes)
         return lexicon
 
     def clear(self) -> None:
         """Forget every lexicon."""
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
+        self._kept.clear()
 
 
 lexicons = _Lexicons()

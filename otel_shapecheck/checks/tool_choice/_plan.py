@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import sys
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
+from otel_shapecheck._bounded_lru import BoundedLRU
 from otel_shapecheck._model import OfferedTool
 from otel_shapecheck.checks.tool_choice._small_menu_scoring import MenuMatrices
 from otel_shapecheck.embedding._tool_index import tool_texts
@@ -95,95 +94,63 @@ class PlanCache:
     """Plans of recent menus, keyed by the identity of the tuple the reader produced (kept alive here).
 
     Each entry may also hold the menu's scoring matrices; an entry's bytes are its plan's estimate plus
-    its matrices', and the least recently used entries go first when either bound is passed.
+    its matrices', and the least recently used entries go first when either bound is passed. A plan or
+    plan with matrices may take the whole byte bound.
     """
 
     def __init__(self, max_plans: int = MAX_PLANS, max_bytes: int = MAX_PLAN_BYTES) -> None:
-        self._max_plans = max_plans
-        self._max_bytes = max_bytes
-        self._bytes = 0
-        self._entries: OrderedDict[int, _Entry] = OrderedDict()
-        self._lock = threading.Lock()
+        self._kept: BoundedLRU[int, _Entry] = BoundedLRU(max_plans, max_bytes, max_entry_bytes=max_bytes)
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
+        return len(self._kept)
 
     @property
     def nbytes(self) -> int:
         """Estimated bytes of the kept plans and matrices."""
-        with self._lock:
-            return self._bytes
+        return self._kept.nbytes
 
     def plan(self, offered: tuple[OfferedTool, ...]) -> MenuPlan:
         """The plan of ``offered``, built on first sight of this tuple."""
-        with self._lock:
-            entry = self._entries.get(id(offered))
-            if entry is not None and entry.offered is offered:
-                self._entries.move_to_end(id(offered))
-                return entry.plan
+        entry = self._kept.get(id(offered))
+        if entry is not None and entry.offered is offered:
+            return entry.plan
         plan = build_plan(offered)
-        if plan.nbytes > self._max_bytes:
-            return plan
-        with self._lock:
-            old = self._entries.pop(id(offered), None)
-            self._bytes -= old.nbytes if old is not None else 0
-            self._entries[id(offered)] = _Entry(offered, plan)
-            self._bytes += plan.nbytes
-            self._evict()
+        self._kept.put(id(offered), _Entry(offered, plan), plan.nbytes)  # a plan past the bound is not kept
         return plan
 
     def matrices(self, plan: MenuPlan, index_key: int, resets: int) -> MenuMatrices | None:
         """The kept matrices of ``plan`` for that tool index at that reset count, if any."""
-        with self._lock:
-            entry = self._entries.get(id(plan.offered))
-            if entry is None or entry.plan is not plan:
-                return None
-            matrices = entry.matrices
+        entry = self._kept.get(id(plan.offered))
+        if entry is None or entry.plan is not plan:
+            return None
+        matrices = entry.matrices
         if matrices is None or matrices.index_key != index_key or matrices.resets != resets:
             return None
         return matrices
 
     def keep_matrices(self, plan: MenuPlan, matrices: MenuMatrices) -> bool:
         """Keep ``matrices`` with ``plan`` while the plan is kept; whether they were kept (they must fit)."""
-        with self._lock:
-            entry = self._entries.get(id(plan.offered))
-            if entry is None or entry.plan is not plan or plan.nbytes + matrices.nbytes > self._max_bytes:
-                return False
-            self._bytes -= entry.nbytes
-            entry.matrices = matrices
-            self._bytes += entry.nbytes
-            self._entries.move_to_end(id(plan.offered))
-            self._evict()
-            return True
+        entry = self._kept.get(id(plan.offered))
+        if entry is None or entry.plan is not plan:
+            return False
+        return self._kept.put(
+            id(plan.offered), _Entry(plan.offered, plan, matrices), plan.nbytes + matrices.nbytes
+        )
 
     @property
     def max_bytes(self) -> int:
         """The bound on :attr:`nbytes`."""
-        return self._max_bytes
+        return self._kept.max_bytes
 
     def clear(self) -> None:
         """Forget every plan and its matrices."""
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
-
-    def _evict(self) -> None:
-        """Drop the least recently used entries until both bounds hold (the caller holds the lock)."""
-        while len(self._entries) > self._max_plans or self._bytes > self._max_bytes:
-            _, dropped = self._entries.popitem(last=False)
-            self._bytes -= dropped.nbytes
+        self._kept.clear()
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Entry:
     """One kept menu: the tuple it was read as (kept alive so its id stays unique), its plan, its matrices."""
 
     offered: tuple[OfferedTool, ...]
     plan: MenuPlan
     matrices: MenuMatrices | None = None
-
-    @property
-    def nbytes(self) -> int:
-        """The plan's estimated bytes plus the matrices'."""
-        return self.plan.nbytes + (self.matrices.nbytes if self.matrices is not None else 0)

@@ -28,7 +28,7 @@ def test_distinct_menus_are_held_to_the_byte_bound() -> None:
     lexicons = _Lexicons(max_bytes=4 << 20)
     for number in range(100):
         lexicons.get(_menu(number))
-    assert 1 < len(lexicons._entries) < 20
+    assert 1 < len(lexicons) < 20
     assert lexicons.nbytes <= 4 << 20
     newest = _menu(99)
     assert lexicons.get(newest) is lexicons.get(newest)
