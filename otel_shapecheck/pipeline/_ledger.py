@@ -193,14 +193,20 @@ class Ledger:
         return held, wake, overflow
 
     def span_forwarded(
-        self, trace_id: int, span_id: int, *, out_of_order: bool = False
+        self,
+        trace_id: int,
+        span_id: int,
+        *,
+        out_of_order: bool = False,
+        unrecorded: ReadableSpan | None = None,
     ) -> tuple[bool, list[ReadableSpan]]:
         """Record the end of a span that was forwarded as it came; return ``(wake, overflow)``.
 
         Held spans waiting for its end are released; a trace with facts notes it ended (a child ending
         later need not wait for it). ``out_of_order``: spans that ended before it may not be recorded
         yet, so its trace's facts are started if need be, for those to find its end there.
-        ``wake`` and ``overflow`` are as in :meth:`span_ended`.
+        ``unrecorded``: the span itself, one to record that was forwarded unrecorded (no room in the
+        recording queue in time): its trace's facts note it as lost. ``wake`` and ``overflow`` are as in :meth:`span_ended`.
         """
         with self._lock:
             if self._closed:
@@ -210,8 +216,11 @@ class Ledger:
             facts = self._store.active(trace_id)
             if facts is None and out_of_order:
                 facts = self._store.new(trace_id)
-            if facts is not None and len(facts.ended) < self._max_facts:
-                facts.ended.add(span_id)
+            if facts is not None:
+                if len(facts.ended) < self._max_facts:
+                    facts.ended.add(span_id)
+                if unrecorded is not None:
+                    facts.lose(unrecorded.end_time)
             return wake, completion.take_overflow()
 
     def _record(
@@ -246,14 +255,21 @@ class Ledger:
                 admitted = store.admit(trace_id, facts, nbytes)
                 if admitted < 0:
                     counts.facts_dropped += 1
+                    facts.lose(span.end_time)
                 elif tool_execution:
                     facts.executions.append(ExecutionFact(span, parent_id, classified))
                 elif parent_id is not None:
                     facts.attempts.setdefault(parent_id, []).append(span)
                     facts.attempt_bytes[parent_id] = facts.attempt_bytes.get(parent_id, 0) + admitted
                     analyst_parents[parent_id] = trace_id
-            if llm_call and store.admit(trace_id, facts, nbytes) >= 0:
-                facts.calls.append((parent_id, span, classified))
+            if llm_call:
+                if store.admit(trace_id, facts, nbytes) >= 0:
+                    facts.calls.append((parent_id, span, classified))
+                else:
+                    facts.lose(span.end_time)
+                if span_id in facts.lost_content:  # its reading lacks some of its content
+                    facts.lost_content.discard(span_id)
+                    facts.lose(span.end_time)
         analyst = analyst_parents.pop(span_id, None) is not None
         if role is ROLE_AGENT and ancestry.run_id is None:
             return self._hold_run(span, span_id, trace_id, classified, facts), wake
@@ -338,6 +354,7 @@ class Ledger:
             nbytes = self._store.admit(trace_id, facts, size)
             if nbytes < 0:
                 self._counters.facts_dropped += 1
+                facts.lose_content(span_id)
                 return
             facts.content.setdefault(span_id, []).append(record)
             facts.content_bytes[span_id] = facts.content_bytes.get(span_id, 0) + nbytes

@@ -49,11 +49,12 @@ class TraceStore:
         self.fact_bytes = 0
         """The estimated bytes every trace's facts keep alive, held to ``max_fact_bytes``."""
         self._forgotten: OrderedDict[int, int] = OrderedDict()
-        """Facts of recently forgotten traces, counted as dropped if the trace shows up again."""
+        """Facts of recently forgotten traces, counted as dropped if the trace shows up again (0: counted
+        when forgotten, spans of it being held); facts started again for one know they lack the earlier."""
 
     def was_forgotten(self, trace_id: int) -> bool:
         """Whether facts of the trace were forgotten while it may still have had spans to come."""
-        return trace_id in self._forgotten
+        return self._forgotten.get(trace_id, 0) > 0
 
     def active(self, trace_id: int) -> TraceFacts | None:
         """The trace's facts, now its most recently active, or None."""
@@ -64,10 +65,12 @@ class TraceStore:
 
     def new(self, trace_id: int) -> TraceFacts:
         """Start the facts of a trace (forgetting the least recently active past ``max_traces``)."""
-        lost = self._forgotten.pop(trace_id, 0)
+        lost = self._forgotten.pop(trace_id, None)
         if lost:  # the trace was forgotten while it still had spans to come that needed its facts
             self._counters.facts_dropped += lost
         facts = TraceFacts(self._max_facts)
+        if lost is not None:  # what it showed before is gone (content of spans still open among it)
+            facts.lost_since = 0
         self.traces[trace_id] = facts
         while len(self.traces) > self._max_traces:
             self._forget_oldest()
@@ -152,6 +155,7 @@ class TraceStore:
             trace_calls=trace_calls,
             content=content,
             attempts=attempts,
+            losses=facts.losses(),
         )
 
     def _forget_oldest(self) -> None:
@@ -165,10 +169,9 @@ class TraceStore:
         self._on_forget(forgotten)
         if not forgotten.size:
             return
-        if forgotten.held:
+        if forgotten.held:  # counted now; remembered (as 0) so that facts started again know of the loss
             self._counters.facts_dropped += forgotten.size
-        else:
-            self._forgotten[trace_id] = forgotten.size
-            # Two integers a trace: remembering 16 times as many forgotten traces as kept ones is cheap.
-            if len(self._forgotten) > _FORGOTTEN_PER_KEPT_TRACE * self._max_traces:
-                self._forgotten.popitem(last=False)
+        self._forgotten[trace_id] = 0 if forgotten.held else forgotten.size
+        # Two integers a trace: remembering 16 times as many forgotten traces as kept ones is cheap.
+        if len(self._forgotten) > _FORGOTTEN_PER_KEPT_TRACE * self._max_traces:
+            self._forgotten.popitem(last=False)
