@@ -206,7 +206,8 @@ class Ledger:
         later need not wait for it). ``out_of_order``: spans that ended before it may not be recorded
         yet, so its trace's facts are started if need be, for those to find its end there.
         ``unrecorded``: the span itself, one to record that was forwarded unrecorded (no room in the
-        recording queue in time): its trace's facts note it as lost. ``wake`` and ``overflow`` are as in :meth:`span_ended`.
+        recording queue in time): its trace's facts note it as lost. ``wake`` and ``overflow`` are as
+        in :meth:`span_ended`.
         """
         with self._lock:
             if self._closed:

@@ -123,6 +123,8 @@ def test_two_hundred_thousand_genai_spans_across_eight_threads() -> None:
     accounted = counts.evaluated + counts.forwarded_unevaluated + counts.duplicates
     assert accounted == counts.held, (counts.evaluated, counts.forwarded_unevaluated, counts.duplicates)
     assert counts.evaluated >= 1 and counts.forwarded_unevaluated <= counts.held // 10
+    # No call is written twice: a duplicate would be a false verdict, whatever the caps dropped.
+    assert counts.duplicates == 0
     assert monitor.samples >= 10
     assert monitor.max_ready <= MAX_QUEUE_SIZE
     assert monitor.max_unforwarded <= MAX_PENDING_SPANS + MAX_QUEUE_SIZE + 64  # + one batch inside the checks
@@ -131,7 +133,8 @@ def test_two_hundred_thousand_genai_spans_across_eight_threads() -> None:
     print(
         f"soak: {spans} spans ({genai} GenAI) in {ran_seconds:.1f} s "
         f"= {spans / ran_seconds:,.0f} spans/s on {THREADS} threads; evaluated {counts.evaluated}, "
-        f"forwarded unevaluated {counts.forwarded_unevaluated}, released by cap {counts.released_by_cap}; "
+        f"forwarded unevaluated {counts.forwarded_unevaluated}, released by cap {counts.released_by_cap}, "
+        f"unrecorded {counts.forwarded_unrecorded}, facts dropped {counts.facts_dropped}; "
         f"max ready {monitor.max_ready}, max held {monitor.max_unforwarded}, "
         f"RSS {monitor.first_rss / 2**20:.0f} -> {monitor.max_rss / 2**20:.0f} MB"
     )
