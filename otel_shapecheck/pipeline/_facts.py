@@ -93,6 +93,10 @@ class HeldSpan:
     """The nearest and the outermost agent span above it, when known (the metrics read their names)."""
     run: RunState | None = None
     """For a run's agent span: the run it summarises."""
+    known_facts: tuple[int, int, int] | None = None
+    """What its trace's facts held when it became final (ready for the worker): their ``serial``, and
+    how many LLM calls and tool executions. It is evaluated on those alone, so its verdict does not
+    depend on what else was recorded by the time the worker took it out."""
 
     @property
     def llm_call(self) -> bool:
@@ -176,6 +180,7 @@ class TraceFacts:
         "executions",
         "held",
         "limit",
+        "serial",
         "lost_content",
         "lost_ends",
         "lost_members",
@@ -184,8 +189,10 @@ class TraceFacts:
         "unclaimed",
     )
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, serial: int = 0) -> None:
         self.limit = limit
+        self.serial = serial
+        """Tells these facts from those of the same trace forgotten before or started after."""
         self.size = 0
         self.bytes = 0
         self.held = 0

@@ -19,7 +19,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanContext, SpanKind, Tracer
+from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags, Tracer
 
 from otel_shapecheck import HashingEmbedder, ShapecheckSpanProcessor, ToolChoiceCheck
 from otel_shapecheck._attributes import DUPLICATE_OF, TOOL_CHOICE_SKIPPED
@@ -221,6 +221,36 @@ def test_a_request_and_its_response_stay_one_call_whatever_was_dropped_after_the
     response = chats["chat response"].context
     assert response is not None
     assert (chats["chat request"].attributes or {})[DUPLICATE_OF] == format(response.span_id, "016x")
+
+
+def _pair_under_a_remote_parent(*, worker_behind: bool) -> dict[str, dict[str, object]]:
+    """A request and then its response beside it, under a parent of another process: the request is
+    final at its end (no local parent to wait for), evaluated before the response ended or after."""
+    embedder = _GatedEmbedder()
+    with _processor(embedder) as (tracer, processor, collected):
+        if worker_behind:
+            _hold_worker(tracer, embedder)
+        else:
+            embedder.gate.set()
+        remote = SpanContext(0xABC, 0xDEF, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+        under = trace.set_span_in_context(NonRecordingSpan(remote))
+        tracer.start_span("chat request", context=under, attributes=_chat(None)).end()
+        if not worker_behind:
+            assert processor.force_flush(10_000)
+        tracer.start_span("chat response", context=under, attributes=_chat(CHOICE, "tool_calls")).end()
+        _recorded(processor)
+        embedder.gate.set()
+        assert processor.force_flush(10_000)
+        return _chats(collected.spans)
+
+
+def test_a_request_final_at_its_end_is_paired_the_same_whenever_evaluated() -> None:
+    """Its partners are the calls recorded when it became final, not those recorded by the time the
+    worker took it out: the response that ended after it is not among them either way."""
+    early = _pair_under_a_remote_parent(worker_behind=False)
+    late = _pair_under_a_remote_parent(worker_behind=True)
+    assert DUPLICATE_OF not in early["chat request"] and DUPLICATE_OF not in late["chat request"]
+    assert early["chat request"].get(TOOL_CHOICE_SKIPPED) == late["chat request"].get(TOOL_CHOICE_SKIPPED)
 
 
 def _span(name: str, start: int, end: int, *, span_id: int, parent: int | None = 1) -> ReadableSpan:

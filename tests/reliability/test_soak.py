@@ -118,13 +118,13 @@ def test_two_hundred_thousand_genai_spans_across_eight_threads() -> None:
     assert counts.seen == spans
     assert counts.errors == ()
     assert counts.held + counts.forwarded_untouched == spans
-    # Every held span is evaluated, or (on a machine too loaded for the worker to keep up) forwarded
-    # un-evaluated when its queue was full, as documented: never lost, and a minority of them.
-    accounted = counts.evaluated + counts.forwarded_unevaluated + counts.duplicates
-    assert accounted == counts.held, (counts.evaluated, counts.forwarded_unevaluated, counts.duplicates)
-    assert counts.evaluated >= 1 and counts.forwarded_unevaluated <= counts.held // 10
+    # Every held span is evaluated (or is the second span of a call), as documented; a span that found
+    # the worker's queue full (a machine too loaded for the worker to keep up) is not held but forwarded
+    # un-evaluated: never lost, and a minority of them.
+    assert counts.evaluated + counts.duplicates == counts.held
     # No call is written twice: a duplicate would be a false verdict, whatever the caps dropped.
     assert counts.duplicates == 0
+    assert counts.evaluated >= 1 and counts.forwarded_unevaluated <= counts.held // 10
     assert monitor.samples >= 10
     assert monitor.max_ready <= MAX_QUEUE_SIZE
     assert monitor.max_unforwarded <= MAX_PENDING_SPANS + MAX_QUEUE_SIZE + 64  # + one batch inside the checks
