@@ -244,7 +244,6 @@ class Ledger:
         counts = self._counters
         completion = self._completion
         analyst_parents = self._state.analyst_parents
-        wake = span_id in self._state.awaited_ends and completion.release_children(span_id)
         store = self._store
         facts = store.active(trace_id)
         if facts is None and (llm_call or tool_execution or analyst_attempt):
@@ -271,6 +270,9 @@ class Ledger:
                 if span_id in facts.lost_content:  # its reading lacks some of its content
                     facts.lost_content.discard(span_id)
                     facts.lose(span.end_time)
+        # Its children waiting for its end are final now, with this span's own facts among theirs (a
+        # request nested in its response's span pairs with it).
+        wake = span_id in self._state.awaited_ends and completion.release_children(span_id)
         analyst = analyst_parents.pop(span_id, None) is not None
         if role is ROLE_AGENT and ancestry.run_id is None:
             return self._hold_run(span, span_id, trace_id, classified, facts), wake
