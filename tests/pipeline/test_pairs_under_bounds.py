@@ -16,12 +16,19 @@ from contextlib import contextmanager
 
 import pytest
 from opentelemetry import trace
+from opentelemetry._logs import Logger
 from opentelemetry.context import Context
+from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags, Tracer
 
-from otel_shapecheck import HashingEmbedder, ShapecheckSpanProcessor, ToolChoiceCheck
+from otel_shapecheck import (
+    HashingEmbedder,
+    ShapecheckLogRecordProcessor,
+    ShapecheckSpanProcessor,
+    ToolChoiceCheck,
+)
 from otel_shapecheck._attributes import DUPLICATE_OF, TOOL_CHOICE_SKIPPED
 from otel_shapecheck.embedding._vectors import FloatMatrix
 from otel_shapecheck.pipeline import _intake
@@ -195,6 +202,53 @@ def test_a_tool_execution_forwarded_unrecorded_leaves_its_neighbours_two_calls(
             tracer.start_span(ANSWERS, kind=SpanKind.CLIENT, attributes=ANSWER).end()
         assert processor.force_flush(10_000)
         assert processor.counts().forwarded_unrecorded == 1
+        _assert_two_calls(processor, collected)
+
+
+def _logged_output(logger: Logger, *, pad: int = 0) -> None:
+    """The current call's output (it chose ``get_capacity``) in a GenAI content log record."""
+    choice = {"role": "assistant", "parts": CHOICE, "finish_reason": "tool_calls", "pad": "x" * pad}
+    logger.emit(
+        event_name="gen_ai.client.inference.operation.details",
+        attributes={"gen_ai.output.messages": json.dumps([choice])},
+    )
+
+
+@contextmanager
+def _logged(processor: ShapecheckSpanProcessor) -> Iterator[Logger]:
+    logs = LoggerProvider(shutdown_on_exit=False)
+    logs.add_log_record_processor(ShapecheckLogRecordProcessor(processor))
+    try:
+        yield logs.get_logger("tests.pairs")
+    finally:
+        logs.shutdown()
+
+
+def test_a_call_whose_content_record_was_dropped_is_not_the_request_of_its_next_sibling() -> None:
+    """The first call's output came in a content log record too large to keep: its reading lacks it,
+    but it is not thereby the request half of the next call."""
+    with _processor(max_fact_bytes=3_000) as (tracer, processor, collected), _logged(processor) as logger:
+        with tracer.start_as_current_span("invoke_agent storage", context=Context()):
+            with tracer.start_as_current_span(ASKS, kind=SpanKind.CLIENT, attributes=_chat(None)):
+                _logged_output(logger, pad=5_000)
+            tracer.start_span(ANSWERS, kind=SpanKind.CLIENT, attributes=ANSWER).end()
+        assert processor.force_flush(10_000)
+        assert processor.counts().facts_dropped == 1
+        _assert_two_calls(processor, collected)
+
+
+def test_a_call_whose_trace_facts_were_forgotten_while_it_ran_is_not_the_request_of_its_sibling() -> None:
+    """Past ``max_traces``, the facts of the first call's trace (its logged output among them) were
+    forgotten while it ran; started again, they cannot show what it answered: it stays its own call."""
+    with _processor(max_traces=1) as (tracer, processor, collected), _logged(processor) as logger:
+        with tracer.start_as_current_span("invoke_agent storage", context=Context()):
+            with tracer.start_as_current_span(ASKS, kind=SpanKind.CLIENT, attributes=_chat(None)):
+                _logged_output(logger)
+                tracer.start_span("execute_tool other", context=Context(), attributes=_execution()).end()
+                _recorded(processor)  # the other trace's facts took the only place
+            tracer.start_span(ANSWERS, kind=SpanKind.CLIENT, attributes=ANSWER).end()
+        assert processor.force_flush(10_000)
+        assert processor.counts().facts_dropped >= 1
         _assert_two_calls(processor, collected)
 
 
