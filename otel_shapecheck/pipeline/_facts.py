@@ -141,13 +141,15 @@ ALL_LOST: Final = Losses(since=0)
 
 @dataclass(frozen=True)
 class Release:
-    """Held spans the worker evaluates together, with the facts of their trace at take-out time."""
+    """Held spans the worker evaluates together, with the facts of their trace: the LLM calls and tool
+    executions known when the spans became final (see :attr:`HeldSpan.known_facts`), content and attempts
+    as they are at take-out time."""
 
     spans: tuple[HeldSpan, ...]
     executions: tuple[ExecutionFact, ...] = ()
     """Executions under the spans themselves or under the parent they waited for (for the join)."""
     trace_executions: tuple[ExecutionFact, ...] = ()
-    """Every execution of the trace that was kept (the figures basis)."""
+    """Every execution of the trace that was kept (the figures basis, and what ran between two calls)."""
     sibling_calls: tuple[tuple[ReadableSpan, SpanClass], ...] = ()
     """Other LLM-call spans under the parent the spans waited for: they bound which executions are whose."""
     trace_calls: tuple[tuple[ReadableSpan, SpanClass], ...] = ()
@@ -180,11 +182,11 @@ class TraceFacts:
         "executions",
         "held",
         "limit",
-        "serial",
         "lost_content",
         "lost_ends",
         "lost_members",
         "lost_since",
+        "serial",
         "size",
         "unclaimed",
     )

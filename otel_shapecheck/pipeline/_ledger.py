@@ -17,6 +17,12 @@ Completion rules (a span is *final* when every fact its verdict needs is known):
   ones not yet evaluated. Spans whose ancestry is not known (the gateway sees no starts) are claimed by
   the first agent span of their trace that ends and whose time window holds them.
 
+A span is evaluated on the LLM calls and tool executions its trace showed when it became final (not
+on those recorded by the time the worker takes it out), so its verdict does not depend on how far the
+worker is behind. A trace notes when spans ended whose facts it could not keep (a bound refused them,
+they were forwarded unrecorded, or its facts were forgotten and started again): a request and a
+response side by side are not joined across such a gap.
+
 Bounds: a span waits at most ``max_wait`` seconds and at most ``max_pending_spans`` spans wait at once
 (past either, the oldest is released as *incomplete*; a run's agent span released so before its spans
 were evaluated says ``shapecheck.run.incomplete``); at most ``max_queue_size`` spans wait for the
