@@ -80,6 +80,7 @@ class Completion:
             return False
         self._ready.append((held,))
         self.ready_spans += 1
+        self._store.note_final((held,))
         return True
 
     def push_ready(self, group: tuple[HeldSpan, ...], capped: bool = True) -> None:
@@ -105,6 +106,8 @@ class Completion:
             return
         self._ready.append(group)
         self.ready_spans += len(group)
+        if group[0].run is None:
+            self._store.note_final(group)
 
     def take_ready(self, max_spans: int) -> list[tuple[HeldSpan, ...]]:
         """Up to about ``max_spans`` ready spans, in their groups, oldest first."""

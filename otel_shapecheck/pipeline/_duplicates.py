@@ -25,6 +25,14 @@ a child of the request (or the request of the response), or a span beside it (th
 started once the request ended; the request has no output, the response has one, and their inputs,
 where both were captured, are the same turn. The response is the span evaluated (taking the request's
 menu and input when it has no input of its own), and the request is marked a duplicate of it.
+
+Side by side, the two spans are joined only on what the trace shows ran between them, never on what
+had been recorded when the request was evaluated: a tool execution under their parent that ended
+after the request ended and before the response did says the request's tool calls ran (its output was
+just not captured), so the response is the next call's; and where a bound dropped facts of the trace
+(a span forwarded unrecorded, a fact refused, the trace's facts forgotten) that may have ended in
+between, the pair cannot be decided and the spans stay two calls. Nested spans are one call whatever
+ran beside them.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck._model import LLMCall
 from otel_shapecheck.otlp._ids import span_id_hex
+from otel_shapecheck.pipeline._facts import Losses
 
 
 def duplicate_of(
@@ -117,6 +126,30 @@ def could_pair(request: ReadableSpan, response: ReadableSpan) -> bool:
         response_parent.span_id if response_parent else None
     )
     return same_parent and (request.end_time or 0) <= (response.start_time or 0)
+
+
+def apart(
+    request: ReadableSpan, response: ReadableSpan, executions: Iterable[ReadableSpan], losses: Losses
+) -> bool:
+    """Whether spans that :func:`could_pair` are not shown to be one call by what ran between them.
+
+    Side by side, they are apart when a tool execution under their parent ended between the request's
+    end and the response's (the request's tool calls ran: the response is the next call's), or when a
+    span of the trace whose facts were lost (``losses``) may have ended then. Nested, never.
+    """
+    if _is_parent(request, response) or _is_parent(response, request):
+        return False
+    first, last = request.end_time or 0, response.end_time or 0
+    parent = request.parent.span_id if request.parent is not None else None
+    for execution in executions:
+        end = execution.end_time
+        if (
+            end is not None
+            and first <= end <= last
+            and (execution.parent.span_id if execution.parent is not None else None) == parent
+        ):
+            return True
+    return losses.between(first, last)
 
 
 def awaits_response(request: ReadableSpan, call: LLMCall, response: ReadableSpan) -> bool:

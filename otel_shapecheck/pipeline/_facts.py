@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import ReadableSpan
@@ -23,6 +24,8 @@ _SAMPLED_ITEMS = 16
 _SCALAR_BYTES = 8
 _SCALAR_TYPES = frozenset({int, float, bool})
 """Values that count as :data:`_SCALAR_BYTES` (what the general walk answers for them)."""
+_MAX_LOSSES = 32
+"""End times of lost spans kept per trace; past it, the earliest of the others stands for them all."""
 
 
 @dataclass(eq=False, slots=True)
@@ -90,6 +93,10 @@ class HeldSpan:
     """The nearest and the outermost agent span above it, when known (the metrics read their names)."""
     run: RunState | None = None
     """For a run's agent span: the run it summarises."""
+    known_facts: tuple[int, int, int] | None = None
+    """What its trace's facts held when it became final (ready for the worker): their ``serial``, and
+    how many LLM calls and tool executions. It is evaluated on those alone, so its verdict does not
+    depend on what else was recorded by the time the worker took it out."""
 
     @property
     def llm_call(self) -> bool:
@@ -108,15 +115,41 @@ class ExecutionFact:
     read: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Losses:
+    """When spans of a trace ended whose facts were not kept (a bound refused them, or they were forwarded
+    unrecorded): what ran between two spans of the trace may be missing from its facts.
+
+    ``ends`` are the end times (ns) of lost spans; ``since``, when set, says any span ending at or after it
+    may be lost (a trace whose facts were forgotten and started again: ``0``, from its start).
+    """
+
+    ends: tuple[int, ...] = ()
+    since: int | None = None
+
+    def between(self, first: int, last: int) -> bool:
+        """Whether a lost span may have ended between ``first`` and ``last`` (ns, both included)."""
+        if self.since is not None and self.since <= last:
+            return True
+        return any(first <= end <= last for end in self.ends)
+
+
+NO_LOSSES: Final = Losses()
+ALL_LOST: Final = Losses(since=0)
+"""Any span of the trace may be lost (its facts were forgotten and started again)."""
+
+
 @dataclass(frozen=True)
 class Release:
-    """Held spans the worker evaluates together, with the facts of their trace at take-out time."""
+    """Held spans the worker evaluates together, with the facts of their trace: the LLM calls and tool
+    executions known when the spans became final (see :attr:`HeldSpan.known_facts`), content and attempts
+    as they are at take-out time."""
 
     spans: tuple[HeldSpan, ...]
     executions: tuple[ExecutionFact, ...] = ()
     """Executions under the spans themselves or under the parent they waited for (for the join)."""
     trace_executions: tuple[ExecutionFact, ...] = ()
-    """Every execution of the trace that was kept (the figures basis)."""
+    """Every execution of the trace that was kept (the figures basis, and what ran between two calls)."""
     sibling_calls: tuple[tuple[ReadableSpan, SpanClass], ...] = ()
     """Other LLM-call spans under the parent the spans waited for: they bound which executions are whose."""
     trace_calls: tuple[tuple[ReadableSpan, SpanClass], ...] = ()
@@ -125,6 +158,9 @@ class Release:
     """Content log records by span id."""
     attempts: Mapping[int, tuple[ReadableSpan, ...]] = field(default_factory=dict)
     """Analyst-attempt spans by the span id of their analyst span."""
+    losses: Losses = NO_LOSSES
+    """When spans of the trace ended whose facts are missing (a request/response pair across them is
+    not decided)."""
 
 
 class TraceFacts:
@@ -146,13 +182,19 @@ class TraceFacts:
         "executions",
         "held",
         "limit",
+        "lost_content",
+        "lost_ends",
         "lost_members",
+        "lost_since",
+        "serial",
         "size",
         "unclaimed",
     )
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, serial: int = 0) -> None:
         self.limit = limit
+        self.serial = serial
+        """Tells these facts from those of the same trace forgotten before or started after."""
         self.size = 0
         self.bytes = 0
         self.held = 0
@@ -169,6 +211,38 @@ class TraceFacts:
         the next agent span of the trace whose time window holds them claims them."""
         self.lost_members = False
         """Some member could not be kept in ``unclaimed``: a run claiming members here is short."""
+        self.lost_ends: list[int] = []
+        """End times (ns) of the trace's spans whose facts were not kept (see :class:`Losses`)."""
+        self.lost_since: int | None = None
+        """Any span of the trace ending at or after this (ns) may be lost (see :class:`Losses`)."""
+        self.lost_content: set[int] = set()
+        """Spans not yet ended some of whose content log records were not kept: lost at their end."""
+
+    def lose(self, end_time: int | None) -> None:
+        """A span of the trace that ended at ``end_time`` (ns; ``None``: unknown) has no facts here."""
+        if end_time is None:
+            self.lost_since = 0
+        elif len(self.lost_ends) < _MAX_LOSSES:
+            self.lost_ends.append(end_time)
+        elif self.lost_since is None or end_time < self.lost_since:
+            self.lost_since = end_time
+
+    def lose_content(self, span_id: int) -> None:
+        """A content log record of span ``span_id`` was not kept: its reading may lack what it held."""
+        for _, span, _ in self.calls:  # it ended already (a record after its end): lost at its end
+            if span.context is not None and span.context.span_id == span_id:
+                self.lose(span.end_time)
+                return
+        if len(self.lost_content) < self.limit:
+            self.lost_content.add(span_id)
+        else:
+            self.lost_since = 0
+
+    def losses(self) -> Losses:
+        """A snapshot of what the trace lost so far."""
+        if not self.lost_ends and self.lost_since is None:
+            return NO_LOSSES
+        return Losses(tuple(self.lost_ends), self.lost_since)
 
     def room(self) -> bool:
         if self.size >= self.limit:

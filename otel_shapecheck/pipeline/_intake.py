@@ -42,10 +42,11 @@ class Recording(Protocol):
         earlier spans it released into a full worker queue)."""
 
     def record_forwarded_end(
-        self, context: SpanContext, *, out_of_order: bool = False
+        self, context: SpanContext, *, out_of_order: bool = False, unrecorded: ReadableSpan | None = None
     ) -> Sequence[ReadableSpan]:
         """Record the end of a span the caller already forwarded (``out_of_order``: on the caller's
-        thread, with spans ended before it perhaps still queued); spans to forward as above."""
+        thread, with spans ended before it perhaps still queued; ``unrecorded``: the span, one to
+        record, that could not be queued); spans to forward as above."""
 
 
 class LedgerIntake:
@@ -96,7 +97,8 @@ class LedgerIntake:
             return True
         context = span_context(span)
         if context is not None:
-            self._state.forward_all(self._recorder.record_forwarded_end(context, out_of_order=True))
+            ended = self._recorder.record_forwarded_end(context, out_of_order=True, unrecorded=span)
+            self._state.forward_all(ended)
         self._state.count_unrecorded(1)
         return False
 

@@ -17,6 +17,12 @@ Completion rules (a span is *final* when every fact its verdict needs is known):
   ones not yet evaluated. Spans whose ancestry is not known (the gateway sees no starts) are claimed by
   the first agent span of their trace that ends and whose time window holds them.
 
+A span is evaluated on the LLM calls and tool executions its trace showed when it became final (not
+on those recorded by the time the worker takes it out), so its verdict does not depend on how far the
+worker is behind. A trace notes when spans ended whose facts it could not keep (a bound refused them,
+they were forwarded unrecorded, or its facts were forgotten and started again): a request and a
+response side by side are not joined across such a gap.
+
 Bounds: a span waits at most ``max_wait`` seconds and at most ``max_pending_spans`` spans wait at once
 (past either, the oldest is released as *incomplete*; a run's agent span released so before its spans
 were evaluated says ``shapecheck.run.incomplete``); at most ``max_queue_size`` spans wait for the
@@ -184,14 +190,21 @@ class Ledger:
         return held, wake, overflow
 
     def span_forwarded(
-        self, trace_id: int, span_id: int, *, out_of_order: bool = False
+        self,
+        trace_id: int,
+        span_id: int,
+        *,
+        out_of_order: bool = False,
+        unrecorded: ReadableSpan | None = None,
     ) -> tuple[bool, list[ReadableSpan]]:
         """Record the end of a span that was forwarded as it came; return ``(wake, overflow)``.
 
         Held spans waiting for its end are released; a trace with facts notes it ended (a child ending
         later need not wait for it). ``out_of_order``: spans that ended before it may not be recorded
         yet, so its trace's facts are started if need be, for those to find its end there.
-        ``wake`` and ``overflow`` are as in :meth:`span_ended`.
+        ``unrecorded``: the span itself, one to record that was forwarded unrecorded (no room in the
+        recording queue in time): its trace's facts note it as lost. ``wake`` and ``overflow`` are as
+        in :meth:`span_ended`.
         """
         with self._lock:
             if self._closed:
@@ -201,8 +214,11 @@ class Ledger:
             facts = self._store.active(trace_id)
             if facts is None and out_of_order:
                 facts = self._store.new(trace_id)
-            if facts is not None and len(facts.ended) < self._max_facts:
-                facts.ended.add(span_id)
+            if facts is not None:
+                if len(facts.ended) < self._max_facts:
+                    facts.ended.add(span_id)
+                if unrecorded is not None:
+                    facts.lose(unrecorded.end_time)
             return wake, completion.take_overflow()
 
     def _record(
@@ -225,7 +241,6 @@ class Ledger:
         counts = self._counters
         completion = self._completion
         analyst_parents = self._state.analyst_parents
-        wake = span_id in self._state.awaited_ends and completion.release_children(span_id)
         store = self._store
         facts = store.active(trace_id)
         if facts is None and (llm_call or tool_execution or analyst_attempt):
@@ -237,14 +252,24 @@ class Ledger:
                 admitted = store.admit(trace_id, facts, nbytes)
                 if admitted < 0:
                     counts.facts_dropped += 1
+                    facts.lose(span.end_time)
                 elif tool_execution:
                     facts.executions.append(ExecutionFact(span, parent_id, classified))
                 elif parent_id is not None:
                     facts.attempts.setdefault(parent_id, []).append(span)
                     facts.attempt_bytes[parent_id] = facts.attempt_bytes.get(parent_id, 0) + admitted
                     analyst_parents[parent_id] = trace_id
-            if llm_call and store.admit(trace_id, facts, nbytes) >= 0:
-                facts.calls.append((parent_id, span, classified))
+            if llm_call:
+                if store.admit(trace_id, facts, nbytes) >= 0:
+                    facts.calls.append((parent_id, span, classified))
+                else:
+                    facts.lose(span.end_time)
+                if span_id in facts.lost_content:  # its reading lacks some of its content
+                    facts.lost_content.discard(span_id)
+                    facts.lose(span.end_time)
+        # Its children waiting for its end are final now, with this span's own facts among theirs (a
+        # request nested in its response's span pairs with it).
+        wake = span_id in self._state.awaited_ends and completion.release_children(span_id)
         analyst = analyst_parents.pop(span_id, None) is not None
         if role is ROLE_AGENT and ancestry.run_id is None:
             return self._hold_run(span, span_id, trace_id, classified, facts), wake
@@ -330,6 +355,7 @@ class Ledger:
             nbytes = self._store.admit(trace_id, facts, size)
             if nbytes < 0:
                 self._counters.facts_dropped += 1
+                facts.lose_content(span_id)
                 return
             facts.content.setdefault(span_id, []).append(record)
             facts.content_bytes[span_id] = facts.content_bytes.get(span_id, 0) + nbytes

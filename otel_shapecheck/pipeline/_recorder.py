@@ -66,20 +66,23 @@ class SpanRecorder:
         return overflow if held else (span, *overflow)
 
     def record_forwarded_end(
-        self, context: SpanContext, *, out_of_order: bool = False
+        self, context: SpanContext, *, out_of_order: bool = False, unrecorded: ReadableSpan | None = None
     ) -> Sequence[ReadableSpan]:
         """Record the end of a span ``on_end`` forwarded: it is no longer live, held spans may wait for it.
 
         ``out_of_order``: recorded on the application's thread because the queue stayed full, so spans
         that ended before it may still be queued; its trace's facts then note its end whether or not a
-        held span waits for it yet, for those to find it there. Returns the spans its end released into
-        a full worker queue, to forward as they are.
+        held span waits for it yet, for those to find it there. ``unrecorded``: the span itself, which
+        was to be recorded (its facts are lost; its trace notes when). Returns the spans its end
+        released into a full worker queue, to forward as they are.
         """
         span_id = context[SPAN_ID]
         self._state.live.pop(span_id, None)
         if not out_of_order and not self._ledger.concerns(span_id):
             return ()
-        wake, overflow = self._ledger.span_forwarded(context[TRACE_ID], span_id, out_of_order=out_of_order)
+        wake, overflow = self._ledger.span_forwarded(
+            context[TRACE_ID], span_id, out_of_order=out_of_order, unrecorded=unrecorded
+        )
         if wake:
             self._wake_worker()
         return overflow

@@ -17,6 +17,7 @@ from otel_shapecheck._model import AnalystAttempt, AnalystRun, LLMCall, ToolExec
 from otel_shapecheck.checks._base import Subject
 from otel_shapecheck.otlp._ids import span_id_hex, trace_id_hex
 from otel_shapecheck.pipeline._duplicates import (
+    apart,
     could_pair,
     could_record_one_call,
     duplicate_of,
@@ -25,7 +26,7 @@ from otel_shapecheck.pipeline._duplicates import (
     request_of,
     response_of,
 )
-from otel_shapecheck.pipeline._facts import ExecutionFact, HeldSpan, Release, approximate_bytes
+from otel_shapecheck.pipeline._facts import ALL_LOST, ExecutionFact, HeldSpan, Release, approximate_bytes
 from otel_shapecheck.readers._answer_tools import is_answer_tool, with_answer_tools
 from otel_shapecheck.readers._classify import SpanClass
 from otel_shapecheck.readers._menus import read_menu
@@ -109,11 +110,19 @@ def _paired(
     if call is None or subject.duplicate_of or (has_output(call) and call.input_captured):
         return subject
     request = not has_output(call)
+    losses = release.losses
+    if request and not any(span is held.span for span, _ in release.trace_calls):
+        losses = ALL_LOST  # its trace's facts were started again since it ended: what ran after is unknown
+    executions = [fact.span for fact in release.trace_executions]
     others = [
         (span, other)
         for span, classified in release.trace_calls
         if span is not held.span
-        and (could_pair(held.span, span) if request else could_pair(span, held.span))
+        and (
+            could_pair(held.span, span) and not apart(held.span, span, executions, losses)
+            if request
+            else could_pair(span, held.span) and not apart(span, held.span, executions, losses)
+        )
         and (other := reading(span, classified)) is not None
     ]
     if not others:

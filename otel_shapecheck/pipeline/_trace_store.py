@@ -17,7 +17,7 @@ from collections.abc import Callable
 from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_shapecheck.pipeline._facts import HeldSpan, Release, TraceFacts
+from otel_shapecheck.pipeline._facts import ALL_LOST, HeldSpan, Release, TraceFacts
 from otel_shapecheck.pipeline._metrics import ProcessorCounters
 
 _FORGOTTEN_PER_KEPT_TRACE = 16
@@ -48,12 +48,14 @@ class TraceStore:
         self.traces: OrderedDict[int, TraceFacts] = OrderedDict()
         self.fact_bytes = 0
         """The estimated bytes every trace's facts keep alive, held to ``max_fact_bytes``."""
+        self._serial = 0
         self._forgotten: OrderedDict[int, int] = OrderedDict()
-        """Facts of recently forgotten traces, counted as dropped if the trace shows up again."""
+        """Facts of recently forgotten traces, counted as dropped if the trace shows up again (0: counted
+        when forgotten, spans of it being held); facts started again for one know they lack the earlier."""
 
     def was_forgotten(self, trace_id: int) -> bool:
         """Whether facts of the trace were forgotten while it may still have had spans to come."""
-        return trace_id in self._forgotten
+        return self._forgotten.get(trace_id, 0) > 0
 
     def active(self, trace_id: int) -> TraceFacts | None:
         """The trace's facts, now its most recently active, or None."""
@@ -64,10 +66,13 @@ class TraceStore:
 
     def new(self, trace_id: int) -> TraceFacts:
         """Start the facts of a trace (forgetting the least recently active past ``max_traces``)."""
-        lost = self._forgotten.pop(trace_id, 0)
+        lost = self._forgotten.pop(trace_id, None)
         if lost:  # the trace was forgotten while it still had spans to come that needed its facts
             self._counters.facts_dropped += lost
-        facts = TraceFacts(self._max_facts)
+        self._serial += 1
+        facts = TraceFacts(self._max_facts, self._serial)
+        if lost is not None:  # what it showed before is gone (content of spans still open among it)
+            facts.lost_since = 0
         self.traces[trace_id] = facts
         while len(self.traces) > self._max_traces:
             self._forget_oldest()
@@ -93,6 +98,14 @@ class TraceStore:
         facts.bytes += nbytes
         self.fact_bytes += nbytes
         return nbytes
+
+    def note_final(self, group: tuple[HeldSpan, ...]) -> None:
+        """The group's spans became final: note which LLM calls of their trace were known then."""
+        facts = self.traces.get(group[0].trace_id)
+        if facts is not None:
+            known = (facts.serial, len(facts.calls), len(facts.executions))
+            for held in group:
+                held.known_facts = known
 
     def release_bytes(self, facts: TraceFacts, nbytes: int) -> None:
         """Facts of ``nbytes`` were handed to the worker: they no longer count against the budget."""
@@ -131,19 +144,26 @@ class TraceStore:
                     attempts[held.span_id] = tuple(attempt_spans)
                     facts.size -= len(attempt_spans)
                     self.release_bytes(facts, facts.attempt_bytes.pop(held.span_id, 0))
-        trace_executions = tuple(facts.executions)
+        losses = facts.losses()
+        calls, kept_executions = facts.calls, facts.executions
+        known = group[0].known_facts  # one group became final at once
+        if known is not None and known[0] == facts.serial:
+            calls, kept_executions = calls[: known[1]], kept_executions[: known[2]]
+        elif known is not None:  # the facts it became final with were forgotten since
+            losses = ALL_LOST
+        trace_executions = tuple(kept_executions)
         executions = tuple(fact for fact in trace_executions if fact.parent_id in owners)
         awaited = {held.parent_id for held in group if held.awaits_parent}
         siblings = (
             tuple(
                 (span, classified)
-                for parent_id, span, classified in facts.calls
+                for parent_id, span, classified in calls
                 if parent_id in awaited and span.context is not None and span.context.span_id not in owners
             )
             if awaited
             else ()
         )
-        trace_calls = tuple((span, classified) for _, span, classified in facts.calls)
+        trace_calls = tuple((span, classified) for _, span, classified in calls)
         return Release(
             group,
             executions,
@@ -152,6 +172,7 @@ class TraceStore:
             trace_calls=trace_calls,
             content=content,
             attempts=attempts,
+            losses=losses,
         )
 
     def _forget_oldest(self) -> None:
@@ -165,10 +186,9 @@ class TraceStore:
         self._on_forget(forgotten)
         if not forgotten.size:
             return
-        if forgotten.held:
+        if forgotten.held:  # counted now; remembered (as 0) so that facts started again know of the loss
             self._counters.facts_dropped += forgotten.size
-        else:
-            self._forgotten[trace_id] = forgotten.size
-            # Two integers a trace: remembering 16 times as many forgotten traces as kept ones is cheap.
-            if len(self._forgotten) > _FORGOTTEN_PER_KEPT_TRACE * self._max_traces:
-                self._forgotten.popitem(last=False)
+        self._forgotten[trace_id] = 0 if forgotten.held else forgotten.size
+        # Two integers a trace: remembering 16 times as many forgotten traces as kept ones is cheap.
+        if len(self._forgotten) > _FORGOTTEN_PER_KEPT_TRACE * self._max_traces:
+            self._forgotten.popitem(last=False)

@@ -255,6 +255,8 @@ class _NamingRecorder:
         self.recorded.append(span.name)
         return [span]
 
-    def record_forwarded_end(self, context: SpanContext, *, out_of_order: bool = False) -> list[ReadableSpan]:
+    def record_forwarded_end(
+        self, context: SpanContext, *, out_of_order: bool = False, unrecorded: ReadableSpan | None = None
+    ) -> list[ReadableSpan]:
         self.recorded.append(f"end {context.span_id}")
         return []

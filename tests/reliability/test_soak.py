@@ -118,10 +118,12 @@ def test_two_hundred_thousand_genai_spans_across_eight_threads() -> None:
     assert counts.seen == spans
     assert counts.errors == ()
     assert counts.held + counts.forwarded_untouched == spans
-    # Every held span is evaluated, or (on a machine too loaded for the worker to keep up) forwarded
-    # un-evaluated when its queue was full, as documented: never lost, and a minority of them.
-    accounted = counts.evaluated + counts.forwarded_unevaluated + counts.duplicates
-    assert accounted == counts.held, (counts.evaluated, counts.forwarded_unevaluated, counts.duplicates)
+    # Every held span is evaluated (or is the second span of a call), as documented; a span that found
+    # the worker's queue full (a machine too loaded for the worker to keep up) is not held but forwarded
+    # un-evaluated: never lost, and a minority of them.
+    assert counts.evaluated + counts.duplicates == counts.held
+    # No call is written twice: a duplicate would be a false verdict, whatever the caps dropped.
+    assert counts.duplicates == 0
     assert counts.evaluated >= 1 and counts.forwarded_unevaluated <= counts.held // 10
     assert monitor.samples >= 10
     assert monitor.max_ready <= MAX_QUEUE_SIZE
@@ -131,7 +133,8 @@ def test_two_hundred_thousand_genai_spans_across_eight_threads() -> None:
     print(
         f"soak: {spans} spans ({genai} GenAI) in {ran_seconds:.1f} s "
         f"= {spans / ran_seconds:,.0f} spans/s on {THREADS} threads; evaluated {counts.evaluated}, "
-        f"forwarded unevaluated {counts.forwarded_unevaluated}, released by cap {counts.released_by_cap}; "
+        f"forwarded unevaluated {counts.forwarded_unevaluated}, released by cap {counts.released_by_cap}, "
+        f"unrecorded {counts.forwarded_unrecorded}, facts dropped {counts.facts_dropped}; "
         f"max ready {monitor.max_ready}, max held {monitor.max_unforwarded}, "
         f"RSS {monitor.first_rss / 2**20:.0f} -> {monitor.max_rss / 2**20:.0f} MB"
     )
