@@ -34,7 +34,7 @@ from typing import Final
 BAND_FACTOR: Final = 2.0
 """A random number "of the figure's magnitude" lies within this factor of it, either way."""
 
-DEFAULT_COINCIDENCE: Final = 0.05
+DEFAULT_COINCIDENCE: Final = 0.02
 """The default ``p``: an extended derivation is accepted only when its chance is below it."""
 
 _PLAIN_RE: Final = re.compile(r"[-+]?([0-9]+)(?:\.([0-9]+))?")

@@ -421,6 +421,8 @@ def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus |
         if shared:
             score = math.fsum(1.0 / frequency[word] for word in shared)
             scored.append((-score, order, row))
+    if not quoted:
+        scored += _quoted_single_labels(words, labels)
     if not scored:
         return _column_focus(words, labels, cells)
     scored.sort()
@@ -454,6 +456,23 @@ def _quoted_rows(words: AnswerWords, labels: TableLabels, rows: Sequence[str]) -
         for row, label in found.items()
         if not any(label != other and label in other for other in found.values())
     }
+
+
+def _quoted_single_labels(words: AnswerWords, labels: TableLabels) -> list[tuple[float, int, str]]:
+    """Rows labelled by one common word the sentence quotes ("Total", "Net"), scored as a word that names
+    one row: "the percentage change in the total" names the Total row, beside the rows its other words name.
+    Only when at most :data:`MAX_ROW_DOCUMENT_FREQUENCY` rows carry that label."""
+    by_label: dict[str, list[str]] = {}
+    for row in labels.wordless_rows:
+        label = labels.row_phrases[row]
+        if len(label.split()) == 1 and label in words.phrase:
+            by_label.setdefault(label, []).append(row)
+    return [
+        (-1.0 / len(rows), labels.row_order[row], row)
+        for rows in by_label.values()
+        if len(rows) <= MAX_ROW_DOCUMENT_FREQUENCY
+        for row in rows
+    ]
 
 
 def _column_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus | None:
@@ -534,13 +553,14 @@ def focus_candidates(
         for m in focus.members
     ]
     aggregates: list[_Operand] = []
+    made: list[tuple[float, str]] = []
     if every or operations & {"average", "sum"}:
         for members, row, column in _subsets(operands):
             if len(members) < 2:
                 continue
             total = math.fsum(member.value for member in members)
             joined = " + ".join(member.words for member in members)
-            share = all(member.percent for member in members)
+            share = members[0].percent
             level = 2 if row == column == "*" else 1
             if every or "sum" in operations:
                 aggregates.append(_Operand(total, f"({joined})", row, column, share, level))
@@ -548,7 +568,8 @@ def focus_candidates(
                 aggregates.append(
                     _Operand(total / len(members), f"({joined}) / {len(members)}", row, column, share, level)
                 )
-    made: list[tuple[float, str]] = [(a.value, a.words) for a in aggregates if a.percent == percent]
+        made += _pair_aggregates(operands, operations, percent)
+    made += [(a.value, a.words) for a in aggregates if a.percent == percent]
     pool = operands + aggregates
     pairs = [
         (a, b)
@@ -599,17 +620,40 @@ def _column_totals(focus: Focus, cells: Cells, labels: TableLabels) -> list[_Ope
     return totals
 
 
+def _pair_aggregates(
+    operands: Sequence[_Operand], operations: frozenset[str], percent: bool
+) -> list[tuple[float, str]]:
+    """The sums and averages of two cells of one row of the focus, of one kind: "the average of 2018 and
+    2019" when the sentence names no year and the row holds three or more."""
+    every = not operations
+    made: list[tuple[float, str]] = []
+    for index, a in enumerate(operands):
+        for b in operands[index + 1 :]:
+            if a.row != b.row or a.percent != b.percent or a.percent != percent:
+                continue
+            total = a.value + b.value
+            if every or "sum" in operations:
+                made.append((total, f"{a.words} + {b.words}"))
+            if every or "average" in operations:
+                made.append((total / 2, f"({a.words} + {b.words}) / 2"))
+    return made
+
+
 def _subsets(operands: Sequence[_Operand]) -> list[tuple[list[_Operand], str, str]]:
-    """The focus's rows, its columns and all of it, each with the row and column it sits in."""
-    by_row: dict[str, list[_Operand]] = {}
-    by_column: dict[str, list[_Operand]] = {}
-    for operand in operands:
-        by_row.setdefault(operand.row, []).append(operand)
-        by_column.setdefault(operand.column, []).append(operand)
-    subsets = [(members, row, "*") for row, members in by_row.items()]
-    if len(by_row) > 1:
-        subsets += [(members, "*", column) for column, members in by_column.items()]
-        subsets.append((list(operands), "*", "*"))
+    """The focus's rows, its columns and all of it, each with the row and column it sits in, each split
+    by kind: a row's amounts are summed apart from its percentages (its "% change" cells)."""
+    subsets: list[tuple[list[_Operand], str, str]] = []
+    for kind in (False, True):
+        of_kind = [operand for operand in operands if operand.percent == kind]
+        by_row: dict[str, list[_Operand]] = {}
+        by_column: dict[str, list[_Operand]] = {}
+        for operand in of_kind:
+            by_row.setdefault(operand.row, []).append(operand)
+            by_column.setdefault(operand.column, []).append(operand)
+        subsets += [(members, row, "*") for row, members in by_row.items()]
+        if len(by_row) > 1:
+            subsets += [(members, "*", column) for column, members in by_column.items()]
+            subsets.append((of_kind, "*", "*"))
     return subsets
 
 
