@@ -107,11 +107,11 @@ NAMED_FACTOR: Final = 50.0
 """The cells the answer's words name are accepted below ``min(1, NAMED_FACTOR · p)``: their few
 candidates were chosen by the words, never by the figure's value. Chosen with ``p`` and
 :data:`MISSED_FOCUS_FACTOR` on the whole tuning file of the study data
-(``benchmarks/bench_figures_tatqa.py``): of the factors 1, 2, 5, 10, 20 and 50 and the p of the grid, the pair accepting the most faithful worded
-figures among those letting at most 0.75 % of mutated and 0.375 % of invented ones through there. At the
-default p (2 %) the limit is 1: a match among the named cells is refused only when their candidates
-leave a random number of the figure's precision no chance to miss them (a zero, or a band they fill)."""
-
+(``benchmarks/bench_figures_tatqa.py``): of the factors 1, 2, 5, 10, 20 and 50 and the p of the
+grid, the pair accepting the most faithful worded figures among those letting at most 0.75 % of
+mutated and 0.375 % of invented ones through there. At the default p (2 %) the limit is 1: a match
+among the named cells is refused only when their candidates leave a random number of the figure's
+precision no chance to miss them (a zero, or a band they fill)."""
 
 MISSED_FOCUS_FACTOR: Final = 0.25
 """When the answer's words name cells and the figure is none of their candidates, the whole table is
