@@ -41,7 +41,8 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'’]+")
 _YEAR = re.compile(r"(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])")
 _PERCENT_CHANGE = re.compile(r"(?:percentage|percent|%)\s+(?:change|increase|decrease|growth)", re.I)
 """"percentage change" names a change, not a quotient."""
-_PERCENT_HEADER = re.compile(r"%|\bpercent", re.I)
+_PERCENT_HEADER = re.compile(r"%|(?<!except )\bpercent", re.I)
+""""%" or "percent" in a header marks a column of percentages; "(in thousands, except percentages)" does not."""
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
 _STOP: Final = frozenset(
     [
@@ -271,16 +272,19 @@ class TableLabels:
     """
 
     def __init__(self, cells: Cells, paths: Sequence[object], tool_results: Iterable[ToolResult]) -> None:
-        headers = _list_table_headers(tool_results)
+        headers, sections = _list_table_headers(tool_results)
         self.rows: list[str] = []
         self.row_words: list[frozenset[str]] = []
+        self.row_texts: list[str] = []
+        """Each cell's row label: its first text, or for an unlabelled row of a list-of-lists table (a
+        subtotal under a section heading) the heading above it."""
         self.column_words: list[frozenset[str]] = []
         self.column_years: list[frozenset[int]] = []
         self.column_names: list[str] = []
         self.column_percent: list[bool] = []
         """Whether the column's header says its cells are percentages (``%``, ``percent``)."""
         words_of: dict[str, frozenset[str]] = {}
-        header_of: dict[str, tuple[frozenset[str], frozenset[int], bool]] = {}
+        header_of: dict[tuple[str, bool], tuple[frozenset[str], frozenset[int], bool]] = {}
         for position, path in enumerate(paths):
             row_label = cells.row_labels[position]
             if isinstance(path, tuple):
@@ -291,17 +295,25 @@ class TableLabels:
                 table = split_path(row)[0]
             else:  # pragma: no cover - paths are strings or pairs
                 row, column, table = str(path), "", ""
-            header = headers.get((table, column), "") if column.isdigit() else column.replace("_", " ")
+            if column.isdigit():
+                header, header_percent = headers.get((table, column), ("", False))
+            else:
+                header = column.replace("_", " ")
+                header_percent = bool(_PERCENT_HEADER.search(header))
+            row_index = split_path(row)[1]
+            if row_index.isdigit() and (table, row_index) in sections:
+                row_label = sections[table, row_index]
             if row_label not in words_of:  # labels repeat down a column and along a row: read each once
                 words_of[row_label] = frozenset(content_words(row_label))
-            if header not in header_of:
-                header_of[header] = (
+            if (header, header_percent) not in header_of:
+                header_of[header, header_percent] = (
                     frozenset(content_words(header)),
                     frozenset(years_in(header)),
-                    bool(_PERCENT_HEADER.search(header)),
+                    header_percent,
                 )
-            column_words, column_years, column_percent = header_of[header]
+            column_words, column_years, column_percent = header_of[header, header_percent]
             self.rows.append(row)
+            self.row_texts.append(row_label)
             self.row_words.append(words_of[row_label])
             self.column_words.append(column_words)
             self.column_years.append(column_years)
@@ -312,9 +324,7 @@ class TableLabels:
         for position, row in enumerate(self.rows):
             self.by_row.setdefault(row, []).append(position)
         self.row_vocabulary = {row: self.row_words[members[0]] for row, members in self.by_row.items()}
-        self.row_phrases = {
-            row: phrase_text(cells.row_labels[members[0]]) for row, members in self.by_row.items()
-        }
+        self.row_phrases = {row: phrase_text(self.row_texts[members[0]]) for row, members in self.by_row.items()}
         self.rows_by_word: dict[str, list[str]] = {}
         """The rows carrying each word, in reading order (its length is the word's row frequency)."""
         for row, vocabulary in self.row_vocabulary.items():
@@ -334,10 +344,14 @@ class TableLabels:
         return sorted(found, key=self.row_order.__getitem__)
 
 
-def _list_table_headers(tool_results: Iterable[ToolResult]) -> dict[tuple[str, str], str]:
-    """``(table path, column index) → header text`` of the list-of-lists tables at a result's top level
-    (or one member deep)."""
-    headers: dict[tuple[str, str], str] = {}
+def _list_table_headers(
+    tool_results: Iterable[ToolResult],
+) -> tuple[dict[tuple[str, str], tuple[str, bool]], dict[tuple[str, str], str]]:
+    """``(table path, column index) → (header text, says percent)`` of the list-of-lists tables at a
+    result's top level (or one member deep), and ``(table path, row index) → section heading`` of their
+    unlabelled rows (:func:`_sections_of`)."""
+    headers: dict[tuple[str, str], tuple[str, bool]] = {}
+    sections: dict[tuple[str, str], str] = {}
     for result in tool_results:
         content = result.content
         if not isinstance(content, str) or len(content) > MAX_HEADER_BYTES:
@@ -353,7 +367,9 @@ def _list_table_headers(tool_results: Iterable[ToolResult]) -> dict[tuple[str, s
             if isinstance(table, list) and table and all(isinstance(row, list) for row in table):
                 for column, text in _headers_of(table).items():
                     headers.setdefault((path, str(column)), text)
-    return headers
+                for index, heading in _sections_of(table).items():
+                    sections.setdefault((path, str(index)), heading)
+    return headers, sections
 
 
 def _is_amount(cell: object) -> bool:
@@ -371,9 +387,30 @@ def _is_amount(cell: object) -> bool:
     return not (value.is_integer() and 1900 <= value <= 2100 and "." not in text)
 
 
-def _headers_of(table: list[list[object]]) -> dict[int, str]:
-    """Each column's header text: the non-empty cells above the first row holding an amount."""
+def _sections_of(table: list[list[object]]) -> dict[int, str]:
+    """The heading of each unlabelled row holding amounts: the nearest row above with a first text and no
+    amounts ("Basic earnings per share (cents per share)" over "Continuing operations", "Discontinued
+    operations" and their unlabelled subtotal). A flattened financial table leaves a subtotal's label
+    empty; the heading is what a sentence calls it."""
+    sections: dict[int, str] = {}
+    heading = ""
+    for index, row in enumerate(table):
+        first = str(row[0]).strip() if row and row[0] is not None else ""
+        amounts = any(_is_amount(cell) for cell in row[1:])
+        if first and not amounts:
+            heading = first
+        elif not first and amounts and heading:
+            sections[index] = heading
+            heading = ""  # one subtotal per heading: a later unlabelled row is another's
+    return sections
+
+
+def _headers_of(table: list[list[object]]) -> dict[int, tuple[str, bool]]:
+    """Each column's header text: the non-empty cells above the first row holding an amount, and whether
+    its own cells (not a spanning header taken from the left) say it holds percentages: a flattened
+    table's "Percent Change" over two columns often sits one column off, and must not mark the next."""
     texts: dict[int, list[str]] = {}
+    percent: set[int] = set()
     for row in table:
         if any(_is_amount(cell) for cell in row[1:]):
             break
@@ -384,11 +421,13 @@ def _headers_of(table: list[list[object]]) -> dict[int, str]:
                 continue
             if text:
                 carried = text
+                if _PERCENT_HEADER.search(text):
+                    percent.add(column)
             elif carried:
                 text = carried
             if text:
                 texts.setdefault(column, []).append(text)
-    return {column: " ".join(parts) for column, parts in texts.items()}
+    return {column: (" ".join(parts), column in percent) for column, parts in texts.items()}
 
 
 @dataclass(frozen=True)
@@ -437,7 +476,7 @@ def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus |
     if not 1 <= len(members) <= MAX_FOCUS_CELLS:
         return None
     kept = {labels.rows[position] for position in members}
-    names = tuple(cells.row_labels[by_row[row][0]] for row in rows if row in kept)
+    names = tuple(labels.row_texts[by_row[row][0]] for row in rows if row in kept)
     return Focus(tuple(members), names, columns)
 
 
@@ -487,7 +526,7 @@ def _column_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focu
     ((header, members),) = named
     if not 2 <= len(members) <= MAX_FOCUS_CELLS:
         return None
-    rows = tuple(dict.fromkeys(cells.row_labels[position] for position in members))
+    rows = tuple(dict.fromkeys(labels.row_texts[position] for position in members))
     return Focus(tuple(members), rows, (header,))
 
 
