@@ -15,6 +15,7 @@ value: the focus is chosen from the words, so the bound stays a bound on a rando
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -42,7 +43,7 @@ _YEAR = re.compile(r"(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])")
 _PERCENT_CHANGE = re.compile(r"(?:percentage|percent|%)\s+(?:change|increase|decrease|growth)", re.I)
 """"percentage change" names a change, not a quotient."""
 _PERCENT_HEADER = re.compile(r"%|(?<!except )\bpercent", re.I)
-""""%" or "percent" in a header marks a column of percentages; "(in thousands, except percentages)" does not."""
+""""%" or "percent" in a header marks a column of percentages; "(… except percentages)" does not."""
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
 _STOP: Final = frozenset(
     [
@@ -284,6 +285,7 @@ class TableLabels:
         self.column_percent: list[bool] = []
         """Whether the column's header says its cells are percentages (``%``, ``percent``)."""
         words_of: dict[str, frozenset[str]] = {}
+        unlabelled: list[bool] = []
         header_of: dict[tuple[str, bool], tuple[frozenset[str], frozenset[int], bool]] = {}
         for position, path in enumerate(paths):
             row_label = cells.row_labels[position]
@@ -313,6 +315,7 @@ class TableLabels:
                 )
             column_words, column_years, column_percent = header_of[header, header_percent]
             self.rows.append(row)
+            unlabelled.append(row_label in (row, path if isinstance(path, str) else row))
             self.row_texts.append(row_label)
             self.row_words.append(words_of[row_label])
             self.column_words.append(column_words)
@@ -323,8 +326,15 @@ class TableLabels:
         """Each row's cell positions, reading order (every figure of an answer reads them)."""
         for position, row in enumerate(self.rows):
             self.by_row.setdefault(row, []).append(position)
-        self.row_vocabulary = {row: self.row_words[members[0]] for row, members in self.by_row.items()}
-        self.row_phrases = {row: phrase_text(self.row_texts[members[0]]) for row, members in self.by_row.items()}
+        named = {
+            row: next((m for m in members if not unlabelled[m]), members[0])
+            for row, members in self.by_row.items()
+        }
+        """Each row's labelled cell: not a number read out of the row's label itself (the footnote "1" of
+        "L. Gordon Crovitz(1)" is labelled by its own path)."""
+        self.row_vocabulary = {row: self.row_words[member] for row, member in named.items()}
+        self.row_names = {row: self.row_texts[member] for row, member in named.items()}
+        self.row_phrases = {row: phrase_text(name) for row, name in self.row_names.items()}
         self.rows_by_word: dict[str, list[str]] = {}
         """The rows carrying each word, in reading order (its length is the word's row frequency)."""
         for row, vocabulary in self.row_vocabulary.items():
@@ -476,7 +486,7 @@ def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus |
     if not 1 <= len(members) <= MAX_FOCUS_CELLS:
         return None
     kept = {labels.rows[position] for position in members}
-    names = tuple(labels.row_texts[by_row[row][0]] for row in rows if row in kept)
+    names = tuple(labels.row_names[row] for row in rows if row in kept)
     return Focus(tuple(members), names, columns)
 
 
@@ -526,7 +536,7 @@ def _column_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focu
     ((header, members),) = named
     if not 2 <= len(members) <= MAX_FOCUS_CELLS:
         return None
-    rows = tuple(dict.fromkeys(labels.row_texts[position] for position in members))
+    rows = tuple(dict.fromkeys(labels.row_names[labels.rows[position]] for position in members))
     return Focus(tuple(members), rows, (header,))
 
 
@@ -608,6 +618,8 @@ def focus_candidates(
                     _Operand(total / len(members), f"({joined}) / {len(members)}", row, column, share, level)
                 )
         made += _pair_aggregates(operands, operations, percent)
+        if {"average", "difference"} <= operations:
+            aggregates += _adjacent_averages(operands)
     made += [(a.value, a.words) for a in aggregates if a.percent == percent]
     pool = operands + aggregates
     pairs = [
@@ -619,7 +631,7 @@ def focus_candidates(
         for a, b in pairs:
             if percent or not a.percent:
                 made.append((a.value - b.value, f"{a.words} − {b.words}"))
-            if percent and b.value != 0 and a.value * b.value > 0:
+            if percent and b.value != 0:
                 made.append((100 * (a.value - b.value) / b.value, f"({a.words} − {b.words}) / {b.words}"))
     if every or "quotient" in operations:
         totals = _column_totals(focus, cells, labels)
@@ -632,6 +644,9 @@ def focus_candidates(
                     if percent
                     else (ratio, f"{a.words} / {b.words}")
                 )
+    if operands and all(operand.value < 0 for operand in operands):
+        # "(16)" and "(15)" are amounts an analyst averages as 15.5: a row of negatives read as sizes.
+        made += [(-value, f"−({words})") for value, words in made]
     finite = [(value, words) for value, words in made if math.isfinite(value)]
     order = sorted(range(len(finite)), key=lambda index: (finite[index][0], index))
     return FocusCandidates(
@@ -675,6 +690,19 @@ def _pair_aggregates(
                 made.append((total, f"{a.words} + {b.words}"))
             if every or "average" in operations:
                 made.append((total / 2, f"({a.words} + {b.words}) / 2"))
+    return made
+
+
+def _adjacent_averages(operands: Sequence[_Operand]) -> list[_Operand]:
+    """The averages of two neighbouring cells of one row (consecutive periods), as operands of a second
+    step: "the change in the average between 2017-2018 and 2018-2019" is the difference of two of them.
+    Only neighbours, and only when the sentence names both an average and a change: every pair's
+    average as an operand was measured to add more coincidences than answers."""
+    made: list[_Operand] = []
+    for a, b in itertools.pairwise(operands):
+        if a.row == b.row and a.percent == b.percent:
+            words = f"({a.words} + {b.words}) / 2"
+            made.append(_Operand((a.value + b.value) / 2, words, a.row, "*", a.percent, 1))
     return made
 
 

@@ -313,3 +313,52 @@ class TestLimits:
         assert whole.limit == 0.02
         assert missed.source == whole.source == "2.4 + 2.9, row At beginning of period"
         assert missed.chance >= whole.chance  # the named cells' candidates are counted too
+
+
+class TestMoreOfWhatAnalystsWrite:
+    def test_the_change_of_two_neighbouring_averages(self) -> None:
+        """ "The change in the average between 2017-2018 and 2018-2019": the difference of the averages of
+        neighbouring years, a second step taken only when the sentence names both."""
+        table = [
+            ["", "2019", "2018", "2017"],
+            ["Free cash flow", "4,411", "4,044", "3,316"],
+            ["Capex", "950", "1,018", "1,062"],
+        ]
+        answer = "The change in the average free cash flow between 2017-2018 and 2018-2019: 547.5 million."
+        assert _inferred_source(answer, table) == (
+            "named-cells: (4411 + 4044) / 2 − (4044 + 3316) / 2, row Free cash flow, 2019 / 2018 / 2017"
+        )
+
+    def test_a_percent_change_across_zero_among_the_named_cells(self) -> None:
+        """From −34.8 to 46.0 is −232.18 % as analysts compute it; the named cells take it, the whole
+        table (same signs only) does not."""
+        table = [["", "2019", "2018"], ["Net profit/(loss)", "46.0", "(34.8)"], ["Revenue", "812.4", "790.1"]]
+        answer = "The percentage change in Net profit/(loss) from 2018 to 2019: -232.18%."
+        assert _inferred_source(answer, table) == (
+            "named-cells: (46 − (-34.8)) / (-34.8), row Net profit/(loss), 2019 / 2018"
+        )
+        assert _inferred_source("The answer is -232.18%.", table) is None
+
+    def test_a_row_of_negatives_is_averaged_as_sizes(self) -> None:
+        """ "(16)" and "(15)": the average allowance is 15.5 as written, not only −15.5."""
+        table = [
+            ["", "2019", "2018"],
+            ["Trade receivables", "1,396", "1,292"],
+            ["Allowance for doubtful accounts", "(16)", "(15)"],
+        ]
+        source = _inferred_source("The average Allowance for doubtful accounts: 15.5.", table)
+        assert source == "named-cells: −(((-16) + (-15)) / 2), row Allowance for doubtful accounts"
+
+    def test_a_footnote_mark_in_a_label_does_not_hide_the_row(self) -> None:
+        """ "Brian Kinion(3)": the 3 is read as a number of the label's own text; the row keeps its name."""
+        table = [
+            ["Name of Beneficial Owner", "Number of Shares Beneficially Owned", "Percent Owned"],
+            ["L. Gordon Crovitz(1)", "53,819", "*"],
+            ["Brian Kinion(3)", "16,016", "*"],
+            ["Christopher Lien(4)", "326,584", "4.7"],
+            ["Daina Middleton(5)", "36,888", "*"],
+        ]
+        answer = "The average number of shares owned by Brian Kinion and Christopher Lien: 171300."
+        assert _inferred_source(answer, table) == (
+            "named-cells: (16016 + 326584) / 2, row Christopher Lien(4) / Brian Kinion(3)"
+        )
