@@ -44,6 +44,9 @@ _PERCENT_CHANGE = re.compile(r"(?:percentage|percent|%)\s+(?:change|increase|dec
 """"percentage change" names a change, not a quotient."""
 _PERCENT_HEADER = re.compile(r"%|(?<!except )\bpercent", re.I)
 """"%" or "percent" in a header marks a column of percentages; "(… except percentages)" does not."""
+_CHANGE_HEADER = re.compile(r"\b(?:change|changes|increase|decrease|variation|vs|versus)\b", re.I)
+"""A header naming a column of changes ("Change increase (decrease)", "2019 vs 2018"): its cells are not
+periods of the row, and are summed, averaged and subtracted only among themselves."""
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
 _STOP: Final = frozenset(
     [
@@ -283,10 +286,12 @@ class TableLabels:
         self.column_years: list[frozenset[int]] = []
         self.column_names: list[str] = []
         self.column_percent: list[bool] = []
+        self.column_change: list[bool] = []
+        """Whether the column's header says it holds changes (:data:`_CHANGE_HEADER`)."""
         """Whether the column's header says its cells are percentages (``%``, ``percent``)."""
         words_of: dict[str, frozenset[str]] = {}
         unlabelled: list[bool] = []
-        header_of: dict[tuple[str, bool], tuple[frozenset[str], frozenset[int], bool]] = {}
+        header_of: dict[tuple[str, str], tuple[frozenset[str], frozenset[int], bool, bool]] = {}
         for position, path in enumerate(paths):
             row_label = cells.row_labels[position]
             if isinstance(path, tuple):
@@ -298,22 +303,22 @@ class TableLabels:
             else:  # pragma: no cover - paths are strings or pairs
                 row, column, table = str(path), "", ""
             if column.isdigit():
-                header, header_percent = headers.get((table, column), ("", False))
+                header, own = headers.get((table, column), ("", ""))
             else:
-                header = column.replace("_", " ")
-                header_percent = bool(_PERCENT_HEADER.search(header))
+                header = own = column.replace("_", " ")
             row_index = split_path(row)[1]
             if row_index.isdigit() and (table, row_index) in sections:
                 row_label = sections[table, row_index]
             if row_label not in words_of:  # labels repeat down a column and along a row: read each once
                 words_of[row_label] = frozenset(content_words(row_label))
-            if (header, header_percent) not in header_of:
-                header_of[header, header_percent] = (
+            if (header, own) not in header_of:
+                header_of[header, own] = (
                     frozenset(content_words(header)),
                     frozenset(years_in(header)),
-                    header_percent,
+                    bool(_PERCENT_HEADER.search(own)),
+                    bool(_CHANGE_HEADER.search(own)),
                 )
-            column_words, column_years, column_percent = header_of[header, header_percent]
+            column_words, column_years, column_percent, column_change = header_of[header, own]
             self.rows.append(row)
             unlabelled.append(row_label in (row, path if isinstance(path, str) else row))
             self.row_texts.append(row_label)
@@ -322,6 +327,7 @@ class TableLabels:
             self.column_years.append(column_years)
             self.column_names.append(header.strip() or f"column {column}")
             self.column_percent.append(column_percent)
+            self.column_change.append(column_change)
         self.by_row: dict[str, list[int]] = {}
         """Each row's cell positions, reading order (every figure of an answer reads them)."""
         for position, row in enumerate(self.rows):
@@ -356,11 +362,11 @@ class TableLabels:
 
 def _list_table_headers(
     tool_results: Iterable[ToolResult],
-) -> tuple[dict[tuple[str, str], tuple[str, bool]], dict[tuple[str, str], str]]:
-    """``(table path, column index) → (header text, says percent)`` of the list-of-lists tables at a
+) -> tuple[dict[tuple[str, str], tuple[str, str]], dict[tuple[str, str], str]]:
+    """``(table path, column index) → (header text, its own part)`` of the list-of-lists tables at a
     result's top level (or one member deep), and ``(table path, row index) → section heading`` of their
     unlabelled rows (:func:`_sections_of`)."""
-    headers: dict[tuple[str, str], tuple[str, bool]] = {}
+    headers: dict[tuple[str, str], tuple[str, str]] = {}
     sections: dict[tuple[str, str], str] = {}
     for result in tool_results:
         content = result.content
@@ -415,12 +421,13 @@ def _sections_of(table: list[list[object]]) -> dict[int, str]:
     return sections
 
 
-def _headers_of(table: list[list[object]]) -> dict[int, tuple[str, bool]]:
-    """Each column's header text: the non-empty cells above the first row holding an amount, and whether
-    its own cells (not a spanning header taken from the left) say it holds percentages: a flattened
-    table's "Percent Change" over two columns often sits one column off, and must not mark the next."""
+def _headers_of(table: list[list[object]]) -> dict[int, tuple[str, str]]:
+    """Each column's header text: the non-empty cells above the first row holding an amount, and its own
+    cells' text, without a spanning header taken from the left: only its own text says it holds
+    percentages or changes (a flattened table's "Percent Change" over two columns often sits one column
+    off, and must not mark the next)."""
     texts: dict[int, list[str]] = {}
-    percent: set[int] = set()
+    owns: dict[int, list[str]] = {}
     for row in table:
         if any(_is_amount(cell) for cell in row[1:]):
             break
@@ -431,13 +438,12 @@ def _headers_of(table: list[list[object]]) -> dict[int, tuple[str, bool]]:
                 continue
             if text:
                 carried = text
-                if _PERCENT_HEADER.search(text):
-                    percent.add(column)
+                owns.setdefault(column, []).append(text)
             elif carried:
                 text = carried
             if text:
                 texts.setdefault(column, []).append(text)
-    return {column: (" ".join(parts), column in percent) for column, parts in texts.items()}
+    return {column: (" ".join(parts), " ".join(owns.get(column, ()))) for column, parts in texts.items()}
 
 
 @dataclass(frozen=True)
@@ -573,6 +579,8 @@ class _Operand:
     percent: bool
     level: int = 0
     """0 for a cell, 1 for an aggregate of a row or a column of the focus, 2 for all of it."""
+    change: bool = False
+    """It sits in a column of changes (or aggregates such cells)."""
 
 
 def focus_candidates(
@@ -598,6 +606,7 @@ def focus_candidates(
             labels.rows[m],
             labels.column_names[m],
             bool(cells.percent[m]) or labels.column_percent[m],
+            change=labels.column_change[m],
         )
         for m in focus.members
     ]
@@ -609,14 +618,14 @@ def focus_candidates(
                 continue
             total = math.fsum(member.value for member in members)
             joined = " + ".join(member.words for member in members)
-            share = members[0].percent
+            share, change = members[0].percent, members[0].change
             level = 2 if row == column == "*" else 1
             if every or "sum" in operations:
-                aggregates.append(_Operand(total, f"({joined})", row, column, share, level))
+                aggregates.append(_Operand(total, f"({joined})", row, column, share, level, change))
             if every or "average" in operations:
-                aggregates.append(
-                    _Operand(total / len(members), f"({joined}) / {len(members)}", row, column, share, level)
-                )
+                mean = total / len(members)
+                words = f"({joined}) / {len(members)}"
+                aggregates.append(_Operand(mean, words, row, column, share, level, change))
         made += _pair_aggregates(operands, operations, percent)
         if {"average", "difference"} <= operations:
             aggregates += _adjacent_averages(operands)
@@ -625,7 +634,9 @@ def focus_candidates(
     pairs = [
         (a, b)
         for a, b in permutations(pool, 2)
-        if (a.row == b.row or a.column == b.column) and a.percent == b.percent and a.level == b.level < 2
+        if (a.row == b.row or a.column == b.column)
+        and (a.percent, a.change) == (b.percent, b.change)
+        and a.level == b.level < 2
     ]
     if every or "difference" in operations:
         for a, b in pairs:
@@ -644,7 +655,8 @@ def focus_candidates(
                     if percent
                     else (ratio, f"{a.words} / {b.words}")
                 )
-    if operands and all(operand.value < 0 for operand in operands):
+    amounts = [operand.value for operand in operands if not operand.percent]
+    if amounts and all(value < 0 for value in amounts):
         # "(16)" and "(15)" are amounts an analyst averages as 15.5: a row of negatives read as sizes.
         made += [(-value, f"−({words})") for value, words in made]
     finite = [(value, words) for value, words in made if math.isfinite(value)]
@@ -683,7 +695,7 @@ def _pair_aggregates(
     made: list[tuple[float, str]] = []
     for index, a in enumerate(operands):
         for b in operands[index + 1 :]:
-            if a.row != b.row or a.percent != b.percent or a.percent != percent:
+            if a.row != b.row or (a.percent, a.change) != (b.percent, b.change) or a.percent != percent:
                 continue
             total = a.value + b.value
             if every or "sum" in operations:
@@ -700,9 +712,9 @@ def _adjacent_averages(operands: Sequence[_Operand]) -> list[_Operand]:
     average as an operand was measured to add more coincidences than answers."""
     made: list[_Operand] = []
     for a, b in itertools.pairwise(operands):
-        if a.row == b.row and a.percent == b.percent:
+        if a.row == b.row and (a.percent, a.change) == (b.percent, b.change):
             words = f"({a.words} + {b.words}) / 2"
-            made.append(_Operand((a.value + b.value) / 2, words, a.row, "*", a.percent, 1))
+            made.append(_Operand((a.value + b.value) / 2, words, a.row, "*", a.percent, 1, a.change))
     return made
 
 
@@ -710,8 +722,8 @@ def _subsets(operands: Sequence[_Operand]) -> list[tuple[list[_Operand], str, st
     """The focus's rows, its columns and all of it, each with the row and column it sits in, each split
     by kind: a row's amounts are summed apart from its percentages (its "% change" cells)."""
     subsets: list[tuple[list[_Operand], str, str]] = []
-    for kind in (False, True):
-        of_kind = [operand for operand in operands if operand.percent == kind]
+    for kind in ((False, False), (False, True), (True, False), (True, True)):
+        of_kind = [operand for operand in operands if (operand.percent, operand.change) == kind]
         by_row: dict[str, list[_Operand]] = {}
         by_column: dict[str, list[_Operand]] = {}
         for operand in of_kind:

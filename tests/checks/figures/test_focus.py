@@ -362,3 +362,31 @@ class TestMoreOfWhatAnalystsWrite:
         assert _inferred_source(answer, table) == (
             "named-cells: (16016 + 326584) / 2, row Christopher Lien(4) / Brian Kinion(3)"
         )
+
+    def test_change_columns_are_not_periods_of_the_row(self) -> None:
+        """A row of three years with "Change" columns between them: its average is over the years only."""
+        table = [
+            [
+                "(In thousands)",
+                "2019",
+                "Change increase (decrease)",
+                "2018",
+                "Change increase (decrease)",
+                "2017",
+            ],
+            ["Revenues", "284,936", "(31,321)", "316,257", "80,941", "235,316"],
+            ["Gross Profit", "$60,301", "$(2,567)", "$62,868", "$22,506", "$40,362"],
+        ]
+        labels, cells, _ = _labels_of(table)
+        revenues = labels.by_row["[1]"]
+        assert [labels.column_change[m] for m in revenues] == [False, True, False, True, False]
+        source = _inferred_source("The average annual Gross Profit: 54510.33 thousand.", table)
+        assert source == "named-cells: (60301 + 62868 + 40362) / 3, row Gross Profit"
+
+    def test_a_row_of_negative_amounts_beside_its_percentages_is_averaged_as_sizes(self) -> None:
+        table = [
+            ["", "2019", "2018", "2017", "2019 vs 2018"],
+            ["Cost of sales", "$(5,860)", "$(5,803)", "$(5,075)", "1.0%"],
+        ]
+        source = _inferred_source("The average Cost of sales: 5579.33 million.", table)
+        assert source == "named-cells: −(((-5860) + (-5803) + (-5075)) / 3), row Cost of sales"
