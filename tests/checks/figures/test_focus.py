@@ -390,3 +390,32 @@ class TestMoreOfWhatAnalystsWrite:
         ]
         source = _inferred_source("The average Cost of sales: 5579.33 million.", table)
         assert source == "named-cells: −(((-5860) + (-5803) + (-5075)) / 3), row Cost of sales"
+
+
+def test_the_default_bound_is_the_one_chosen_on_the_tuning_file() -> None:
+    """p = 2 %, named cells below min(1, 50 · p), the whole table below p / 4 when the named cells miss."""
+    from otel_shapecheck.checks.figures._check import FiguresCheck
+    from otel_shapecheck.checks.figures._coincidence import DEFAULT_COINCIDENCE
+    from otel_shapecheck.checks.figures._extended import MISSED_FOCUS_FACTOR
+
+    assert FiguresCheck().coincidence == DEFAULT_COINCIDENCE == 0.02
+    assert (NAMED_FACTOR, MISSED_FOCUS_FACTOR) == (50.0, 0.25)
+    assert named_limit(DEFAULT_COINCIDENCE) == 1.0
+
+
+def test_the_report_set_shares_no_table_with_the_tuning_file() -> None:
+    """The report set is held out by table: none of its tables is a table of the tuning file."""
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[3] / "benchmarks" / "data"
+
+    def tables(name: str) -> set[str]:
+        with (data / name).open(encoding="utf-8") as lines:
+            return {
+                json.dumps(json.loads(line)["table"], ensure_ascii=False, separators=(",", ":"))
+                for line in lines
+            }
+
+    report, tuning = tables("tatqa_fresh.jsonl"), tables("tatqa_tuning.jsonl")
+    assert len(report) == 47 and len(tuning) > 300
+    assert not report & tuning
