@@ -286,12 +286,13 @@ class TableLabels:
         self.column_years: list[frozenset[int]] = []
         self.column_names: list[str] = []
         self.column_percent: list[bool] = []
+        """Whether the column's header says its cells are percentages (``%``, ``percent``)."""
         self.column_change: list[bool] = []
         """Whether the column's header says it holds changes (:data:`_CHANGE_HEADER`)."""
-        """Whether the column's header says its cells are percentages (``%``, ``percent``)."""
         words_of: dict[str, frozenset[str]] = {}
         unlabelled: list[bool] = []
-        header_of: dict[tuple[str, str], tuple[frozenset[str], frozenset[int], bool, bool]] = {}
+        column_of: dict[tuple[str, str], tuple[frozenset[str], frozenset[int], str, bool, bool]] = {}
+        """Each column's words, years, name and kinds, read once (a column repeats down its rows)."""
         for position, path in enumerate(paths):
             row_label = cells.row_labels[position]
             if isinstance(path, tuple):
@@ -302,30 +303,31 @@ class TableLabels:
                 table = split_path(row)[0]
             else:  # pragma: no cover - paths are strings or pairs
                 row, column, table = str(path), "", ""
-            if column.isdigit():
-                header, own = headers.get((table, column), ("", ""))
-            else:
-                header = own = column.replace("_", " ")
-            row_index = split_path(row)[1]
-            if row_index.isdigit() and (table, row_index) in sections:
-                row_label = sections[table, row_index]
+            if sections:  # only list-of-lists tables with unlabelled rows have any
+                row_label = sections.get((table, split_path(row)[1]), row_label)
             if row_label not in words_of:  # labels repeat down a column and along a row: read each once
                 words_of[row_label] = frozenset(content_words(row_label))
-            if (header, own) not in header_of:
-                header_of[header, own] = (
+            key = (table, column)
+            if key not in column_of:
+                if column.isdigit():
+                    header, own = headers.get(key, ("", ""))
+                else:
+                    header = own = column.replace("_", " ")
+                column_of[key] = (
                     frozenset(content_words(header)),
                     frozenset(years_in(header)),
+                    header.strip() or f"column {column}",
                     bool(_PERCENT_HEADER.search(own)),
                     bool(_CHANGE_HEADER.search(own)),
                 )
-            column_words, column_years, column_percent, column_change = header_of[header, own]
+            column_words, column_years, column_name, column_percent, column_change = column_of[key]
             self.rows.append(row)
-            unlabelled.append(row_label in (row, path if isinstance(path, str) else row))
+            unlabelled.append(row_label in (row, path))
             self.row_texts.append(row_label)
             self.row_words.append(words_of[row_label])
             self.column_words.append(column_words)
             self.column_years.append(column_years)
-            self.column_names.append(header.strip() or f"column {column}")
+            self.column_names.append(column_name)
             self.column_percent.append(column_percent)
             self.column_change.append(column_change)
         self.by_row: dict[str, list[int]] = {}
