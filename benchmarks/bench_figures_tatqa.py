@@ -1,7 +1,7 @@
-"""Figures on real analyst arithmetic: faithful answers accepted and mutated ones flagged, per setting.
+"""Figures on real analyst arithmetic: faithful answers accepted, mutated and invented flagged, per setting.
 
-Each of the 661 TAT-QA table questions in ``benchmarks/data/tatqa_tuning.jsonl`` becomes two answers
-over the same tool result (the table, a list of rows of cell strings, as a tool would return it):
+Each TAT-QA table question becomes answers over the same tool result (the table, a list of rows of cell
+strings, as a tool would return it):
 
 - **faithful**: the gold ``answer_text`` (``14.16%``, ``14212 thousand``), a figure computed from cells;
 - **mutated**: the same figure as a plausible wrong number at the same precision and sign: either
@@ -14,13 +14,14 @@ question's own words before it (``What is the percentage change of total assets 
 14.16%.``), as an analyst's sentence names what a figure is computed from. Only that figure's verdict
 counts (a year the question names is a figure of its own). Every answer is checked with
 ``min_digits=1`` (so ``316`` and ``4.3 million`` are figures too) under ``closed``, and ``extended`` at
-p = 0.5, 1, 2, 5, 10 and 20 % (and p = 1, i.e. no bound), with structural pairs (cells sharing a row,
-column or text), and with any two cells at the default p. The records are split by the SHA-256 of
-their table (``json.dumps(table, ensure_ascii=False, separators=(",", ":"))``), so questions on one
-table never straddle the halves: the *tune* half (even first byte) is where the layer's choices and the
-default p were made (the largest p of the grid whose extended layer accepts at most 1 % of the mutated
-and 0.5 % of the invented worded figures there), the *report* half (odd) is what :func:`run` reports.
-Run alone with ``python -m benchmarks.bench_figures_tatqa`` to see both halves.
+p = 0.5, 1, 2, 5, 10 and 20 % (and p = 1, i.e. no bound), at the default p with other named-cells
+factors, and with any two cells at the default p.
+
+Two sets: **tuning**, the 661 questions of ``benchmarks/data/tatqa_tuning.jsonl``, where every lever and
+the default were chosen (the pair of p and named-cells factor accepting the most faithful worded figures
+among those letting at most 0.75 % of mutated and 0.375 % of invented worded figures through there), and
+**report**, the 83 questions of ``benchmarks/data/tatqa_fresh.jsonl`` on tables the tuning never saw,
+which :func:`run` reports. Run alone with ``python -m benchmarks.bench_figures_tatqa`` to see both.
 """
 
 from __future__ import annotations
@@ -37,10 +38,15 @@ from typing import Any
 from otel_shapecheck._model import ToolResult
 from otel_shapecheck.checks.figures._cells import Pairing
 from otel_shapecheck.checks.figures._coincidence import DEFAULT_COINCIDENCE
+from otel_shapecheck.checks.figures._extended import NAMED_FACTOR
 from otel_shapecheck.checks.figures._findings import Derivations, check_figures
 from otel_shapecheck.checks.figures._text import figures_in
 
 DATA = Path(__file__).resolve().parent / "data" / "tatqa_tuning.jsonl"
+REPORT_DATA = Path(__file__).resolve().parent / "data" / "tatqa_fresh.jsonl"
+SETS = {"tuning": DATA, "report": REPORT_DATA}
+NAMED_FACTORS = (1.0, 5.0, 20.0)
+"""Named-cells factors shown beside the default's at the default p."""
 P_VALUES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 DEFAULT_P = DEFAULT_COINCIDENCE
 INVENTED_PER_CASE = 3
@@ -70,11 +76,12 @@ class Setting:
     pairing: Pairing = "structural"
     worded: bool = True
     """Whether the answer says what the figure is (the question's words before it), or is bare."""
+    named_factor: float = NAMED_FACTOR
 
 
 def settings() -> list[Setting]:
-    """closed; extended at each p and with no bound (structural pairs) and any two cells at the default,
-    each for worded and bare answers."""
+    """closed; extended at each p and with no bound (structural pairs), other named-cells factors
+    (worded only) and any two cells at the default, each for worded and bare answers."""
     listed = []
     for worded in (True, False):
         style = "worded" if worded else "bare"
@@ -82,6 +89,10 @@ def settings() -> list[Setting]:
         for p in (*P_VALUES, 1.0):
             bound = "no bound" if p == 1.0 else f"p = {100 * p:g}%"
             listed.append(Setting(f"{style}, extended, {bound}", "extended", p, worded=worded))
+        if worded:
+            for factor in NAMED_FACTORS:
+                name = f"{style}, extended, p = {100 * DEFAULT_P:g}%, named × {factor:g}"
+                listed.append(Setting(name, "extended", DEFAULT_P, worded=worded, named_factor=factor))
         listed.append(
             Setting(
                 f"{style}, extended, any two cells, p = {100 * DEFAULT_P:g}%",
@@ -92,12 +103,6 @@ def settings() -> list[Setting]:
             )
         )
     return listed
-
-
-def half_of(table: object) -> str:
-    """``tune`` or ``report``, by the first byte of the SHA-256 of the table's canonical JSON."""
-    text = json.dumps(table, ensure_ascii=False, separators=(",", ":"))
-    return "tune" if hashlib.sha256(text.encode()).digest()[0] % 2 == 0 else "report"
 
 
 def mutate(text: str, seed: str) -> str:
@@ -146,16 +151,16 @@ def _change_a_digit(number: str, generator: random.Random) -> str:
     return number[:position] + generator.choice(digits) + number[position + 1 :]
 
 
-def cases(path: Path = DATA) -> list[Case]:
-    """Every record of the data file as a case."""
+def cases(half: str = "tuning") -> list[Case]:
+    """Every record of one set's data file (:data:`SETS`) as a case."""
     loaded = []
-    with path.open(encoding="utf-8") as lines:
+    with SETS[half].open(encoding="utf-8") as lines:
         for line in lines:
             record = json.loads(line)
             loaded.append(
                 Case(
                     id=record["id"],
-                    half=half_of(record["table"]),
+                    half=half,
                     question=record["question"],
                     result=ToolResult(json.dumps(record["table"]), name="get_table"),
                     faithful=record["answer_text"],
@@ -185,6 +190,7 @@ def accepted(figure: str, case: Case, setting: Setting) -> bool | None:
         derivations=setting.derivations,
         coincidence=setting.coincidence,
         pairing=setting.pairing,
+        named_factor=setting.named_factor,
     )
     return not written & set(finding.unsupported)
 
@@ -262,9 +268,9 @@ def tally(all_cases: Sequence[Case], setting: Setting, half: str) -> Tally:
 
 
 def tallies(halves: Sequence[str] = ("report",)) -> Iterator[Tally]:
-    """Every setting on every named half."""
-    loaded = cases()
+    """Every setting on every named set (``tuning``, ``report``)."""
     for half in halves:
+        loaded = cases(half)
         for setting in settings():
             yield tally(loaded, setting, half)
 
@@ -274,7 +280,7 @@ def _share(part: float, whole: float) -> float | None:
 
 
 def run() -> list[dict[str, Any]]:
-    """Rows for the report half: faithful figures accepted and mutated figures accepted, per setting."""
+    """Rows for the report set: faithful, mutated and invented figures accepted, per setting."""
     rows: list[dict[str, Any]] = []
     results = list(tallies(("report",)))
     closed_of = {
@@ -283,7 +289,7 @@ def run() -> list[dict[str, Any]]:
     for result in results:
         closed = closed_of[result.setting.worded]
         default = result.setting == Setting(result.setting.name, "extended", worded=result.setting.worded)
-        name = f"figures TAT-QA report half, {result.setting.name}"
+        name = f"figures TAT-QA report set, {result.setting.name}"
         rows.append(
             {
                 "name": f"{name}: faithful accepted",
@@ -312,7 +318,7 @@ def run() -> list[dict[str, Any]]:
         rows.append(
             {
                 "name": f"{name}: mutated accepted by the extended layer",
-                "value": round(100 * result.mutated_added_share, 1),
+                "value": round(100 * result.mutated_added_share, 2),
                 "unit": f"% of {result.mutated}",
                 "target": "≤ 1 %" if default else "",
             }
@@ -320,7 +326,7 @@ def run() -> list[dict[str, Any]]:
         rows.append(
             {
                 "name": f"{name}: invented accepted by the extended layer",
-                "value": round(100 * result.invented_added_share, 1),
+                "value": round(100 * result.invented_added_share, 2),
                 "unit": f"% of {result.invented}",
                 "target": "≤ 0.5 %" if default else "",
             }
@@ -328,23 +334,23 @@ def run() -> list[dict[str, Any]]:
     return rows
 
 
-def main(halves: Sequence[str] = ("tune", "report")) -> None:
-    """Print the named halves (both by default): faithful accepted and mutated flagged, per setting."""
+def main(halves: Sequence[str] = ("tuning", "report")) -> None:
+    """Print the named sets (both by default): faithful accepted, mutated and invented let through."""
     print(
-        f"{'half':<7} {'setting':<44} {'faithful accepted':>18} {'mutated flagged':>16} "
+        f"{'set':<7} {'setting':<50} {'faithful accepted':>18} {'mutated flagged':>16} "
         f"{'mutated accepted (by extended)':>31} {'invented by extended':>21}"
     )
     for result in tallies(halves):
         print(
-            f"{result.half:<7} {result.setting.name:<44} "
+            f"{result.half:<7} {result.setting.name:<50} "
             f"{100 * result.faithful_share:>8.1f}% of {result.faithful:<5} "
             f"{100 - 100 * result.mutated_share:>8.1f}% "
             f"{result.mutated_accepted:>12} of {result.mutated} ({result.mutated_added}) "
-            f"{100 * result.invented_added_share:>12.1f}% of {result.invented}"
+            f"{100 * result.invented_added_share:>12.2f}% of {result.invented}"
         )
 
 
 if __name__ == "__main__":
     import sys
 
-    main(sys.argv[1:] or ("tune", "report"))
+    main(sys.argv[1:] or ("tuning", "report"))

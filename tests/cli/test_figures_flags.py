@@ -79,7 +79,7 @@ def _figures_attributes(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_inferred_figure_in_the_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """By default the percent change is inferred: counted, listed with its chance, not flagged."""
-    path = _traces(tmp_path, (ASSETS, "Total assets grew 14.16% year over year."))
+    path = _traces(tmp_path, (ASSETS, "The figure grew 14.16% year over year."))
     code, report = _check_json(capsys, "--fail-on", "flagged", path)
     (attributes,) = _figures_attributes(report)
     assert attributes["shapecheck.figures.inferred"] == 1
@@ -92,7 +92,7 @@ def test_inferred_figure_in_the_json_report(tmp_path: Path, capsys: pytest.Captu
 
 def test_closed_flag_keeps_the_reference_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """--figures-derivations closed flags the same figure; --fail-on flagged then exits 1."""
-    path = _traces(tmp_path, (ASSETS, "Total assets grew 14.16% year over year."))
+    path = _traces(tmp_path, (ASSETS, "The figure grew 14.16% year over year."))
     code, report = _check_json(capsys, "--fail-on", "flagged", "--figures-derivations", "closed", path)
     (attributes,) = _figures_attributes(report)
     assert attributes["shapecheck.figures.unsupported"] == ["14.16%"]
@@ -101,7 +101,7 @@ def test_closed_flag_keeps_the_reference_set(tmp_path: Path, capsys: pytest.Capt
 
 def test_coincidence_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """--figures-coincidence 0 infers nothing."""
-    path = _traces(tmp_path, (ASSETS, "Total assets grew 14.16% year over year."))
+    path = _traces(tmp_path, (ASSETS, "The figure grew 14.16% year over year."))
     _, report = _check_json(capsys, "--figures-coincidence", "0", path)
     (attributes,) = _figures_attributes(report)
     assert attributes["shapecheck.figures.inferred"] == 0
@@ -119,7 +119,7 @@ def test_bad_coincidence_is_a_usage_error(
 
 def test_table_lists_the_inferred_figure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The terminal output shows the derivation entry and counts inferred figures."""
-    path = _traces(tmp_path, (ASSETS, "Total assets grew 14.16% year over year."))
+    path = _traces(tmp_path, (ASSETS, "The figure grew 14.16% year over year."))
     assert main(["check", "--embedder", "hashing", path]) == EXIT_OK
     output = capsys.readouterr().out
     assert "percent-change" in output

@@ -75,8 +75,9 @@ class FiguresCheck:
     - ``min_digits``, :envvar:`OTEL_SHAPECHECK_FIGURES_MIN_DIGITS`, 4: digits a bare number needs;
     - ``derivations``, :envvar:`OTEL_SHAPECHECK_FIGURES_DERIVATIONS`, ``extended``: ``closed`` keeps the
       reference's derivation set only; ``extended`` also infers cell arithmetic below the bound;
-    - ``coincidence``, :envvar:`OTEL_SHAPECHECK_FIGURES_COINCIDENCE`, 0.05: the bound ``p`` an
-      inferred figure's coincidence chance must stay below (50 · p for the cells the answer names).
+    - ``coincidence``, :envvar:`OTEL_SHAPECHECK_FIGURES_COINCIDENCE`, 0.02: the bound ``p`` an
+      inferred figure's coincidence chance must stay below (50 · p for the cells the answer names,
+      p / 4 for the whole table when the answer names cells the figure is none of).
 
     Raises:
         ValueError: an argument is invalid (the message names it).

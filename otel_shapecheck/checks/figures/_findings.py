@@ -31,7 +31,7 @@ from otel_shapecheck._model import ToolResult
 from otel_shapecheck.checks.figures._basis import FigureBasis, explain_figure, figure_basis
 from otel_shapecheck.checks.figures._cells import Pairing
 from otel_shapecheck.checks.figures._coincidence import DEFAULT_COINCIDENCE, format_chance
-from otel_shapecheck.checks.figures._extended import ExtendedDerivations
+from otel_shapecheck.checks.figures._extended import NAMED_FACTOR, ExtendedDerivations
 from otel_shapecheck.checks.figures._focus import answer_words
 from otel_shapecheck.checks.figures._text import (
     DEFAULT_MIN_DIGITS,
@@ -117,19 +117,24 @@ def check_figures(
     derivations: Derivations = DEFAULT_DERIVATIONS,
     coincidence: float = DEFAULT_COINCIDENCE,
     pairing: Pairing = "structural",
+    named_factor: float = NAMED_FACTOR,
 ) -> FiguresFinding:
     """Check every figure of ``answer`` against the tool results it could have seen.
 
     Numbers stated in the user's own messages are exempt (counted as carried). Under
     ``derivations="extended"`` a figure no closed derivation explains is asked the extended derivations
     and accepted (inferred) when its coincidence chance is below ``coincidence``. ``pairing="any"``
-    pairs any two cells instead of cells sharing a row, column or text (to measure what that adds).
+    pairs any two cells instead of cells sharing a row, column or text (to measure what that adds), and
+    ``named_factor`` sets the named cells' limit (:func:`~._extended.named_limit`; the benchmark varies it).
 
     Raises:
         ValueError: ``min_digits`` is not a whole number ≥ 1, ``derivations`` is not ``closed`` or
-            ``extended``, ``coincidence`` is not a number in [0, 1], or ``pairing`` is unknown.
+            ``extended``, ``coincidence`` is not a number in [0, 1], ``pairing`` is unknown, or
+            ``named_factor`` is not a number ≥ 0.
     """
     _require_settings(derivations, coincidence, pairing)
+    if isinstance(named_factor, bool) or not isinstance(named_factor, int | float) or not named_factor >= 0:
+        raise ValueError(f"named_factor={named_factor!r} is not a valid value: it must be a number ≥ 0")
     figures = figures_in(answer, min_digits)
     if not figures:
         return FiguresFinding(0, (), (), (), False)
@@ -154,7 +159,7 @@ def check_figures(
     inferred: list[InferredFigure] = []
     skipped: str | None = None
     if left and derivations == "extended":
-        inferred, skipped = _infer(left, basis, coincidence, pairing, answer, results)
+        inferred, skipped = _infer(left, basis, (coincidence, named_factor), pairing, answer, results)
     explained = {figure.written for figure in inferred}
     unsupported = tuple(figure.written for figure in left if figure.written not in explained)
     return FiguresFinding(
@@ -171,7 +176,7 @@ def check_figures(
 def _infer(
     figures: Sequence[Figure],
     basis: FigureBasis,
-    coincidence: float,
+    bounds: tuple[float, float],
     pairing: Pairing,
     answer: str,
     tool_results: Sequence[ToolResult],
@@ -182,7 +187,7 @@ def _infer(
         return [], extended.skipped
     inferred = []
     for figure in figures:
-        inference = extended.infer(figure, answer_words(answer, figure.written), coincidence)
+        inference = extended.infer(figure, answer_words(answer, figure.written), *bounds)
         if inference is not None and inference.accepted:
             inferred.append(
                 InferredFigure(

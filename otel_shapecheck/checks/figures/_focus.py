@@ -15,6 +15,7 @@ value: the focus is chosen from the words, so the bound stays a bound on a rando
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -41,7 +42,11 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'’]+")
 _YEAR = re.compile(r"(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])")
 _PERCENT_CHANGE = re.compile(r"(?:percentage|percent|%)\s+(?:change|increase|decrease|growth)", re.I)
 """"percentage change" names a change, not a quotient."""
-_PERCENT_HEADER = re.compile(r"%|\bpercent", re.I)
+_PERCENT_HEADER = re.compile(r"%|(?<!except )\bpercent", re.I)
+""""%" or "percent" in a header marks a column of percentages; "(… except percentages)" does not."""
+_CHANGE_HEADER = re.compile(r"\b(?:change|changes|increase|decrease|variation|vs|versus)\b", re.I)
+"""A header naming a column of changes ("Change increase (decrease)", "2019 vs 2018"): its cells are not
+periods of the row, and are summed, averaged and subtracted only among themselves."""
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
 _STOP: Final = frozenset(
     [
@@ -271,16 +276,23 @@ class TableLabels:
     """
 
     def __init__(self, cells: Cells, paths: Sequence[object], tool_results: Iterable[ToolResult]) -> None:
-        headers = _list_table_headers(tool_results)
+        headers, sections = _list_table_headers(tool_results)
         self.rows: list[str] = []
         self.row_words: list[frozenset[str]] = []
+        self.row_texts: list[str] = []
+        """Each cell's row label: its first text, or for an unlabelled row of a list-of-lists table (a
+        subtotal under a section heading) the heading above it."""
         self.column_words: list[frozenset[str]] = []
         self.column_years: list[frozenset[int]] = []
         self.column_names: list[str] = []
         self.column_percent: list[bool] = []
         """Whether the column's header says its cells are percentages (``%``, ``percent``)."""
+        self.column_change: list[bool] = []
+        """Whether the column's header says it holds changes (:data:`_CHANGE_HEADER`)."""
         words_of: dict[str, frozenset[str]] = {}
-        header_of: dict[str, tuple[frozenset[str], frozenset[int], bool]] = {}
+        unlabelled: list[bool] = []
+        column_of: dict[tuple[str, str], tuple[frozenset[str], frozenset[int], str, bool, bool]] = {}
+        """Each column's words, years, name and kinds, read once (a column repeats down its rows)."""
         for position, path in enumerate(paths):
             row_label = cells.row_labels[position]
             if isinstance(path, tuple):
@@ -291,30 +303,46 @@ class TableLabels:
                 table = split_path(row)[0]
             else:  # pragma: no cover - paths are strings or pairs
                 row, column, table = str(path), "", ""
-            header = headers.get((table, column), "") if column.isdigit() else column.replace("_", " ")
+            if sections:  # only list-of-lists tables with unlabelled rows have any
+                row_label = sections.get((table, split_path(row)[1]), row_label)
             if row_label not in words_of:  # labels repeat down a column and along a row: read each once
                 words_of[row_label] = frozenset(content_words(row_label))
-            if header not in header_of:
-                header_of[header] = (
+            key = (table, column)
+            if key not in column_of:
+                if column.isdigit():
+                    header, own = headers.get(key, ("", ""))
+                else:
+                    header = own = column.replace("_", " ")
+                column_of[key] = (
                     frozenset(content_words(header)),
                     frozenset(years_in(header)),
-                    bool(_PERCENT_HEADER.search(header)),
+                    header.strip() or f"column {column}",
+                    bool(_PERCENT_HEADER.search(own)),
+                    bool(_CHANGE_HEADER.search(own)),
                 )
-            column_words, column_years, column_percent = header_of[header]
+            column_words, column_years, column_name, column_percent, column_change = column_of[key]
             self.rows.append(row)
+            unlabelled.append(row_label in (row, path))
+            self.row_texts.append(row_label)
             self.row_words.append(words_of[row_label])
             self.column_words.append(column_words)
             self.column_years.append(column_years)
-            self.column_names.append(header.strip() or f"column {column}")
+            self.column_names.append(column_name)
             self.column_percent.append(column_percent)
+            self.column_change.append(column_change)
         self.by_row: dict[str, list[int]] = {}
         """Each row's cell positions, reading order (every figure of an answer reads them)."""
         for position, row in enumerate(self.rows):
             self.by_row.setdefault(row, []).append(position)
-        self.row_vocabulary = {row: self.row_words[members[0]] for row, members in self.by_row.items()}
-        self.row_phrases = {
-            row: phrase_text(cells.row_labels[members[0]]) for row, members in self.by_row.items()
+        named = {
+            row: next((m for m in members if not unlabelled[m]), members[0])
+            for row, members in self.by_row.items()
         }
+        """Each row's labelled cell: not a number read out of the row's label itself (the footnote "1" of
+        "L. Gordon Crovitz(1)" is labelled by its own path)."""
+        self.row_vocabulary = {row: self.row_words[member] for row, member in named.items()}
+        self.row_names = {row: self.row_texts[member] for row, member in named.items()}
+        self.row_phrases = {row: phrase_text(name) for row, name in self.row_names.items()}
         self.rows_by_word: dict[str, list[str]] = {}
         """The rows carrying each word, in reading order (its length is the word's row frequency)."""
         for row, vocabulary in self.row_vocabulary.items():
@@ -334,10 +362,14 @@ class TableLabels:
         return sorted(found, key=self.row_order.__getitem__)
 
 
-def _list_table_headers(tool_results: Iterable[ToolResult]) -> dict[tuple[str, str], str]:
-    """``(table path, column index) → header text`` of the list-of-lists tables at a result's top level
-    (or one member deep)."""
-    headers: dict[tuple[str, str], str] = {}
+def _list_table_headers(
+    tool_results: Iterable[ToolResult],
+) -> tuple[dict[tuple[str, str], tuple[str, str]], dict[tuple[str, str], str]]:
+    """``(table path, column index) → (header text, its own part)`` of the list-of-lists tables at a
+    result's top level (or one member deep), and ``(table path, row index) → section heading`` of their
+    unlabelled rows (:func:`_sections_of`)."""
+    headers: dict[tuple[str, str], tuple[str, str]] = {}
+    sections: dict[tuple[str, str], str] = {}
     for result in tool_results:
         content = result.content
         if not isinstance(content, str) or len(content) > MAX_HEADER_BYTES:
@@ -353,7 +385,9 @@ def _list_table_headers(tool_results: Iterable[ToolResult]) -> dict[tuple[str, s
             if isinstance(table, list) and table and all(isinstance(row, list) for row in table):
                 for column, text in _headers_of(table).items():
                     headers.setdefault((path, str(column)), text)
-    return headers
+                for index, heading in _sections_of(table).items():
+                    sections.setdefault((path, str(index)), heading)
+    return headers, sections
 
 
 def _is_amount(cell: object) -> bool:
@@ -371,9 +405,31 @@ def _is_amount(cell: object) -> bool:
     return not (value.is_integer() and 1900 <= value <= 2100 and "." not in text)
 
 
-def _headers_of(table: list[list[object]]) -> dict[int, str]:
-    """Each column's header text: the non-empty cells above the first row holding an amount."""
+def _sections_of(table: list[list[object]]) -> dict[int, str]:
+    """The heading of each unlabelled row holding amounts: the nearest row above with a first text and no
+    amounts ("Basic earnings per share (cents per share)" over "Continuing operations", "Discontinued
+    operations" and their unlabelled subtotal). A flattened financial table leaves a subtotal's label
+    empty; the heading is what a sentence calls it."""
+    sections: dict[int, str] = {}
+    heading = ""
+    for index, row in enumerate(table):
+        first = str(row[0]).strip() if row and row[0] is not None else ""
+        amounts = any(_is_amount(cell) for cell in row[1:])
+        if first and not amounts:
+            heading = first
+        elif not first and amounts and heading:
+            sections[index] = heading
+            heading = ""  # one subtotal per heading: a later unlabelled row is another's
+    return sections
+
+
+def _headers_of(table: list[list[object]]) -> dict[int, tuple[str, str]]:
+    """Each column's header text: the non-empty cells above the first row holding an amount, and its own
+    cells' text, without a spanning header taken from the left: only its own text says it holds
+    percentages or changes (a flattened table's "Percent Change" over two columns often sits one column
+    off, and must not mark the next)."""
     texts: dict[int, list[str]] = {}
+    owns: dict[int, list[str]] = {}
     for row in table:
         if any(_is_amount(cell) for cell in row[1:]):
             break
@@ -384,11 +440,12 @@ def _headers_of(table: list[list[object]]) -> dict[int, str]:
                 continue
             if text:
                 carried = text
+                owns.setdefault(column, []).append(text)
             elif carried:
                 text = carried
             if text:
                 texts.setdefault(column, []).append(text)
-    return {column: " ".join(parts) for column, parts in texts.items()}
+    return {column: (" ".join(parts), " ".join(owns.get(column, ()))) for column, parts in texts.items()}
 
 
 @dataclass(frozen=True)
@@ -421,6 +478,8 @@ def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus |
         if shared:
             score = math.fsum(1.0 / frequency[word] for word in shared)
             scored.append((-score, order, row))
+    if not quoted:
+        scored += _quoted_single_labels(words, labels)
     if not scored:
         return _column_focus(words, labels, cells)
     scored.sort()
@@ -435,7 +494,7 @@ def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus |
     if not 1 <= len(members) <= MAX_FOCUS_CELLS:
         return None
     kept = {labels.rows[position] for position in members}
-    names = tuple(cells.row_labels[by_row[row][0]] for row in rows if row in kept)
+    names = tuple(labels.row_names[row] for row in rows if row in kept)
     return Focus(tuple(members), names, columns)
 
 
@@ -456,6 +515,23 @@ def _quoted_rows(words: AnswerWords, labels: TableLabels, rows: Sequence[str]) -
     }
 
 
+def _quoted_single_labels(words: AnswerWords, labels: TableLabels) -> list[tuple[float, int, str]]:
+    """Rows labelled by one common word the sentence quotes ("Total", "Net"), scored as a word that names
+    one row: "the percentage change in the total" names the Total row, beside the rows its other words name.
+    Only when at most :data:`MAX_ROW_DOCUMENT_FREQUENCY` rows carry that label."""
+    by_label: dict[str, list[str]] = {}
+    for row in labels.wordless_rows:
+        label = labels.row_phrases[row]
+        if len(label.split()) == 1 and label in words.phrase:
+            by_label.setdefault(label, []).append(row)
+    return [
+        (-1.0 / len(rows), labels.row_order[row], row)
+        for rows in by_label.values()
+        if len(rows) <= MAX_ROW_DOCUMENT_FREQUENCY
+        for row in rows
+    ]
+
+
 def _column_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus | None:
     """When no row is named: the cells of the one column the words or years name ("the sum of all …")."""
     named = [
@@ -468,7 +544,7 @@ def _column_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focu
     ((header, members),) = named
     if not 2 <= len(members) <= MAX_FOCUS_CELLS:
         return None
-    rows = tuple(dict.fromkeys(cells.row_labels[position] for position in members))
+    rows = tuple(dict.fromkeys(labels.row_names[labels.rows[position]] for position in members))
     return Focus(tuple(members), rows, (header,))
 
 
@@ -505,6 +581,8 @@ class _Operand:
     percent: bool
     level: int = 0
     """0 for a cell, 1 for an aggregate of a row or a column of the focus, 2 for all of it."""
+    change: bool = False
+    """It sits in a column of changes (or aggregates such cells)."""
 
 
 def focus_candidates(
@@ -530,36 +608,43 @@ def focus_candidates(
             labels.rows[m],
             labels.column_names[m],
             bool(cells.percent[m]) or labels.column_percent[m],
+            change=labels.column_change[m],
         )
         for m in focus.members
     ]
     aggregates: list[_Operand] = []
+    made: list[tuple[float, str]] = []
     if every or operations & {"average", "sum"}:
         for members, row, column in _subsets(operands):
             if len(members) < 2:
                 continue
             total = math.fsum(member.value for member in members)
             joined = " + ".join(member.words for member in members)
-            share = all(member.percent for member in members)
+            share, change = members[0].percent, members[0].change
             level = 2 if row == column == "*" else 1
             if every or "sum" in operations:
-                aggregates.append(_Operand(total, f"({joined})", row, column, share, level))
+                aggregates.append(_Operand(total, f"({joined})", row, column, share, level, change))
             if every or "average" in operations:
-                aggregates.append(
-                    _Operand(total / len(members), f"({joined}) / {len(members)}", row, column, share, level)
-                )
-    made: list[tuple[float, str]] = [(a.value, a.words) for a in aggregates if a.percent == percent]
+                mean = total / len(members)
+                words = f"({joined}) / {len(members)}"
+                aggregates.append(_Operand(mean, words, row, column, share, level, change))
+        made += _pair_aggregates(operands, operations, percent)
+        if {"average", "difference"} <= operations:
+            aggregates += _adjacent_averages(operands)
+    made += [(a.value, a.words) for a in aggregates if a.percent == percent]
     pool = operands + aggregates
     pairs = [
         (a, b)
         for a, b in permutations(pool, 2)
-        if (a.row == b.row or a.column == b.column) and a.percent == b.percent and a.level == b.level < 2
+        if (a.row == b.row or a.column == b.column)
+        and (a.percent, a.change) == (b.percent, b.change)
+        and a.level == b.level < 2
     ]
     if every or "difference" in operations:
         for a, b in pairs:
             if percent or not a.percent:
                 made.append((a.value - b.value, f"{a.words} − {b.words}"))
-            if percent and b.value != 0 and a.value * b.value > 0:
+            if percent and b.value != 0:
                 made.append((100 * (a.value - b.value) / b.value, f"({a.words} − {b.words}) / {b.words}"))
     if every or "quotient" in operations:
         totals = _column_totals(focus, cells, labels)
@@ -572,6 +657,10 @@ def focus_candidates(
                     if percent
                     else (ratio, f"{a.words} / {b.words}")
                 )
+    amounts = [operand.value for operand in operands if not operand.percent]
+    if amounts and all(value < 0 for value in amounts):
+        # "(16)" and "(15)" are amounts an analyst averages as 15.5: a row of negatives read as sizes.
+        made += [(-value, f"−({words})") for value, words in made]
     finite = [(value, words) for value, words in made if math.isfinite(value)]
     order = sorted(range(len(finite)), key=lambda index: (finite[index][0], index))
     return FocusCandidates(
@@ -599,17 +688,53 @@ def _column_totals(focus: Focus, cells: Cells, labels: TableLabels) -> list[_Ope
     return totals
 
 
+def _pair_aggregates(
+    operands: Sequence[_Operand], operations: frozenset[str], percent: bool
+) -> list[tuple[float, str]]:
+    """The sums and averages of two cells of one row of the focus, of one kind: "the average of 2018 and
+    2019" when the sentence names no year and the row holds three or more."""
+    every = not operations
+    made: list[tuple[float, str]] = []
+    for index, a in enumerate(operands):
+        for b in operands[index + 1 :]:
+            if a.row != b.row or (a.percent, a.change) != (b.percent, b.change) or a.percent != percent:
+                continue
+            total = a.value + b.value
+            if every or "sum" in operations:
+                made.append((total, f"{a.words} + {b.words}"))
+            if every or "average" in operations:
+                made.append((total / 2, f"({a.words} + {b.words}) / 2"))
+    return made
+
+
+def _adjacent_averages(operands: Sequence[_Operand]) -> list[_Operand]:
+    """The averages of two neighbouring cells of one row (consecutive periods), as operands of a second
+    step: "the change in the average between 2017-2018 and 2018-2019" is the difference of two of them.
+    Only neighbours, and only when the sentence names both an average and a change: every pair's
+    average as an operand was measured to add more coincidences than answers."""
+    made: list[_Operand] = []
+    for a, b in itertools.pairwise(operands):
+        if a.row == b.row and (a.percent, a.change) == (b.percent, b.change):
+            words = f"({a.words} + {b.words}) / 2"
+            made.append(_Operand((a.value + b.value) / 2, words, a.row, "*", a.percent, 1, a.change))
+    return made
+
+
 def _subsets(operands: Sequence[_Operand]) -> list[tuple[list[_Operand], str, str]]:
-    """The focus's rows, its columns and all of it, each with the row and column it sits in."""
-    by_row: dict[str, list[_Operand]] = {}
-    by_column: dict[str, list[_Operand]] = {}
-    for operand in operands:
-        by_row.setdefault(operand.row, []).append(operand)
-        by_column.setdefault(operand.column, []).append(operand)
-    subsets = [(members, row, "*") for row, members in by_row.items()]
-    if len(by_row) > 1:
-        subsets += [(members, "*", column) for column, members in by_column.items()]
-        subsets.append((list(operands), "*", "*"))
+    """The focus's rows, its columns and all of it, each with the row and column it sits in, each split
+    by kind: a row's amounts are summed apart from its percentages (its "% change" cells)."""
+    subsets: list[tuple[list[_Operand], str, str]] = []
+    for kind in ((False, False), (False, True), (True, False), (True, True)):
+        of_kind = [operand for operand in operands if (operand.percent, operand.change) == kind]
+        by_row: dict[str, list[_Operand]] = {}
+        by_column: dict[str, list[_Operand]] = {}
+        for operand in of_kind:
+            by_row.setdefault(operand.row, []).append(operand)
+            by_column.setdefault(operand.column, []).append(operand)
+        subsets += [(members, row, "*") for row, members in by_row.items()]
+        if len(by_row) > 1:
+            subsets += [(members, "*", column) for column, members in by_column.items()]
+            subsets.append((of_kind, "*", "*"))
     return subsets
 
 

@@ -275,7 +275,7 @@ class TestCost:
 class TestVerdict:
     def test_inferred_figures_are_counted_listed_and_supported(self) -> None:
         """shapecheck.figures.inferred counts them, the derivation names operands and chance, score 1."""
-        subject = answer_subject("Total assets grew 14.16% to 5,765.2.", tool_results=(table(ASSETS),))
+        subject = answer_subject("The figure grew 14.16% to 5,765.2.", tool_results=(table(ASSETS),))
         (verdict,) = FiguresCheck().evaluate([subject])
         assert verdict is not None
         assert verdict.attributes[FIGURES_INFERRED] == 1

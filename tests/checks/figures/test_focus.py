@@ -6,7 +6,7 @@ import json
 
 from otel_shapecheck._model import ToolResult
 from otel_shapecheck.checks.figures._basis import figure_basis
-from otel_shapecheck.checks.figures._cells import read_cells
+from otel_shapecheck.checks.figures._cells import Cells, read_cells
 from otel_shapecheck.checks.figures._extended import FOCUSED, NAMED_FACTOR, named_limit
 from otel_shapecheck.checks.figures._findings import check_figures
 from otel_shapecheck.checks.figures._focus import TableLabels, answer_words, find_focus
@@ -142,3 +142,280 @@ def test_a_quoted_label_of_common_words_still_names_its_row() -> None:
     words = answer_words("The net change from 2018 to 2019 grew by 5.5 million", "5.5")
     focus = find_focus(words, labels, cells)
     assert focus is not None and focus.rows == ("Net change",)
+
+
+def _labels_of(table: list[list[str]]) -> tuple[TableLabels, Cells, ToolResult]:
+    result = ToolResult(json.dumps(table), name="get_table")
+    basis = figure_basis([result], structure=True)
+    cells = read_cells(basis.structure)
+    return TableLabels(cells, basis.structure.paths, [result]), cells, result
+
+
+def _inferred_source(answer: str, table: list[list[str]], named_factor: float = NAMED_FACTOR) -> str | None:
+    """The derivation's words for the answer's only inferred figure, or ``None`` when one is flagged."""
+    result = ToolResult(json.dumps(table), name="get_table")
+    finding = check_figures(answer, [result], min_digits=1, named_factor=named_factor)
+    if finding.unsupported:
+        return None
+    (inferred,) = finding.inferred
+    return f"{inferred.derivation}: {inferred.source}"
+
+
+# A row of three years with its own percent-change columns, as financial tables print them.
+GROSS: list[list[str]] = [
+    ["", "2019", "2018", "2017", "2019 vs 2018", "2018 vs 2017"],
+    ["Cost of sales", "$(5,860)", "$(5,803)", "$(5,075)", "1.0%", "(14.3)%"],
+    ["Gross profit", "$3,696", "$3,861", "$3,272", "(4.3)%", "18.0%"],
+    ["Operating expenses", "$1,204", "$1,187", "$1,090", "1.4%", "8.9%"],
+]
+
+
+class TestTwoStepCandidates:
+    def test_a_rows_amounts_are_averaged_apart_from_its_percentages(self) -> None:
+        """ "The average Gross profit" is the mean of its three amounts, not of the amounts and % cells."""
+        source = _inferred_source("The average Gross profit: 3609.67 million.", GROSS)
+        assert source == "named-cells: (3696 + 3861 + 3272) / 3, row Gross profit"
+
+    def test_two_cells_of_a_row_are_averaged_when_no_year_is_named(self) -> None:
+        """A row of three years: the average of two of them is a candidate of its own."""
+        source = _inferred_source("The average Gross profit was 3778.5 million.", GROSS)
+        assert source == "named-cells: (3696 + 3861) / 2, row Gross profit"
+
+    def test_under_a_sum_word_the_pair_is_summed(self) -> None:
+        """Operation words choose the arithmetic: "the total" of the row's two years is their sum."""
+        source = _inferred_source("The total Gross profit was 7557 million.", GROSS)
+        assert source == "named-cells: 3696 + 3861, row Gross profit"
+
+
+class TestLabelsRead:
+    def test_a_quoted_one_word_label_names_its_row(self) -> None:
+        """ "the total" names the Total row, whose label has no content word."""
+        table = [
+            ["", "2019", "2018"],
+            ["Pension", "41.0", "38.2"],
+            ["Other", "3.5", "2.8"],
+            ["Total", "44.5", "41.0"],
+        ]
+        labels, cells, _ = _labels_of(table)
+        focus = find_focus(
+            answer_words("The percentage change in the total from 2018 to 2019", "8.54%"), labels, cells
+        )
+        assert focus is not None and focus.rows == ("Total",)
+        assert _inferred_source("The percentage change in the total from 2018 to 2019: 8.54%.", table) == (
+            "named-cells: (44.5 − 41) / 41, row Total, 2019 / 2018"
+        )
+
+    def test_an_unlabelled_subtotal_takes_the_heading_above_it(self) -> None:
+        table = [
+            ["", "2019", "2018"],
+            ["Basic earnings per share (cents per share)", "", ""],
+            ["Continuing operations", "114.3", "123.4"],
+            ["Discontinued operations", "91.9", "9.2"],
+            ["", "206.2", "132.6"],
+        ]
+        labels, cells, _ = _labels_of(table)
+        words = answer_words("The difference in basic earnings per share from 2018 to 2019: 73.6", "73.6")
+        focus = find_focus(words, labels, cells)
+        assert focus is not None and focus.rows == ("Basic earnings per share (cents per share)",)
+        assert sorted(float(cells.values[m]) for m in focus.members) == [132.6, 206.2]
+
+    def test_a_header_marks_percentages_only_in_its_own_cells(self) -> None:
+        """ "(in thousands, except percentages)" is no percentage column, and neither is the column a
+        spanning "Percent Change" reaches from the left; a header's own "%" is."""
+        table = [
+            ["", "", "Percent Change", "", ""],
+            ["", "2019 (in thousands, except percentages)", "Actual", "2018", "% of total"],
+            ["Interest expense", "2,082", "3", "2,025", "11"],
+        ]
+        labels, cells, _ = _labels_of(table)
+        percent = {labels.column_names[m]: labels.column_percent[m] for m in range(len(labels.column_names))}
+        assert percent == {
+            "2019 (in thousands, except percentages)": False,
+            "Percent Change Actual": True,
+            "Percent Change 2018": False,
+            "Percent Change % of total": True,
+        }
+        assert _inferred_source(
+            "The difference in interest expense between 2019 and 2018: 57 million.", table
+        ) == (
+            "named-cells: 2082 − 2025, row Interest expense, 2019 (in thousands, except percentages) / "
+            "Percent Change 2018"
+        )
+
+
+class TestRoundingAsWritten:
+    TIES: list[list[str]] = [
+        ["", "2019", "2018"],
+        ["Revenue", "3,704.5", "1,234.0"],
+        ["Costs", "811.0", "640.0"],
+    ]
+
+    def test_half_up_and_bankers_rounding_of_a_tie_both_match(self) -> None:
+        """2470.5 written whole is 2471 rounded half up and 2470 rounded half to even: both are the cells'."""
+        for written in ("2471", "2470"):
+            source = _inferred_source(
+                f"The change in revenue from 2018 to 2019 was {written} million.", self.TIES
+            )
+            assert source == "named-cells: 3704.5 − 1234, row Revenue, 2019 / 2018"
+
+    def test_one_unit_past_the_tie_is_flagged(self) -> None:
+        assert (
+            _inferred_source("The change in revenue from 2018 to 2019 was 2472 million.", self.TIES) is None
+        )
+
+    def test_percentage_points_and_percent_change_of_two_rates_both_match(self) -> None:
+        """11.3% and 12.6% give −1.3 percentage points, written "-1.3%", and a −10.32% relative change:
+        both are what analysts write, each named as what it is."""
+        table = [
+            ["", "2019", "2018"],
+            ["Wafer yield", "11.3%", "12.6%"],
+            ["Line yield", "25.3%", "28.4%"],
+        ]
+        assert _inferred_source("The change in wafer yield from 2018 to 2019: -1.3%.", table) == (
+            "named-cells: 11.3 − 12.6, row Wafer yield, 2019 / 2018"
+        )
+        assert _inferred_source("The change in wafer yield from 2018 to 2019: -10.32%.", table) == (
+            "named-cells: (11.3 − 12.6) / 12.6, row Wafer yield, 2019 / 2018"
+        )
+
+
+class TestLimits:
+    def test_the_named_factor_sets_the_named_limit(self) -> None:
+        """named_factor=0 accepts nothing among the named cells; the default accepts the same figure."""
+        answer = "The change in Additions in 2019 from 2018 was 0.7 million."
+        assert _inferred_source(answer, TABLE) is not None
+        assert _inferred_source(answer, TABLE, named_factor=0.0) is None
+        assert named_limit(0.02, 5.0) == 0.1
+
+    def test_a_bad_named_factor_is_a_value_error(self) -> None:
+        import pytest
+
+        for bad in (-1.0, float("nan")):
+            with pytest.raises(ValueError, match="named_factor"):
+                check_figures("It was 0.7.", [RESULT], min_digits=1, named_factor=bad)
+
+    def test_the_whole_table_gets_a_quarter_of_p_when_the_named_cells_miss(self) -> None:
+        """Words that name cells the figure is none of: the whole table is asked below p / 4; words that
+        name no cells: below p."""
+        from otel_shapecheck.checks.figures._extended import MISSED_FOCUS_FACTOR, ExtendedDerivations
+        from otel_shapecheck.checks.figures._text import figures_in
+
+        basis = figure_basis([RESULT], structure=True)
+        extended = ExtendedDerivations(basis, "structural", [RESULT])
+        (figure,) = figures_in("5.3", 1)  # 2.4 + 2.9, a sum in the row "At beginning of period"
+        named_elsewhere = answer_words("The change in Transfers from 2018 to 2019 was 5.3", "5.3")
+        bare = answer_words("The answer is 5.3", "5.3")
+        missed = extended.infer(figure, named_elsewhere, 0.02)
+        whole = extended.infer(figure, bare, 0.02)
+        assert missed is not None and whole is not None
+        assert missed.derivation != FOCUSED and whole.derivation != FOCUSED
+        assert missed.limit == MISSED_FOCUS_FACTOR * 0.02
+        assert whole.limit == 0.02
+        assert missed.source == whole.source == "2.4 + 2.9, row At beginning of period"
+        assert missed.chance >= whole.chance  # the named cells' candidates are counted too
+
+
+class TestMoreOfWhatAnalystsWrite:
+    def test_the_change_of_two_neighbouring_averages(self) -> None:
+        """ "The change in the average between 2017-2018 and 2018-2019": the difference of the averages of
+        neighbouring years, a second step taken only when the sentence names both."""
+        table = [
+            ["", "2019", "2018", "2017"],
+            ["Free cash flow", "4,411", "4,044", "3,316"],
+            ["Capex", "950", "1,018", "1,062"],
+        ]
+        answer = "The change in the average free cash flow between 2017-2018 and 2018-2019: 547.5 million."
+        assert _inferred_source(answer, table) == (
+            "named-cells: (4411 + 4044) / 2 − (4044 + 3316) / 2, row Free cash flow, 2019 / 2018 / 2017"
+        )
+
+    def test_a_percent_change_across_zero_among_the_named_cells(self) -> None:
+        """From −34.8 to 46.0 is −232.18 % as analysts compute it; the named cells take it, the whole
+        table (same signs only) does not."""
+        table = [["", "2019", "2018"], ["Net profit/(loss)", "46.0", "(34.8)"], ["Revenue", "812.4", "790.1"]]
+        answer = "The percentage change in Net profit/(loss) from 2018 to 2019: -232.18%."
+        assert _inferred_source(answer, table) == (
+            "named-cells: (46 − (-34.8)) / (-34.8), row Net profit/(loss), 2019 / 2018"
+        )
+        assert _inferred_source("The answer is -232.18%.", table) is None
+
+    def test_a_row_of_negatives_is_averaged_as_sizes(self) -> None:
+        """ "(16)" and "(15)": the average allowance is 15.5 as written, not only −15.5."""
+        table = [
+            ["", "2019", "2018"],
+            ["Trade receivables", "1,396", "1,292"],
+            ["Allowance for doubtful accounts", "(16)", "(15)"],
+        ]
+        source = _inferred_source("The average Allowance for doubtful accounts: 15.5.", table)
+        assert source == "named-cells: −(((-16) + (-15)) / 2), row Allowance for doubtful accounts"
+
+    def test_a_footnote_mark_in_a_label_does_not_hide_the_row(self) -> None:
+        """ "Brian Kinion(3)": the 3 is read as a number of the label's own text; the row keeps its name."""
+        table = [
+            ["Name of Beneficial Owner", "Number of Shares Beneficially Owned", "Percent Owned"],
+            ["L. Gordon Crovitz(1)", "53,819", "*"],
+            ["Brian Kinion(3)", "16,016", "*"],
+            ["Christopher Lien(4)", "326,584", "4.7"],
+            ["Daina Middleton(5)", "36,888", "*"],
+        ]
+        answer = "The average number of shares owned by Brian Kinion and Christopher Lien: 171300."
+        assert _inferred_source(answer, table) == (
+            "named-cells: (16016 + 326584) / 2, row Christopher Lien(4) / Brian Kinion(3)"
+        )
+
+    def test_change_columns_are_not_periods_of_the_row(self) -> None:
+        """A row of three years with "Change" columns between them: its average is over the years only."""
+        table = [
+            [
+                "(In thousands)",
+                "2019",
+                "Change increase (decrease)",
+                "2018",
+                "Change increase (decrease)",
+                "2017",
+            ],
+            ["Revenues", "284,936", "(31,321)", "316,257", "80,941", "235,316"],
+            ["Gross Profit", "$60,301", "$(2,567)", "$62,868", "$22,506", "$40,362"],
+        ]
+        labels, cells, _ = _labels_of(table)
+        revenues = labels.by_row["[1]"]
+        assert [labels.column_change[m] for m in revenues] == [False, True, False, True, False]
+        source = _inferred_source("The average annual Gross Profit: 54510.33 thousand.", table)
+        assert source == "named-cells: (60301 + 62868 + 40362) / 3, row Gross Profit"
+
+    def test_a_row_of_negative_amounts_beside_its_percentages_is_averaged_as_sizes(self) -> None:
+        table = [
+            ["", "2019", "2018", "2017", "2019 vs 2018"],
+            ["Cost of sales", "$(5,860)", "$(5,803)", "$(5,075)", "1.0%"],
+        ]
+        source = _inferred_source("The average Cost of sales: 5579.33 million.", table)
+        assert source == "named-cells: −(((-5860) + (-5803) + (-5075)) / 3), row Cost of sales"
+
+
+def test_the_default_bound_is_the_one_chosen_on_the_tuning_file() -> None:
+    """p = 2 %, named cells below min(1, 50 · p), the whole table below p / 4 when the named cells miss."""
+    from otel_shapecheck.checks.figures._check import FiguresCheck
+    from otel_shapecheck.checks.figures._coincidence import DEFAULT_COINCIDENCE
+    from otel_shapecheck.checks.figures._extended import MISSED_FOCUS_FACTOR
+
+    assert FiguresCheck().coincidence == DEFAULT_COINCIDENCE == 0.02
+    assert (NAMED_FACTOR, MISSED_FOCUS_FACTOR) == (50.0, 0.25)
+    assert named_limit(DEFAULT_COINCIDENCE) == 1.0
+
+
+def test_the_report_set_shares_no_table_with_the_tuning_file() -> None:
+    """The report set is held out by table: none of its tables is a table of the tuning file."""
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[3] / "benchmarks" / "data"
+
+    def tables(name: str) -> set[str]:
+        with (data / name).open(encoding="utf-8") as lines:
+            return {
+                json.dumps(json.loads(line)["table"], ensure_ascii=False, separators=(",", ":"))
+                for line in lines
+            }
+
+    report, tuning = tables("tatqa_fresh.jsonl"), tables("tatqa_tuning.jsonl")
+    assert len(report) == 47 and len(tuning) > 300
+    assert not report & tuning
