@@ -60,18 +60,27 @@ def _functions(source: Path, file_name: str) -> list[dict[str, Any]]:
 
 def build(source: Path) -> list[dict[str, Any]]:
     """Every single-choice turn of the multi-turn base questions (see the module doc)."""
-    answers = {record["id"]: record["ground_truth"] for record in _lines(source / "possible_answer" / QUESTIONS)}
+    answers = {
+        record["id"]: record["ground_truth"] for record in _lines(source / "possible_answer" / QUESTIONS)
+    }
     records = []
     for question in _lines(source / QUESTIONS):
         classes = [name for name in question["involved_classes"] if name in CLASS_FILES]
         menu = {tool["name"] for name in classes for tool in _functions(source, CLASS_FILES[name])}
-        for turn, (messages, truth) in enumerate(zip(question["question"], answers[question["id"]], strict=True)):
+        for turn, (messages, truth) in enumerate(
+            zip(question["question"], answers[question["id"]], strict=True)
+        ):
             users = [message["content"] for message in messages if message.get("role") == "user"]
             called = {match.group(1) for call in truth if (match := _CALLED.match(call))}
             if len(users) != 1 or len(called) != 1 or not called <= menu or len(menu) < 2:
                 continue
             records.append(
-                {"id": f"{question['id']}_turn_{turn}", "query": users[0], "classes": classes, "chosen": sorted(called)}
+                {
+                    "id": f"{question['id']}_turn_{turn}",
+                    "query": users[0],
+                    "classes": classes,
+                    "chosen": sorted(called),
+                }
             )
     return records
 

@@ -55,7 +55,9 @@ def _api_cases(split: str, number: int, api: Mapping[str, Any]) -> list[dict[str
         path, method = api["Function_Projection"][name]
         operation = document["paths"][path][method]
         description = text.split("\nParameters:", 1)[0].strip()
-        tools.append({"name": name, "description": description, "parameters": _schema(document, path, operation)})
+        tools.append(
+            {"name": name, "description": description, "parameters": _schema(document, path, operation)}
+        )
     names = [tool["name"] for tool in tools]
     cases = []
     seen: set[str] = set()
