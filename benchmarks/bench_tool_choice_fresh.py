@@ -315,11 +315,13 @@ def _cache(suffix: str) -> Path | None:
 
 
 def _filled(embedder: Embedder, texts: Sequence[str], cache: Path | None, chunk: int = 1000) -> Vectors:
-    """Vectors of ``texts``, embedded a chunk at a time so a long run keeps what it has done."""
+    """Vectors of ``texts``; with a cache file, embedded a chunk at a time so a long run keeps its work."""
+    if cache is None:
+        return Vectors(embedder, texts)
     vectors = Vectors(embedder, [], cache)
     for start in range(0, len(texts), chunk):
         vectors = Vectors(embedder, texts[start : start + chunk], cache)
-    return Vectors(embedder, texts, cache) if cache is None else vectors
+    return vectors
 
 
 def _row(name: str, measured: Rates, target: str, **extra: Any) -> dict[str, Any]:
