@@ -431,11 +431,12 @@ def _lever_rows(
         threshold = t_star(tuning, seed_tuning[2])
         measured = rates(tuning, threshold)
         fresh = rates(pooled(*(outcomes[n] for n in FRESH)), threshold)
+        each = "; ".join(f"{n}: {_fmt(rates(outcomes[n], threshold))}" for n in FRESH)
         rows.append(
             _row(
                 f"tool_choice.fresh.lever_{lever}.tuning.{label}@{threshold:g}",
                 measured,
-                f"on BFCL + BFCL live (seed there {_fmt(seed_tuning)}); fresh pooled: {_fmt(fresh)}",
+                f"on BFCL + BFCL live (seed there {_fmt(seed_tuning)}); fresh pooled: {_fmt(fresh)}; {each}",
             )
         )
         if best is None or (measured[0], position) < best[:2]:
