@@ -49,6 +49,8 @@ class Case:
     chosen: tuple[str, ...]
     arguments: Mapping[str, JSONValue] = field(default_factory=dict)
     """Per chosen tool, the arguments of its first reference call (first accepted value of each)."""
+    schemas: Mapping[str, JSONValue] = field(default_factory=dict)
+    """Per offered tool name, its raw parameter schema as the source wrote it (when it had one)."""
 
     @property
     def has_distractor(self) -> bool:
@@ -104,19 +106,22 @@ def _case(
 ) -> Case:
     source_tools = {t.get("name"): t for t in functions.get(record["id"], []) if isinstance(t, dict)}
     tools = []
+    schemas: dict[str, JSONValue] = {}
     for tool in record["tools"]:
         schema = tool.get("parameters")
         source = source_tools.get(tool["name"])
         if schema is None and source is not None and source.get("description") == tool.get("description"):
             schema = source.get("parameters")
         tools.append(OfferedTool(tool["name"], tool.get("description"), tool_parameters(schema)))
+        if schema is not None:
+            schemas.setdefault(tool["name"], schema)
     arguments = record.get("arguments")
     if not isinstance(arguments, dict):
         arguments = {}
         for call in answers.get(record["id"], []):
             for name, args in call.items() if isinstance(call, dict) else ():
                 arguments.setdefault(name, _first_accepted(args))
-    return Case(record["id"], record["query"], tuple(tools), tuple(record["chosen"]), arguments)
+    return Case(record["id"], record["query"], tuple(tools), tuple(record["chosen"]), arguments, schemas)
 
 
 def _first_accepted(value: Any) -> JSONValue:

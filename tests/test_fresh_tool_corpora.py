@@ -1,0 +1,79 @@
+"""The tool-choice corpora nobody tuned on: well-formed cases, and the fresh benchmark's rules as written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import _bfcl, _bfcl_multi_turn, _toolalpaca
+from benchmarks.bench_tool_choice_fresh import helps, schema_values, valued_text
+from otel_shapecheck._model import OfferedTool
+from otel_shapecheck.embedding._tool_index import parameter_text
+from otel_shapecheck.readers._tool_schema import tool_parameters
+
+
+def test_toolalpaca_cases_are_single_choices_on_menus_with_schemas_and_no_arguments() -> None:
+    records = [json.loads(line) for line in _toolalpaca.DATA_FILE.read_text(encoding="utf-8").splitlines()]
+    cases = _toolalpaca.load()
+    assert len(cases) == len(records) == 129
+    assert all("arguments" not in record for record in records)
+    for case in cases:
+        names = [tool.name for tool in case.tools]
+        assert len(case.chosen) == 1 and case.chosen[0] in names and len(names) >= 2
+        assert len(set(names)) == len(names)
+    assert sum(bool(tool.parameters) for case in cases for tool in case.tools) > 0
+
+
+def test_multi_turn_cases_name_their_classes_and_menus_come_from_bfcl_eval() -> None:
+    records = [
+        json.loads(line) for line in _bfcl_multi_turn.DATA_FILE.read_text(encoding="utf-8").splitlines()
+    ]
+    assert len(records) == 477
+    assert all(set(record) == {"id", "query", "classes", "chosen"} for record in records)
+    assert all(set(record["classes"]) <= set(_bfcl_multi_turn.CLASS_FILES) for record in records)
+    if _bfcl.source_dir() is None:
+        pytest.skip("bfcl-eval's data is not installed")
+    cases = _bfcl_multi_turn.load()
+    assert cases is not None
+    for case in cases:
+        assert case.chosen[0] in {tool.name for tool in case.tools} and len(case.tools) >= 18
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "unit": {"type": "string", "description": "Temperature unit", "enum": ["c", "f"], "default": "c"},
+        "city": {"type": "string", "description": "City name", "examples": ["Paris", "Oslo"]},
+        "days": {"type": "integer", "default": None},
+        "verbose": {"type": "boolean", "default": False},
+    },
+}
+
+
+def test_values_lever_leaves_a_tool_without_values_exactly_as_the_check_embeds_it() -> None:
+    bare = OfferedTool("get_weather", "Current weather for a city")
+    assert valued_text(bare, None, ("default", "examples")) == parameter_text(bare.name, bare.description, ())
+    no_values = {"type": "object", "properties": {"city": {"type": "string", "description": "City"}}}
+    tool = OfferedTool("get_weather", "Current weather", tool_parameters(no_values))
+    expected = parameter_text(tool.name, tool.description, tool.parameters)
+    assert valued_text(tool, no_values, ("default", "examples")) == expected
+
+
+def test_values_lever_adds_scalar_defaults_and_examples_after_their_parameter() -> None:
+    tool = OfferedTool("get_weather", "Current weather", tool_parameters(SCHEMA))
+    assert schema_values(SCHEMA, ("default",)) == {"unit": ("c", ())}
+    assert valued_text(tool, SCHEMA, ("default", "examples")) == (
+        "get weather: Current weather (parameters: unit: Temperature unit (one of c, f) (default c); "
+        "city: City name (e.g. Paris, Oslo); days; verbose)"
+    )
+    assert valued_text(tool, SCHEMA, ()) == parameter_text(tool.name, tool.description, tool.parameters)
+
+
+def test_a_lever_helps_only_with_no_more_false_alarms_no_less_detection_and_one_strictly_better() -> None:
+    shipped = (0.30, 0.99, 0.965)
+    assert helps((0.29, 0.99, 0.965), shipped)
+    assert helps((0.30, 0.98, 0.97), shipped)
+    assert not helps(shipped, shipped)
+    assert not helps((0.29, 0.99, 0.96), shipped)
+    assert not helps((0.31, 0.99, 0.99), shipped)
