@@ -38,7 +38,7 @@ $(STAMP_JS): $(JS_DIR)/package.json $(JS_DIR)/package-lock.json
 
 js-deps: $(STAMP_JS)
 
-test: lint $(STAMP_JS)
+test: lint $(STAMP_JS) $(STAMP_BFCL)
 	$(BIN)/pytest -q -m "not e2e"
 
 # End-to-end tests against real backends started on 127.0.0.1 by the tests: Arize Phoenix (traces) and

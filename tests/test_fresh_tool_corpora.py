@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from benchmarks import _bfcl, _bfcl_multi_turn, _toolalpaca
 from benchmarks.bench_tool_choice_fresh import helps, schema_values, valued_text
 from otel_shapecheck._model import OfferedTool
@@ -32,8 +30,7 @@ def test_multi_turn_cases_name_their_classes_and_menus_come_from_bfcl_eval() -> 
     assert len(records) == 477
     assert all(set(record) == {"id", "query", "classes", "chosen"} for record in records)
     assert all(set(record["classes"]) <= set(_bfcl_multi_turn.CLASS_FILES) for record in records)
-    if _bfcl.source_dir() is None:
-        pytest.skip("bfcl-eval's data is not installed")
+    assert _bfcl.source_dir() is not None, "bfcl-eval's data is installed by `make test`"
     cases = _bfcl_multi_turn.load()
     assert cases is not None
     for case in cases:
