@@ -41,13 +41,19 @@ class TraceStore:
         on_forget: Callable[[TraceFacts], None],
     ) -> None:
         self._counters = counters
-        self._max_traces = max_traces
+        self.max_traces = max_traces
         self._max_facts = max_facts_per_trace
-        self._max_fact_bytes = max_fact_bytes
+        self.max_fact_bytes = max_fact_bytes
         self._on_forget = on_forget
         self.traces: OrderedDict[int, TraceFacts] = OrderedDict()
         self.fact_bytes = 0
         """The estimated bytes every trace's facts keep alive, held to ``max_fact_bytes``."""
+        self.traces_started = 0
+        """Traces whose facts were started, ever: a trace is forgotten once ``max_traces`` others
+        started after it was last active."""
+        self.bytes_admitted = 0
+        """Estimated fact bytes admitted, ever: a trace is forgotten at the latest once ``max_fact_bytes``
+        were admitted for others after it was last active."""
         self._forgotten: OrderedDict[int, int] = OrderedDict()
         """Facts of recently forgotten traces, counted as dropped if the trace shows up again."""
 
@@ -69,7 +75,8 @@ class TraceStore:
             self._counters.facts_dropped += lost
         facts = TraceFacts(self._max_facts)
         self.traces[trace_id] = facts
-        while len(self.traces) > self._max_traces:
+        self.traces_started += 1
+        while len(self.traces) > self.max_traces:
             self._forget_oldest()
         return facts
 
@@ -83,15 +90,16 @@ class TraceStore:
         """
         if facts.size >= facts.limit:
             return -1
-        if self.fact_bytes + nbytes > self._max_fact_bytes:
+        if self.fact_bytes + nbytes > self.max_fact_bytes:
             self._counters.fact_bytes_exceeded += 1
-            while self.fact_bytes + nbytes > self._max_fact_bytes and next(iter(self.traces)) != trace_id:
+            while self.fact_bytes + nbytes > self.max_fact_bytes and next(iter(self.traces)) != trace_id:
                 self._forget_oldest()
-            if self.fact_bytes + nbytes > self._max_fact_bytes:
+            if self.fact_bytes + nbytes > self.max_fact_bytes:
                 return -1
         facts.size += 1
         facts.bytes += nbytes
         self.fact_bytes += nbytes
+        self.bytes_admitted += nbytes
         return nbytes
 
     def release_bytes(self, facts: TraceFacts, nbytes: int) -> None:
@@ -170,5 +178,5 @@ class TraceStore:
         else:
             self._forgotten[trace_id] = forgotten.size
             # Two integers a trace: remembering 16 times as many forgotten traces as kept ones is cheap.
-            if len(self._forgotten) > _FORGOTTEN_PER_KEPT_TRACE * self._max_traces:
+            if len(self._forgotten) > _FORGOTTEN_PER_KEPT_TRACE * self.max_traces:
                 self._forgotten.popitem(last=False)

@@ -5,9 +5,9 @@ forwards each span downstream (an enriched copy when a check had a verdict, else
 records the verdict metrics and hands the verdicts to the event sink. It then tells the ledger what each
 span counts for in its run, and forwards the batch's runs' agent spans last, with their summaries.
 Every failure is counted and logged once per kind; a span always reaches the downstream exactly once.
-While the application is active the thread evaluates in short slices and rests between them
-(:mod:`~otel_shapecheck.pipeline._pacing`), so the application's threads are not kept waiting for the
-interpreter lock.
+While the application is busy the thread evaluates in short slices and rests between them, resting
+less as its backlog grows (:mod:`~otel_shapecheck.pipeline._pacing`), so the application's threads
+are not kept waiting for the interpreter lock and no span goes un-evaluated for it.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class EvaluationWorker:
         *,
         batch_size: int,
         schedule_delay_seconds: float,
-        max_queue_size: int,
+        max_wait_seconds: float,
         answer_tools: Sequence[str] = (),
         metrics: VerdictMetrics | None = None,
     ) -> None:
@@ -66,9 +66,9 @@ class EvaluationWorker:
         counters = state.counters
         self._pacing = Pacing(
             lambda: counters.seen + counters.passed_at_once,  # spans the application ended
-            ledger.ready_count,
-            max_backlog=max_queue_size,
+            ledger.backlog,
             batch_size=batch_size,
+            max_wait_seconds=max_wait_seconds,
         )
         self._init_thread_state()
 
@@ -150,14 +150,13 @@ class EvaluationWorker:
 
     def _drain_paced(self) -> None:
         """Evaluate ready spans until none is ready, in short slices with rests while the application
-        is active (whole batches, no rests, when a flush or a stop waits)."""
+        is busy (whole batches, no rests, when a flush or a stop waits)."""
         while True:
             urgent = self._stopping or bool(self._flush_requests)  # a racy read: a late one sets _urgent
             size = self._pacing.next_slice(urgent, time.monotonic())
             started = time.thread_time()
             releases = self._ledger.take_ready(size)
             if not releases:
-                self._pacing.drained()
                 return
             self.evaluate(releases)
             spans = sum(len(release.spans) for release in releases)
