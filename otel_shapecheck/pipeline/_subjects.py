@@ -6,6 +6,7 @@ Runs on the evaluation worker only; the readers it calls parse content and never
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -129,11 +130,13 @@ class _Readings:
     """Each ended span's LLM-call reading, kept for the next releases of its trace.
 
     A trace's calls are compared with every earlier call of the trace (:func:`_mark_duplicates`), so
-    without this a trace of n calls was read n² / 2 times. An entry holds its span, so the id it is keyed
-    by cannot be reused while it is kept; that also keeps the span's attributes and the parsed menu alive
-    after the span was forwarded, so the readings are bounded by count and by estimated bytes: the span's
-    attributes twice (their text, and what was parsed out of it) and each distinct menu once, however many
-    readings share it (the readers hand every call of one menu string the same tuple).
+    without this a trace of n calls was read n² / 2 times. An entry refers to its span weakly: the span
+    stays alive exactly as long as its trace's facts (which hand it to later releases) or the exporter
+    keep it, and an entry whose span is gone is never matched, so a reused id is read afresh. The span's
+    own objects (attributes, events, their locks) are then not kept by the readings for the collector to
+    walk. What was parsed is kept, so the readings are bounded by count and by estimated bytes: the span's
+    attributes twice (at most their text, and what was parsed out of it) and each distinct menu once,
+    however many readings share it (the readers hand every call of one menu string the same tuple).
     """
 
     def __init__(self, max_entries: int = _MAX_READINGS, max_bytes: int = MAX_READING_BYTES) -> None:
@@ -163,7 +166,7 @@ class _Readings:
     def read(self, span: ReadableSpan, classified: SpanClass) -> LLMCall | None:
         with self._lock:
             entry = self._entries.get(id(span))
-            if entry is not None and entry.span is span:
+            if entry is not None and entry.span() is span:
                 self._entries.move_to_end(id(span))
                 return entry.call
         call = read_llm_call(span, classified)
@@ -176,7 +179,7 @@ class _Readings:
             old = self._entries.pop(id(span), None)
             if old is not None:
                 self._drop(old)
-            reading = _Reading(span, call, nbytes, menu)
+            reading = _Reading(weakref.ref(span), call, nbytes, menu)
             self._entries[id(span)] = reading
             self._bytes += nbytes
             if menu:
@@ -211,9 +214,10 @@ class _Readings:
 
 @dataclass(frozen=True)
 class _Reading:
-    """One kept reading: the span (kept so its id stays unique), its call, its own bytes and its menu."""
+    """One kept reading: its span (weakly: it is matched only while that span lives), its call, its own
+    bytes and its menu."""
 
-    span: ReadableSpan
+    span: weakref.ref[ReadableSpan]
     call: LLMCall | None
     nbytes: int
     menu: tuple[OfferedTool, ...] | None
