@@ -24,7 +24,7 @@ from typing import Final
 
 from otel_shapecheck.pipeline._completion import Backlog
 
-WORKER_SHARE: Final = 0.15
+WORKER_SHARE: Final = 0.05
 """Share of the interpreter the worker takes while the application is busy and nothing is waiting."""
 PACED_UP_TO: Final = 0.5
 """Share of a bound (queue, waiting spans, traces, fact bytes) past which the worker takes it all."""

@@ -259,8 +259,8 @@ def test_a_sustained_backlog_is_evaluated_as_an_unpaced_worker_evaluates_it() ->
     ended = 0
     most_ready = 0
     start = time.monotonic()
-    # A span every ~0.6 ms of the application's own Python: ~5 times what the check's 0.3 ms a span
-    # allows at a 15 % share, about half of what it allows with the interpreter to itself.
+    # A span every ~0.6 ms of the application's own Python: the check's 0.3 ms a span needs about a
+    # third of the interpreter, several times the resting share (WORKER_SHARE), well under all of it.
     while time.monotonic() - start < 3.0:  # three times the longest deferral
         _end_chat(provider, ended)
         ended += 1
