@@ -4,7 +4,9 @@ A held span either waits (for its parent's end, for the spans of its run, or for
 ready for the worker. :class:`Completion` keeps both sides and moves spans between them; it enforces
 ``max_pending_spans`` (past it the oldest waiting span is released as incomplete) and
 ``max_queue_size`` (past it a released group overflows: its spans are forwarded as they are). The
-ledger calls it with its lock held; the facts the spans wait for are the ledger's.
+ledger calls it with its lock held; the facts the spans wait for are the ledger's. It also says how
+near the spans awaiting the worker are to those bounds and to the trace store's (:meth:`backlog`): the
+worker's pacing ends before any of them is reached.
 """
 
 from __future__ import annotations
@@ -34,6 +36,18 @@ class WaitBounds(NamedTuple):
     """Spans ready for the worker, at most."""
 
 
+class Backlog(NamedTuple):
+    """How near the spans awaiting the worker are to the bounds that would cost them their evaluation."""
+
+    fraction: float
+    """The largest share of a bound in use: ready spans of ``max_queue_size``, waiting spans of
+    ``max_pending_spans``, and traces started and fact bytes admitted since the oldest ready span was
+    queued, of ``max_traces`` and ``max_fact_bytes`` (past either its trace's facts may be forgotten
+    before the worker takes it)."""
+    age_seconds: float
+    """How long the oldest ready span has been ready (0 with none ready)."""
+
+
 class Completion:
     """Waiting spans in deadline order, the worker's ready groups, and what overflowed (lock held).
 
@@ -53,6 +67,9 @@ class Completion:
         self.waiting: dict[HeldSpan, None] = {}
         """Waiting spans in deadline order, keyed by identity: ids are not trusted to be unique."""
         self._ready: deque[tuple[HeldSpan, ...]] = deque()
+        self._marks: deque[tuple[float, int, int]] = deque()
+        """For each ready group, in step with ``_ready``: when it was queued, and the trace store's
+        traces started and fact bytes admitted until then."""
         self.ready_spans = 0
         """Spans in the ready groups."""
         self._overflow: list[ReadableSpan] = []
@@ -78,7 +95,7 @@ class Completion:
             self._counters.forwarded_unevaluated += 1
             self.member_done(held, None)  # forwarded as it is: its run does not wait for it
             return False
-        self._ready.append((held,))
+        self._queue((held,))
         self.ready_spans += 1
         self._store.note_final((held,))
         return True
@@ -104,10 +121,15 @@ class Completion:
             counts.forwarded_untouched += len(group)
             counts.forwarded_unevaluated += len(group)
             return
-        self._ready.append(group)
+        self._queue(group)
         self.ready_spans += len(group)
         if group[0].run is None:
             self._store.note_final(group)
+
+    def _queue(self, group: tuple[HeldSpan, ...]) -> None:
+        store = self._store
+        self._ready.append(group)
+        self._marks.append((time.monotonic(), store.traces_started, store.bytes_admitted))
 
     def take_ready(self, max_spans: int) -> list[tuple[HeldSpan, ...]]:
         """Up to about ``max_spans`` ready spans, in their groups, oldest first."""
@@ -115,10 +137,25 @@ class Completion:
         taken = 0
         while self._ready and taken < max_spans:
             group = self._ready.popleft()
+            self._marks.popleft()
             self.ready_spans -= len(group)
             taken += len(group)
             groups.append(group)
         return groups
+
+    def backlog(self, now: float) -> Backlog:
+        """How near the spans awaiting the worker are to the bounds (``now``: ``time.monotonic()``)."""
+        fraction = max(self.ready_spans / self._max_queue, len(self.waiting) / self._max_pending)
+        if not self._marks:
+            return Backlog(fraction, 0.0)
+        queued_at, traces, fact_bytes = self._marks[0]
+        store = self._store
+        fraction = max(
+            fraction,
+            (store.traces_started - traces) / store.max_traces,
+            (store.bytes_admitted - fact_bytes) / store.max_fact_bytes,
+        )
+        return Backlog(fraction, max(0.0, now - queued_at))
 
     def take_overflow(self) -> list[ReadableSpan]:
         """The spans that overflowed since the last call (the caller forwards them as they are)."""

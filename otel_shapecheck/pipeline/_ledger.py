@@ -41,7 +41,7 @@ from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_shapecheck.otlp._sdk_fields import span_context, span_parent
-from otel_shapecheck.pipeline._completion import Completion, WaitBounds
+from otel_shapecheck.pipeline._completion import Backlog, Completion, WaitBounds
 from otel_shapecheck.pipeline._facts import (
     ExecutionFact,
     HeldSpan,
@@ -396,6 +396,12 @@ class Ledger:
     def ready_count(self) -> int:
         """Spans ready for the worker."""
         return self._completion.ready_spans
+
+    def backlog(self, now: float) -> Backlog:
+        """How near the spans awaiting the worker are to the bounds that would cost them their
+        evaluation or their trace's facts (``now``: ``time.monotonic()``)."""
+        with self._lock:
+            return self._completion.backlog(now)
 
     def take_ready(self, max_spans: int) -> list[Release]:
         """Up to about ``max_spans`` ready spans, in groups, with the facts of their traces."""

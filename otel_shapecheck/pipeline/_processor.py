@@ -140,6 +140,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
             events,
             batch_size=options.max_evaluation_batch_size,
             schedule_delay_seconds=options.schedule_delay_seconds,
+            max_wait_seconds=options.max_wait_seconds,
             answer_tools=options.answer_tools,
             metrics=VerdictMetrics(meter_provider, tool_names=options.metrics_tool_names),
         )

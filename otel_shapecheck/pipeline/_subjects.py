@@ -6,6 +6,7 @@ Runs on the evaluation worker only; the readers it calls parse content and never
 from __future__ import annotations
 
 import sys
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Final
@@ -138,15 +139,17 @@ class _Readings:
     """Each ended span's LLM-call reading, kept for the next releases of its trace.
 
     A trace's calls are compared with every earlier call of the trace (:func:`_mark_duplicates`), so
-    without this a trace of n calls was read n² / 2 times. An entry holds its span, so the id it is keyed
-    by cannot be reused while it is kept; that also keeps the span's attributes and the parsed menu alive
-    after the span was forwarded, so the readings are bounded by count and by estimated bytes: the span's
-    attributes twice (their text, and what was parsed out of it) and each distinct menu once, however many
-    readings share it (the readers hand every call of one menu string the same tuple).
+    without this a trace of n calls was read n² / 2 times. An entry refers to its span weakly: the span
+    stays alive exactly as long as its trace's facts (which hand it to later releases) or the exporter
+    keep it, and an entry whose span is gone is never matched, so a reused id is read afresh. The span's
+    own objects (attributes, events, their locks) are then not kept by the readings for the collector to
+    walk. What was parsed is kept, so the readings are bounded by count and by estimated bytes: the span's
+    attributes twice (at most their text, and what was parsed out of it) and each distinct menu once,
+    however many readings share it (the readers hand every call of one menu string the same tuple).
     """
 
     def __init__(self, max_entries: int = _MAX_READINGS, max_bytes: int = MAX_READING_BYTES) -> None:
-        self._kept: BoundedLRU[int, tuple[ReadableSpan, LLMCall | None]] = BoundedLRU(
+        self._kept: BoundedLRU[int, tuple[weakref.ref[ReadableSpan], LLMCall | None]] = BoundedLRU(
             max_entries, max_bytes, max_entry_bytes=sys.maxsize, measure_part=parsed_bytes
         )  # a reading of any size is kept: it is the next release's
 
@@ -165,14 +168,18 @@ class _Readings:
 
     def read(self, span: ReadableSpan, classified: SpanClass) -> LLMCall | None:
         entry = self._kept.get(id(span))
-        if entry is not None and entry[0] is span:
+        if entry is not None and entry[0]() is span:
             return entry[1]
         call = read_llm_call(span, classified)
         menu = call.offered_tools if call is not None and call.offered_tools else None
         # The menu measured outside the lock, once per menu (not when a kept reading holds it).
         menu_bytes = parsed_bytes(menu) if menu is not None and not self._kept.holds(menu) else None
         self._kept.put(
-            id(span), (span, call), 2 * approximate_bytes(span.attributes), part=menu, part_nbytes=menu_bytes
+            id(span),
+            (weakref.ref(span), call),
+            2 * approximate_bytes(span.attributes),
+            part=menu,
+            part_nbytes=menu_bytes,
         )
         return call
 

@@ -41,14 +41,20 @@ class TraceStore:
         on_forget: Callable[[TraceFacts], None],
     ) -> None:
         self._counters = counters
-        self._max_traces = max_traces
+        self.max_traces = max_traces
         self._max_facts = max_facts_per_trace
-        self._max_fact_bytes = max_fact_bytes
+        self.max_fact_bytes = max_fact_bytes
         self._on_forget = on_forget
         self.traces: OrderedDict[int, TraceFacts] = OrderedDict()
         self.fact_bytes = 0
         """The estimated bytes every trace's facts keep alive, held to ``max_fact_bytes``."""
         self._serial = 0
+        self.traces_started = 0
+        """Traces whose facts were started, ever: a trace is forgotten once ``max_traces`` others
+        started after it was last active."""
+        self.bytes_admitted = 0
+        """Estimated fact bytes admitted, ever: a trace is forgotten at the latest once ``max_fact_bytes``
+        were admitted for others after it was last active."""
         self._forgotten: OrderedDict[int, int] = OrderedDict()
         """Facts of recently forgotten traces, counted as dropped if the trace shows up again (0: counted
         when forgotten, spans of it being held); facts started again for one know they lack the earlier."""
@@ -74,7 +80,8 @@ class TraceStore:
         if lost is not None:  # what it showed before is gone (content of spans still open among it)
             facts.lost_since = 0
         self.traces[trace_id] = facts
-        while len(self.traces) > self._max_traces:
+        self.traces_started += 1
+        while len(self.traces) > self.max_traces:
             self._forget_oldest()
         return facts
 
@@ -88,15 +95,16 @@ class TraceStore:
         """
         if facts.size >= facts.limit:
             return -1
-        if self.fact_bytes + nbytes > self._max_fact_bytes:
+        if self.fact_bytes + nbytes > self.max_fact_bytes:
             self._counters.fact_bytes_exceeded += 1
-            while self.fact_bytes + nbytes > self._max_fact_bytes and next(iter(self.traces)) != trace_id:
+            while self.fact_bytes + nbytes > self.max_fact_bytes and next(iter(self.traces)) != trace_id:
                 self._forget_oldest()
-            if self.fact_bytes + nbytes > self._max_fact_bytes:
+            if self.fact_bytes + nbytes > self.max_fact_bytes:
                 return -1
         facts.size += 1
         facts.bytes += nbytes
         self.fact_bytes += nbytes
+        self.bytes_admitted += nbytes
         return nbytes
 
     def note_final(self, group: tuple[HeldSpan, ...]) -> None:
@@ -190,5 +198,5 @@ class TraceStore:
             self._counters.facts_dropped += forgotten.size
         self._forgotten[trace_id] = 0 if forgotten.held else forgotten.size
         # Two integers a trace: remembering 16 times as many forgotten traces as kept ones is cheap.
-        if len(self._forgotten) > _FORGOTTEN_PER_KEPT_TRACE * self._max_traces:
+        if len(self._forgotten) > _FORGOTTEN_PER_KEPT_TRACE * self.max_traces:
             self._forgotten.popitem(last=False)

@@ -5,6 +5,9 @@ forwards each span downstream (an enriched copy when a check had a verdict, else
 records the verdict metrics and hands the verdicts to the event sink. It then tells the ledger what each
 span counts for in its run, and forwards the batch's runs' agent spans last, with their summaries.
 Every failure is counted and logged once per kind; a span always reaches the downstream exactly once.
+While the application is busy the thread evaluates in short slices and rests between them, resting
+less as its backlog grows (:mod:`~otel_shapecheck.pipeline._pacing`), so the application's threads
+are not kept waiting for the interpreter lock and no span goes un-evaluated for it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from otel_shapecheck.outputs._sinks import VerdictSink
 from otel_shapecheck.pipeline._facts import HeldSpan, Release, attribute_mapping
 from otel_shapecheck.pipeline._hot_state import HotPathState
 from otel_shapecheck.pipeline._ledger import Ledger
+from otel_shapecheck.pipeline._pacing import Pacing
 from otel_shapecheck.pipeline._runs import RunTally, coverage, run_attributes, tally_verdicts
 from otel_shapecheck.pipeline._subjects import build_subjects
 from otel_shapecheck.pipeline._verdict_metrics import VerdictMetrics
@@ -46,6 +50,7 @@ class EvaluationWorker:
         *,
         batch_size: int,
         schedule_delay_seconds: float,
+        max_wait_seconds: float,
         answer_tools: Sequence[str] = (),
         metrics: VerdictMetrics | None = None,
     ) -> None:
@@ -58,10 +63,19 @@ class EvaluationWorker:
         self._batch_size = batch_size
         self._delay = schedule_delay_seconds
         self._answer_tools = tuple(answer_tools)
+        counters = state.counters
+        self._pacing = Pacing(
+            lambda: counters.seen + counters.passed_at_once,  # spans the application ended
+            ledger.backlog,
+            batch_size=batch_size,
+            max_wait_seconds=max_wait_seconds,
+        )
         self._init_thread_state()
 
     def _init_thread_state(self) -> None:
         self._wake = threading.Event()
+        self._urgent = threading.Event()
+        """Set by a flush or a stop: ends a rest at once."""
         self._requests_lock = threading.Lock()
         self._flush_requests: list[threading.Event] = []
         self._stopping = False
@@ -97,12 +111,14 @@ class EvaluationWorker:
         done = threading.Event()
         with self._requests_lock:
             self._flush_requests.append(done)
+        self._urgent.set()
         self._wake.set()
         return done.wait(timeout_seconds)
 
     def stop(self, timeout_seconds: float) -> bool:
         """Drain everything ready, then end the thread; whether it ended within the timeout."""
         self._stopping = True
+        self._urgent.set()
         self._wake.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout_seconds)
@@ -112,12 +128,12 @@ class EvaluationWorker:
         while True:
             self._wake.wait(self._delay)
             self._wake.clear()
+            self._urgent.clear()  # before the requests are taken: a later flush sets it again
             with self._requests_lock:
                 requests, self._flush_requests = self._flush_requests, []
             try:
-                for span in self._ledger.release_expired(time.monotonic()):
-                    self._forward(span)
-                self.drain()
+                self._release_expired()
+                self._drain_paced()
             except Exception:  # a bug here must not end the thread that forwards held spans
                 self._counters.error("worker", "Evaluation worker failed; continuing")
             for request in requests:
@@ -127,6 +143,30 @@ class EvaluationWorker:
                     for request in self._flush_requests:
                         request.set()
                 return
+
+    def _release_expired(self) -> None:
+        for span in self._ledger.release_expired(time.monotonic()):
+            self._forward(span)
+
+    def _drain_paced(self) -> None:
+        """Evaluate ready spans until none is ready, in short slices with rests while the application
+        is busy (whole batches, no rests, when a flush or a stop waits)."""
+        while True:
+            urgent = self._stopping or bool(self._flush_requests)  # a racy read: a late one sets _urgent
+            size = self._pacing.next_slice(urgent, time.monotonic())
+            started = time.thread_time()
+            releases = self._ledger.take_ready(size)
+            if not releases:
+                return
+            self.evaluate(releases)
+            spans = sum(len(release.spans) for release in releases)
+            rest = self._pacing.rest_after(time.thread_time() - started, spans)
+            if rest > 0:
+                due = time.monotonic() + rest
+                if self._urgent.wait(rest):
+                    continue
+                self._pacing.rested(time.monotonic() - due)  # late: another thread held the lock
+                self._release_expired()
 
     def drain_if_stopped(self) -> bool:
         """Evaluate on the calling thread when the thread is gone (shut down, or not yet restarted);
