@@ -1,7 +1,7 @@
 """Figures on real analyst arithmetic: faithful answers accepted, mutated and invented flagged, per setting.
 
-Each TAT-QA table question becomes answers over the same tool result (the table, a list of rows of cell
-strings, as a tool would return it):
+Each table question (TAT-QA, FinQA) becomes answers over the same tool result (the table, a list of
+rows of cell strings, as a tool would return it):
 
 - **faithful**: the gold ``answer_text`` (``14.16%``, ``14212 thousand``), a figure computed from cells;
 - **mutated**: the same figure as a plausible wrong number at the same precision and sign: either
@@ -15,13 +15,16 @@ question's own words before it (``What is the percentage change of total assets 
 counts (a year the question names is a figure of its own). Every answer is checked with
 ``min_digits=1`` (so ``316`` and ``4.3 million`` are figures too) under ``closed``, and ``extended`` at
 p = 0.5, 1, 2, 5, 10 and 20 % (and p = 1, i.e. no bound), at the default p with other named-cells
-factors, and with any two cells at the default p.
+factors and caps, and with any two cells at the default p.
 
-Two sets: **tuning**, the 661 questions of ``benchmarks/data/tatqa_tuning.jsonl``, where every lever and
-the default were chosen (the pair of p and named-cells factor accepting the most faithful worded figures
-among those letting at most 0.75 % of mutated and 0.375 % of invented worded figures through there), and
-**report**, the 83 questions of ``benchmarks/data/tatqa_fresh.jsonl`` on tables the tuning never saw,
-which :func:`run` reports. Run alone with ``python -m benchmarks.bench_figures_tatqa`` to see both.
+Three sets (:data:`SETS`): **tuning**, the 661 questions of ``benchmarks/data/tatqa_tuning.jsonl``, and
+**fresh**, the 83 of ``benchmarks/data/tatqa_fresh.jsonl``: both TAT-QA files, where every lever and the
+default were chosen (:func:`choose`: of the grid p × named-cells factor × cap, the setting accepting the
+most faithful worded figures of both together among those letting at most 0.75 % of mutated and 0.375 %
+of invented figures through, worded and bare); and **finqa**, the 241 questions of
+``benchmarks/data/finqa_fresh.jsonl``, FinQA tables of another origin, the report set :func:`run`
+reports. ``python -m benchmarks.bench_figures_tatqa [SET ...]`` prints the settings on the named sets
+(all by default), ``--grid`` the whole grid, ``--choose`` the setting the rule picks.
 """
 
 from __future__ import annotations

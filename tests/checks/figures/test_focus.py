@@ -414,11 +414,11 @@ class TestMoreOfWhatAnalystsWrite:
         assert source == "named-cells: −(((-5860) + (-5803) + (-5075)) / 3), row Cost of sales"
 
 
-def test_the_default_bound_is_the_one_chosen_on_the_tuning_file() -> None:
+def test_the_default_bound_is_the_one_chosen_on_the_tatqa_files() -> None:
     """p = 2 %, named cells below min(0.5, 50 · p), the whole table below p / 4 when the named cells miss."""
     from otel_shapecheck.checks.figures._check import FiguresCheck
     from otel_shapecheck.checks.figures._coincidence import DEFAULT_COINCIDENCE
-    from otel_shapecheck.checks.figures._extended import MISSED_FOCUS_FACTOR, NAMED_CAP
+    from otel_shapecheck.checks.figures._extended import MISSED_FOCUS_FACTOR
 
     assert FiguresCheck().coincidence == DEFAULT_COINCIDENCE == 0.02
     assert (NAMED_FACTOR, NAMED_CAP, MISSED_FOCUS_FACTOR) == (50.0, 0.5, 0.25)
@@ -442,3 +442,27 @@ def test_the_report_set_shares_no_table_with_the_tuning_file() -> None:
     report, tuning = tables("tatqa_fresh.jsonl"), tables("tatqa_tuning.jsonl")
     assert len(report) == 47 and len(tuning) > 300
     assert not report & tuning
+
+
+def test_the_finqa_report_set_shares_no_table_with_the_tatqa_files() -> None:
+    """FinQA is the report set: 241 questions on 181 tables, none of them a table of either TAT-QA file,
+    each answer written as its record's number (``%`` under scale ``percent``)."""
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[3] / "benchmarks" / "data"
+
+    def records(name: str) -> list[dict[str, object]]:
+        with (data / name).open(encoding="utf-8") as lines:
+            return [json.loads(line) for line in lines]
+
+    def tables(loaded: list[dict[str, object]]) -> set[str]:
+        return {json.dumps(record["table"], ensure_ascii=False, separators=(",", ":")) for record in loaded}
+
+    finqa = records("finqa_fresh.jsonl")
+    tatqa = tables(records("tatqa_tuning.jsonl")) | tables(records("tatqa_fresh.jsonl"))
+    assert len(finqa) == 241 and len(tables(finqa)) == 181
+    assert not tables(finqa) & tatqa
+    for record in finqa:
+        suffix = "%" if record["scale"] == "percent" else ""
+        assert record["answer_text"] == f"{record['answer']}{suffix}"
+        assert str(record["id"]).startswith("finqa-test-")
