@@ -76,8 +76,8 @@ class FiguresCheck:
     - ``derivations``, :envvar:`OTEL_SHAPECHECK_FIGURES_DERIVATIONS`, ``extended``: ``closed`` keeps the
       reference's derivation set only; ``extended`` also infers cell arithmetic below the bound;
     - ``coincidence``, :envvar:`OTEL_SHAPECHECK_FIGURES_COINCIDENCE`, 0.02: the bound ``p`` an
-      inferred figure's coincidence chance must stay below (50 · p for the cells the answer names,
-      p / 4 for the whole table when the answer names cells the figure is none of).
+      inferred figure's coincidence chance must stay below (min(0.5, 50 · p) for the cells the answer
+      names, p / 4 for the whole table when the answer names cells the figure is none of).
 
     Raises:
         ValueError: an argument is invalid (the message names it).

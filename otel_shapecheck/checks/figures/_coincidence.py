@@ -21,7 +21,8 @@ extended derivation is accepted, the check asks how likely that fall is for *thi
 - A zero is never inferred: equal cells make it the likeliest coincidence of all (chance 1).
 
 The figure is accepted only when the chance is below ``p`` (:data:`DEFAULT_COINCIDENCE`, 2 %), or, for
-the cells the answer's own words name, below 50 · p (:data:`~._extended.NAMED_FACTOR`); when those
+the cells the answer's own words name, below min(0.5, 50 · p) (:data:`~._extended.NAMED_CAP`,
+:data:`~._extended.NAMED_FACTOR`); when those
 words name cells the figure is none of, the whole table is asked below p / 4
 (:data:`~._extended.MISSED_FOCUS_FACTOR`).
 """

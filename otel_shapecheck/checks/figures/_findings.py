@@ -31,7 +31,7 @@ from otel_shapecheck._model import ToolResult
 from otel_shapecheck.checks.figures._basis import FigureBasis, explain_figure, figure_basis
 from otel_shapecheck.checks.figures._cells import Pairing
 from otel_shapecheck.checks.figures._coincidence import DEFAULT_COINCIDENCE, format_chance
-from otel_shapecheck.checks.figures._extended import NAMED_FACTOR, ExtendedDerivations
+from otel_shapecheck.checks.figures._extended import NAMED_CAP, NAMED_FACTOR, ExtendedDerivations
 from otel_shapecheck.checks.figures._focus import answer_words
 from otel_shapecheck.checks.figures._text import (
     DEFAULT_MIN_DIGITS,
@@ -118,6 +118,7 @@ def check_figures(
     coincidence: float = DEFAULT_COINCIDENCE,
     pairing: Pairing = "structural",
     named_factor: float = NAMED_FACTOR,
+    named_cap: float = NAMED_CAP,
 ) -> FiguresFinding:
     """Check every figure of ``answer`` against the tool results it could have seen.
 
@@ -125,16 +126,19 @@ def check_figures(
     ``derivations="extended"`` a figure no closed derivation explains is asked the extended derivations
     and accepted (inferred) when its coincidence chance is below ``coincidence``. ``pairing="any"``
     pairs any two cells instead of cells sharing a row, column or text (to measure what that adds), and
-    ``named_factor`` sets the named cells' limit (:func:`~._extended.named_limit`; the benchmark varies it).
+    ``named_factor`` and ``named_cap`` set the named cells' limit ``min(named_cap, named_factor · p)``
+    (:func:`~._extended.named_limit`; the benchmark varies them).
 
     Raises:
         ValueError: ``min_digits`` is not a whole number ≥ 1, ``derivations`` is not ``closed`` or
             ``extended``, ``coincidence`` is not a number in [0, 1], ``pairing`` is unknown, or
-            ``named_factor`` is not a number ≥ 0.
+            ``named_factor`` is not a number ≥ 0, or ``named_cap`` is not a number in [0, 1].
     """
     _require_settings(derivations, coincidence, pairing)
     if isinstance(named_factor, bool) or not isinstance(named_factor, int | float) or not named_factor >= 0:
         raise ValueError(f"named_factor={named_factor!r} is not a valid value: it must be a number ≥ 0")
+    if isinstance(named_cap, bool) or not isinstance(named_cap, int | float) or not 0 <= named_cap <= 1:
+        raise ValueError(f"named_cap={named_cap!r} is not a valid value: it must be a number in [0, 1]")
     figures = figures_in(answer, min_digits)
     if not figures:
         return FiguresFinding(0, (), (), (), False)
@@ -159,7 +163,9 @@ def check_figures(
     inferred: list[InferredFigure] = []
     skipped: str | None = None
     if left and derivations == "extended":
-        inferred, skipped = _infer(left, basis, (coincidence, named_factor), pairing, answer, results)
+        inferred, skipped = _infer(
+            left, basis, (coincidence, named_factor, named_cap), pairing, answer, results
+        )
     explained = {figure.written for figure in inferred}
     unsupported = tuple(figure.written for figure in left if figure.written not in explained)
     return FiguresFinding(
@@ -176,7 +182,7 @@ def check_figures(
 def _infer(
     figures: Sequence[Figure],
     basis: FigureBasis,
-    bounds: tuple[float, float],
+    bounds: tuple[float, float, float],
     pairing: Pairing,
     answer: str,
     tool_results: Sequence[ToolResult],

@@ -7,7 +7,7 @@ import json
 from otel_shapecheck._model import ToolResult
 from otel_shapecheck.checks.figures._basis import figure_basis
 from otel_shapecheck.checks.figures._cells import Cells, read_cells
-from otel_shapecheck.checks.figures._extended import FOCUSED, NAMED_FACTOR, named_limit
+from otel_shapecheck.checks.figures._extended import FOCUSED, NAMED_CAP, NAMED_FACTOR, named_limit
 from otel_shapecheck.checks.figures._findings import check_figures
 from otel_shapecheck.checks.figures._focus import TableLabels, answer_words, find_focus
 
@@ -91,9 +91,22 @@ class TestNamedCells:
         (inferred,) = finding.inferred  # type: ignore[attr-defined]
         assert inferred.source.startswith("(3.1 + 2.4 + 1.8) / 3, row Additions")
 
-    def test_the_named_limit_is_capped_at_one(self) -> None:
-        assert named_limit(0.02) == NAMED_FACTOR * 0.02
-        assert named_limit(0.5) == 1.0
+    def test_the_named_limit_is_capped_below_one(self) -> None:
+        """min(cap, factor · p): the cap binds at the default p, the factor below p = 1 %."""
+        assert named_limit(0.005) == NAMED_FACTOR * 0.005
+        assert named_limit(0.02) == NAMED_CAP == 0.5
+        assert named_limit(0.5) == 0.5
+        assert named_limit(0.02, cap=1.0) == 1.0
+
+    def test_a_named_match_at_better_than_even_odds_is_refused(self) -> None:
+        """1 = 3 − 2 among the named cells: a whole number in [0.5, 2] is 1 or 2, so one candidate there
+        is a 67 % chance of coincidence. Under the cap of 0.5 it stays flagged; with no cap it passes."""
+        table = [["", "2019", "2018"], ["Additions", "3", "2"]]
+        answer = "The change in Additions in 2019 from 2018 was 1."
+        assert _inferred_source(answer, table) is None
+        assert (
+            _inferred_source(answer, table, named_cap=1.0) == "named-cells: 3 − 2, row Additions, 2019 / 2018"
+        )
 
 
 _ONE_PROCESS = """
@@ -151,10 +164,12 @@ def _labels_of(table: list[list[str]]) -> tuple[TableLabels, Cells, ToolResult]:
     return TableLabels(cells, basis.structure.paths, [result]), cells, result
 
 
-def _inferred_source(answer: str, table: list[list[str]], named_factor: float = NAMED_FACTOR) -> str | None:
+def _inferred_source(
+    answer: str, table: list[list[str]], named_factor: float = NAMED_FACTOR, named_cap: float = NAMED_CAP
+) -> str | None:
     """The derivation's words for the answer's only inferred figure, or ``None`` when one is flagged."""
     result = ToolResult(json.dumps(table), name="get_table")
-    finding = check_figures(answer, [result], min_digits=1, named_factor=named_factor)
+    finding = check_figures(answer, [result], min_digits=1, named_factor=named_factor, named_cap=named_cap)
     if finding.unsupported:
         return None
     (inferred,) = finding.inferred
@@ -294,6 +309,13 @@ class TestLimits:
             with pytest.raises(ValueError, match="named_factor"):
                 check_figures("It was 0.7.", [RESULT], min_digits=1, named_factor=bad)
 
+    def test_a_bad_named_cap_is_a_value_error(self) -> None:
+        import pytest
+
+        for bad in (-0.1, 1.5, float("nan"), True):
+            with pytest.raises(ValueError, match="named_cap"):
+                check_figures("It was 0.7.", [RESULT], min_digits=1, named_cap=bad)
+
     def test_the_whole_table_gets_a_quarter_of_p_when_the_named_cells_miss(self) -> None:
         """Words that name cells the figure is none of: the whole table is asked below p / 4; words that
         name no cells: below p."""
@@ -392,15 +414,16 @@ class TestMoreOfWhatAnalystsWrite:
         assert source == "named-cells: −(((-5860) + (-5803) + (-5075)) / 3), row Cost of sales"
 
 
-def test_the_default_bound_is_the_one_chosen_on_the_tuning_file() -> None:
-    """p = 2 %, named cells below min(1, 50 · p), the whole table below p / 4 when the named cells miss."""
+def test_the_default_bound_is_the_one_chosen_on_the_tatqa_files() -> None:
+    """p = 2 %, named cells below min(0.5, 50 · p), the whole table below p / 4 when the named cells miss."""
     from otel_shapecheck.checks.figures._check import FiguresCheck
     from otel_shapecheck.checks.figures._coincidence import DEFAULT_COINCIDENCE
     from otel_shapecheck.checks.figures._extended import MISSED_FOCUS_FACTOR
 
     assert FiguresCheck().coincidence == DEFAULT_COINCIDENCE == 0.02
-    assert (NAMED_FACTOR, MISSED_FOCUS_FACTOR) == (50.0, 0.25)
-    assert named_limit(DEFAULT_COINCIDENCE) == 1.0
+    assert (NAMED_FACTOR, NAMED_CAP, MISSED_FOCUS_FACTOR) == (50.0, 0.5, 0.25)
+    assert named_limit(DEFAULT_COINCIDENCE) == 0.5
+    assert named_limit(0.005) == 0.25
 
 
 def test_the_report_set_shares_no_table_with_the_tuning_file() -> None:
@@ -419,3 +442,27 @@ def test_the_report_set_shares_no_table_with_the_tuning_file() -> None:
     report, tuning = tables("tatqa_fresh.jsonl"), tables("tatqa_tuning.jsonl")
     assert len(report) == 47 and len(tuning) > 300
     assert not report & tuning
+
+
+def test_the_finqa_report_set_shares_no_table_with_the_tatqa_files() -> None:
+    """FinQA is the report set: 241 questions on 181 tables, none of them a table of either TAT-QA file,
+    each answer written as its record's number (``%`` under scale ``percent``)."""
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[3] / "benchmarks" / "data"
+
+    def records(name: str) -> list[dict[str, object]]:
+        with (data / name).open(encoding="utf-8") as lines:
+            return [json.loads(line) for line in lines]
+
+    def tables(loaded: list[dict[str, object]]) -> set[str]:
+        return {json.dumps(record["table"], ensure_ascii=False, separators=(",", ":")) for record in loaded}
+
+    finqa = records("finqa_fresh.jsonl")
+    tatqa = tables(records("tatqa_tuning.jsonl")) | tables(records("tatqa_fresh.jsonl"))
+    assert len(finqa) == 241 and len(tables(finqa)) == 181
+    assert not tables(finqa) & tatqa
+    for record in finqa:
+        suffix = "%" if record["scale"] == "percent" else ""
+        assert record["answer_text"] == f"{record['answer']}{suffix}"
+        assert str(record["id"]).startswith("finqa-test-")
