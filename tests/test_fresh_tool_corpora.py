@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from benchmarks import _bfcl, _bfcl_multi_turn, _toolalpaca
+from benchmarks import _bfcl, _bfcl_multi_turn, _seal_tools, _toolalpaca
 from benchmarks.bench_tool_choice_fresh import helps, schema_values, valued_text
 from otel_shapecheck._model import OfferedTool
 from otel_shapecheck.embedding._tool_index import parameter_text
@@ -74,3 +74,20 @@ def test_a_lever_helps_only_with_no_more_false_alarms_no_less_detection_and_one_
     assert not helps(shipped, shipped)
     assert not helps((0.29, 0.99, 0.96), shipped)
     assert not helps((0.31, 0.99, 0.99), shipped)
+
+
+def test_seal_tools_cases_are_single_choices_on_stored_menus_with_schemas_and_no_arguments() -> None:
+    lines = _seal_tools.DATA_FILE.read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
+    tools = [record["tool"] for record in records if "tool" in record]
+    assert len({tool["name"] for tool in tools}) == len(tools) == 1084
+    assert all(
+        set(record) == {"id", "split", "query", "menu", "chosen"} for record in records if "id" in record
+    )
+    cases = _seal_tools.load()
+    assert len(cases) == 294
+    for case in cases:
+        names = [tool.name for tool in case.tools]
+        assert len(case.chosen) == 1 and case.chosen[0] in names and len(set(names)) == len(names) >= 2
+        assert all(tool.description for tool in case.tools)
+    assert sum(bool(tool.parameters) for case in cases for tool in case.tools) > 0
