@@ -172,7 +172,7 @@ def run(
         threshold = t_star(sample, seed_seen[2])
         measured = rates(sample, threshold)
         each = "; ".join(f"{n}: {_fmt(rates(outcomes[candidate][n], threshold))}" for n in SEEN)
-        changed = sum(menu(c, candidate) != c.tools for n in SEEN for c in found[n])
+        changed = sum(menu(p.case, candidate) != p.case.tools for n in SEEN for p in planted[n].correct)
         rows.append(
             _row(
                 f"tool_choice.shared.seen.{candidate}@{threshold:g}",
@@ -197,7 +197,7 @@ def run(
     shipped = rates(outcomes["unchanged"][THIRD], CALIBRATED_MARGIN_THRESHOLD)
     picked = rates(outcomes[pick][THIRD], threshold)
     kept = helps(picked, shipped)
-    changed = sum(menu(c, pick) != c.tools for c in found[THIRD])
+    changed = sum(menu(p.case, pick) != p.case.tools for p in planted[THIRD].correct)
     correct, random, nearest = planted[THIRD].groups()
     sizes = (float(len(correct)), float(len(random)), float(len(nearest)))
     rows += [
@@ -211,7 +211,7 @@ def run(
         _row(
             f"tool_choice.shared.{THIRD}.pick.{pick}@{threshold:g}",
             picked,
-            f"{'kept' if kept else 'not kept'}; menus changed: {changed} of {len(found[THIRD])}",
+            f"{'kept' if kept else 'not kept'}; menus changed: {changed} of {len(planted[THIRD].correct)}",
             kept=kept,
         ),
     ]
