@@ -27,6 +27,7 @@ from benchmarks.bench_tool_choice_detection import Outcome, Vectors
 from benchmarks.bench_tool_choice_fresh import (
     SEED_THRESHOLD,
     Pick,
+    Planted,
     Scored,
     _cache,
     _filled,
@@ -140,6 +141,10 @@ def outcome(pick: Pick, vectors: Vectors, candidate: str) -> Outcome:
     return result.relative_margin, result.proxy_disagreement
 
 
+def _scored(planted: Planted, vectors: Vectors, candidate: str) -> Scored:
+    return scored(planted, lambda pick: outcome(pick, vectors, candidate))
+
+
 def run(
     data: str | Path | None = None, source: str | Path | None = None, third: bool = True
 ) -> list[dict[str, Any]]:
@@ -155,8 +160,8 @@ def run(
         for case in found[name]:
             texts[choice_context(case.query)] = None
             for candidate in CANDIDATES:
-                seed, params = texts_of(case, candidate)
-                texts.update(dict.fromkeys(seed + params))
+                seed_texts, params = texts_of(case, candidate)
+                texts.update(dict.fromkeys(seed_texts + params))
     vectors = _filled(MiniLMEmbedder(), list(texts), _cache(""))
     planted = {name: plant(found[name], vectors) for name in names}
     seed = {name: scored(planted[name], lambda p: seed_outcome(p, vectors)) for name in names}
@@ -165,9 +170,7 @@ def run(
     outcomes: dict[str, dict[str, Scored]] = {}
     best: tuple[float, int, str, float] | None = None
     for position, candidate in enumerate(CANDIDATES):
-        outcomes[candidate] = {
-            n: scored(planted[n], lambda p, c=candidate: outcome(p, vectors, c)) for n in names
-        }
+        outcomes[candidate] = {n: _scored(planted[n], vectors, candidate) for n in names}
         sample = pooled(*(outcomes[candidate][n] for n in SEEN))
         threshold = t_star(sample, seed_seen[2])
         measured = rates(sample, threshold)
