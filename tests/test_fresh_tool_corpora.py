@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from benchmarks import _bfcl, _bfcl_multi_turn, _toolalpaca
+from benchmarks import _bfcl, _bfcl_multi_turn, _seal_tools, _toolalpaca
 from benchmarks.bench_tool_choice_fresh import helps, schema_values, valued_text
+from benchmarks.bench_tool_choice_shared import shared_dropped
 from otel_shapecheck._model import OfferedTool
 from otel_shapecheck.embedding._tool_index import parameter_text
 from otel_shapecheck.readers._tool_schema import tool_parameters
@@ -74,3 +75,50 @@ def test_a_lever_helps_only_with_no_more_false_alarms_no_less_detection_and_one_
     assert not helps(shipped, shipped)
     assert not helps((0.29, 0.99, 0.96), shipped)
     assert not helps((0.31, 0.99, 0.99), shipped)
+
+
+def test_seal_tools_cases_are_single_choices_on_stored_menus_with_schemas_and_no_arguments() -> None:
+    lines = _seal_tools.DATA_FILE.read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
+    tools = [record["tool"] for record in records if "tool" in record]
+    assert len({tool["name"] for tool in tools}) == len(tools) == 1084
+    assert all(
+        set(record) == {"id", "split", "query", "menu", "chosen"} for record in records if "id" in record
+    )
+    cases = _seal_tools.load()
+    assert len(cases) == 294
+    for case in cases:
+        names = [tool.name for tool in case.tools]
+        assert len(case.chosen) == 1 and case.chosen[0] in names and len(set(names)) == len(names) >= 2
+        assert all(tool.description for tool in case.tools)
+    assert sum(bool(tool.parameters) for case in cases for tool in case.tools) > 0
+
+
+def test_shared_text_lever_drops_sentences_most_of_the_menu_shares_and_keeps_other_menus_exact() -> None:
+    shared = "This tool belongs to the Vehicle API."
+    menu = (
+        OfferedTool("lock", f"{shared} Lock the doors."),
+        OfferedTool("start", f"{shared}\nStart the engine."),
+        OfferedTool("honk", "Sound the horn. Twice if asked."),
+    )
+    dropped = shared_dropped(menu, 0.5, parameters=False)
+    assert [tool.description for tool in dropped] == [
+        "Lock the doors.",
+        "Start the engine.",
+        menu[2].description,
+    ]
+    assert shared_dropped(menu, 1.0, parameters=False) == menu
+    distinct = (OfferedTool("lock", "Lock the doors."), OfferedTool("start", "Start the engine."))
+    assert shared_dropped(distinct, 0.25, parameters=True) is distinct
+    alone = shared_dropped((OfferedTool("a", shared), OfferedTool("b", shared)), 1.0, parameters=False)
+    assert [tool.description for tool in alone] == [None, None]
+
+
+def test_shared_text_lever_drops_parameter_entries_only_when_asked() -> None:
+    city = {"type": "object", "properties": {"city": {"type": "string", "description": "City name"}}}
+    menu = (
+        OfferedTool("weather", "Current weather.", tool_parameters(city)),
+        OfferedTool("time", "Local time.", tool_parameters(city)),
+    )
+    assert shared_dropped(menu, 1.0, parameters=False) == menu
+    assert [tool.parameters for tool in shared_dropped(menu, 1.0, parameters=True)] == [(), ()]
