@@ -38,6 +38,12 @@ $(STAMP_JS): $(JS_DIR)/package.json $(JS_DIR)/package-lock.json
 
 js-deps: $(STAMP_JS)
 
+# The tool-choice benchmarks and the multi-turn corpus's test join the shared BFCL cases to BFCL's own
+# data (tool schemas, reference arguments, class APIs), which the bfcl-eval package ships; only its data
+# is read, so its dependencies are skipped. Defined before `test`, whose prerequisites expand at once.
+BFCL_EVAL_REQUIREMENT := bfcl-eval==2026.3.23
+STAMP_BFCL := $(VENV)/.installed-bfcl-eval
+
 test: lint $(STAMP_JS) $(STAMP_BFCL)
 	$(BIN)/pytest -q -m "not e2e"
 
@@ -106,10 +112,6 @@ test-compat-newest: $(COMPAT_NEWEST)/.installed
 	$(COMPAT_NEWEST)/bin/python -c "import sys, opentelemetry.sdk.version as v; print('newest end: Python', sys.version.split()[0], 'OpenTelemetry', v.__version__)"
 	$(COMPAT_NEWEST)/bin/pytest -q -m "not e2e" $(COMPAT_TESTS)
 
-# The tool-choice benchmarks join the shared BFCL cases to BFCL's own data (tool schemas, reference
-# arguments), which the bfcl-eval package ships; only its data is read, so its dependencies are skipped.
-BFCL_EVAL_REQUIREMENT := bfcl-eval==2026.3.23
-STAMP_BFCL := $(VENV)/.installed-bfcl-eval
 
 $(STAMP_BFCL): Makefile | $(STAMP_TEST)
 	$(BIN)/pip install --quiet --no-deps '$(BFCL_EVAL_REQUIREMENT)'
