@@ -388,6 +388,16 @@ class Ledger:
             self._counters.released_by_shutdown += released
         return released
 
+    def forget_facts(self) -> None:
+        """Drop every trace's facts once the worker is done with them (after :meth:`close`).
+
+        They refer to the traces' spans, and the store and the ledger refer to each other, so a
+        processor that is shut down and dropped would otherwise leave its spans for a full collection
+        to find, during whatever the application runs next.
+        """
+        with self._lock:
+            self._store.clear()
+
     @property
     def fact_bytes(self) -> int:
         """The estimated bytes the kept facts hold now (at most ``max_fact_bytes``)."""

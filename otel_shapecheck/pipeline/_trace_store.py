@@ -183,6 +183,12 @@ class TraceStore:
             losses=losses,
         )
 
+    def clear(self) -> None:
+        """Forget every trace (nothing counted: no span is left to need them)."""
+        self.traces.clear()
+        self._forgotten.clear()
+        self.fact_bytes = 0
+
     def _forget_oldest(self) -> None:
         """Forget the least recently active trace; its facts count as dropped only if still needed.
 
