@@ -264,8 +264,7 @@ class Ledger:
                     facts.calls.append((parent_id, span, classified))
                 else:
                     facts.lose(span.end_time)
-                if span_id in facts.lost_content:  # its reading lacks some of its content
-                    facts.lost_content.discard(span_id)
+                if facts.content_lost(span_id):  # its reading lacks some of its content
                     facts.lose(span.end_time)
         # Its children waiting for its end are final now, with this span's own facts among theirs (a
         # request nested in its response's span pairs with it).
@@ -287,7 +286,7 @@ class Ledger:
             and parent is not None
             and not parent[2]  # is remote
             and not final_at_end
-            and (facts is None or (parent_id not in facts.ended and span_id not in facts.content_names_calls))
+            and (facts is None or (parent_id not in facts.ended and not facts.content_names_calls_of(span_id)))
         )
         if awaits_parent and parent_id is not None:
             completion.wait_for_parent(held, parent_id)
@@ -360,7 +359,7 @@ class Ledger:
             facts.content.setdefault(span_id, []).append(record)
             facts.content_bytes[span_id] = facts.content_bytes.get(span_id, 0) + nbytes
             if names_own_tool_calls:
-                facts.content_names_calls.add(span_id)
+                facts.note_content_names_calls(span_id)
 
     # The worker.
 

@@ -145,7 +145,8 @@ class TraceStore:
                 content[held.span_id] = tuple(records)
                 facts.size -= len(records)
                 self.release_bytes(facts, facts.content_bytes.pop(held.span_id, 0))
-            facts.content_names_calls.discard(held.span_id)
+            if facts.content_names_calls:
+                facts.content_names_calls.discard(held.span_id)
             if held.analyst:
                 attempt_spans = facts.attempts.pop(held.span_id, None)
                 if attempt_spans:
