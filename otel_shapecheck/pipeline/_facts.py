@@ -260,7 +260,7 @@ class TraceFacts:
         else:
             self.content_names_calls.add(span_id)
 
-    def content_names_calls_of(self, span_id: int) -> bool:
+    def logged_calls(self, span_id: int) -> bool:
         """Whether a content log record of span ``span_id`` named its tool calls."""
         return self.content_names_calls is not None and span_id in self.content_names_calls
 

@@ -286,7 +286,7 @@ class Ledger:
             and parent is not None
             and not parent[2]  # is remote
             and not final_at_end
-            and (facts is None or (parent_id not in facts.ended and not facts.content_names_calls_of(span_id)))
+            and (facts is None or (parent_id not in facts.ended and not facts.logged_calls(span_id)))
         )
         if awaits_parent and parent_id is not None:
             completion.wait_for_parent(held, parent_id)
