@@ -151,6 +151,7 @@ class Ledger:
         parent_ended: bool = False,
         ancestor_menu: Mapping[str, object] | None = None,
         ancestry: Ancestry = UNKNOWN_ANCESTRY,
+        attributes: Mapping[str, object] | None = None,
     ) -> tuple[bool, bool, list[ReadableSpan] | None]:
         """Record an ended span; return ``(held, wake, overflow)``.
 
@@ -158,6 +159,7 @@ class Ledger:
         end), so an LLM span needing sibling executions is final now instead of waiting for that end.
         ``ancestry`` is what the caller found among the span's live ancestors: the run an LLM-call or
         analyst span counts for, or whether an agent span is nested in another one (then it is no run).
+        ``attributes``: the span's own, when the caller read them already.
 
         ``held`` says the ledger keeps the span (the caller must not forward it); ``wake`` says at least
         ``wake_at`` spans are ready for the worker; ``overflow`` holds earlier spans this end released
@@ -169,7 +171,7 @@ class Ledger:
         role = classified.role
         # A fact's size is estimated before the lock is taken: it walks the span's attribute values.
         nbytes = (
-            approximate_bytes(attribute_mapping(span))
+            approximate_bytes(attribute_mapping(span) if attributes is None else attributes)
             if role is ROLE_LLM_CALL or role is ROLE_TOOL_EXECUTION or role is ROLE_ANALYST_ATTEMPT
             else 0
         )
