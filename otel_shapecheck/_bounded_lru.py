@@ -115,6 +115,15 @@ class BoundedLRU(Generic[K, V]):
                 self._drop(self._entries.popitem(last=False)[1])
         return True
 
+    def discard(self, key: K, when: Callable[[V], bool]) -> None:
+        """Forget the entry under ``key`` if ``when`` holds for its value (a key put again since may
+        hold a newer value to keep); its place among the others and the hit counts are untouched."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and when(entry[0]):
+                del self._entries[key]
+                self._drop(entry)
+
     def clear(self) -> None:
         """Forget every entry (the counters keep counting)."""
         with self._lock:

@@ -104,7 +104,7 @@ class HeldSpan:
         return self.classified.role is ROLE_LLM_CALL
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class ExecutionFact:
     """A tool-execution span of a trace; the worker reads it once and keeps the reading here."""
 
@@ -167,7 +167,9 @@ class TraceFacts:
     """What one trace has shown so far, bounded by ``limit`` entries in all.
 
     ``bytes`` is the estimated size of what its facts keep alive, ``held`` the number of its spans the
-    ledger holds (waiting or ready): a trace with held spans still needs its facts.
+    ledger holds (waiting or ready): a trace with held spans still needs its facts. What most traces
+    never need (members of unknown ancestry, losses, content that names calls) starts empty without a
+    container of its own: every kept trace's containers are walked by each full collection.
     """
 
     __slots__ = (
@@ -204,26 +206,29 @@ class TraceFacts:
         self.calls: list[tuple[int | None, ReadableSpan, SpanClass]] = []
         self.attempts: dict[int, list[ReadableSpan]] = {}
         self.content: dict[int, list[LogRecord]] = {}
-        self.content_names_calls: set[int] = set()
+        self.content_names_calls: set[int] | None = None
+        """Spans whose content log records name their tool calls (``None``: none)."""
         self.ended: set[int] = set()
-        self.unclaimed: list[Member] = []
+        self.unclaimed: list[Member] | None = None
         """Members whose run was not known when they ended (no starts seen, or a broken ancestry):
-        the next agent span of the trace whose time window holds them claims them."""
+        the next agent span of the trace whose time window holds them claims them (``None``: none)."""
         self.lost_members = False
         """Some member could not be kept in ``unclaimed``: a run claiming members here is short."""
-        self.lost_ends: list[int] = []
-        """End times (ns) of the trace's spans whose facts were not kept (see :class:`Losses`)."""
+        self.lost_ends: tuple[int, ...] = ()
+        """End times (ns) of the trace's spans whose facts were not kept (see :class:`Losses`); a tuple
+        of integers, which the collector does not track."""
         self.lost_since: int | None = None
         """Any span of the trace ending at or after this (ns) may be lost (see :class:`Losses`)."""
-        self.lost_content: set[int] = set()
-        """Spans not yet ended some of whose content log records were not kept: lost at their end."""
+        self.lost_content: set[int] | None = None
+        """Spans not yet ended some of whose content log records were not kept: lost at their end
+        (``None``: none)."""
 
     def lose(self, end_time: int | None) -> None:
         """A span of the trace that ended at ``end_time`` (ns; ``None``: unknown) has no facts here."""
         if end_time is None:
             self.lost_since = 0
         elif len(self.lost_ends) < _MAX_LOSSES:
-            self.lost_ends.append(end_time)
+            self.lost_ends = (*self.lost_ends, end_time)
         elif self.lost_since is None or end_time < self.lost_since:
             self.lost_since = end_time
 
@@ -233,16 +238,37 @@ class TraceFacts:
             if span.context is not None and span.context.span_id == span_id:
                 self.lose(span.end_time)
                 return
-        if len(self.lost_content) < self.limit:
+        if self.lost_content is None:
+            self.lost_content = {span_id}
+        elif len(self.lost_content) < self.limit:
             self.lost_content.add(span_id)
         else:
             self.lost_since = 0
+
+    def content_lost(self, span_id: int) -> bool:
+        """Whether content log records of span ``span_id`` were not kept (it is no longer noted after)."""
+        lost = self.lost_content
+        if not lost or span_id not in lost:
+            return False
+        lost.discard(span_id)
+        return True
+
+    def note_content_names_calls(self, span_id: int) -> None:
+        """A content log record of span ``span_id`` names its tool calls."""
+        if self.content_names_calls is None:
+            self.content_names_calls = {span_id}
+        else:
+            self.content_names_calls.add(span_id)
+
+    def logged_calls(self, span_id: int) -> bool:
+        """Whether a content log record of span ``span_id`` named its tool calls."""
+        return self.content_names_calls is not None and span_id in self.content_names_calls
 
     def losses(self) -> Losses:
         """A snapshot of what the trace lost so far."""
         if not self.lost_ends and self.lost_since is None:
             return NO_LOSSES
-        return Losses(tuple(self.lost_ends), self.lost_since)
+        return Losses(self.lost_ends, self.lost_since)
 
     def room(self) -> bool:
         if self.size >= self.limit:

@@ -116,7 +116,7 @@ class LedgerIntake:
         if len(items) >= self.max_size and not self.make_room():
             return False
         items.append(item)
-        if state.recording_idle:
+        if state.recording_idle and not self._wake.is_set():  # set and not yet taken: one wake does
             self._wake.set()
         # Closed (shut down) between the room test and the append: what close() took is forwarded,
         # but an item appended after that would be left in the queue for good.

@@ -151,6 +151,7 @@ class Ledger:
         parent_ended: bool = False,
         ancestor_menu: Mapping[str, object] | None = None,
         ancestry: Ancestry = UNKNOWN_ANCESTRY,
+        attributes: Mapping[str, object] | None = None,
     ) -> tuple[bool, bool, list[ReadableSpan] | None]:
         """Record an ended span; return ``(held, wake, overflow)``.
 
@@ -158,6 +159,7 @@ class Ledger:
         end), so an LLM span needing sibling executions is final now instead of waiting for that end.
         ``ancestry`` is what the caller found among the span's live ancestors: the run an LLM-call or
         analyst span counts for, or whether an agent span is nested in another one (then it is no run).
+        ``attributes``: the span's own, when the caller read them already.
 
         ``held`` says the ledger keeps the span (the caller must not forward it); ``wake`` says at least
         ``wake_at`` spans are ready for the worker; ``overflow`` holds earlier spans this end released
@@ -169,7 +171,7 @@ class Ledger:
         role = classified.role
         # A fact's size is estimated before the lock is taken: it walks the span's attribute values.
         nbytes = (
-            approximate_bytes(attribute_mapping(span))
+            approximate_bytes(attribute_mapping(span) if attributes is None else attributes)
             if role is ROLE_LLM_CALL or role is ROLE_TOOL_EXECUTION or role is ROLE_ANALYST_ATTEMPT
             else 0
         )
@@ -264,8 +266,7 @@ class Ledger:
                     facts.calls.append((parent_id, span, classified))
                 else:
                     facts.lose(span.end_time)
-                if span_id in facts.lost_content:  # its reading lacks some of its content
-                    facts.lost_content.discard(span_id)
+                if facts.content_lost(span_id):  # its reading lacks some of its content
                     facts.lose(span.end_time)
         # Its children waiting for its end are final now, with this span's own facts among theirs (a
         # request nested in its response's span pairs with it).
@@ -287,7 +288,7 @@ class Ledger:
             and parent is not None
             and not parent[2]  # is remote
             and not final_at_end
-            and (facts is None or (parent_id not in facts.ended and span_id not in facts.content_names_calls))
+            and (facts is None or (parent_id not in facts.ended and not facts.logged_calls(span_id)))
         )
         if awaits_parent and parent_id is not None:
             completion.wait_for_parent(held, parent_id)
@@ -360,7 +361,7 @@ class Ledger:
             facts.content.setdefault(span_id, []).append(record)
             facts.content_bytes[span_id] = facts.content_bytes.get(span_id, 0) + nbytes
             if names_own_tool_calls:
-                facts.content_names_calls.add(span_id)
+                facts.note_content_names_calls(span_id)
 
     # The worker.
 
@@ -387,6 +388,16 @@ class Ledger:
         if released:
             self._counters.released_by_shutdown += released
         return released
+
+    def forget_facts(self) -> None:
+        """Drop every trace's facts once the worker is done with them (after :meth:`close`).
+
+        They refer to the traces' spans, and the store and the ledger refer to each other, so a
+        processor that is shut down and dropped would otherwise leave its spans for a full collection
+        to find, during whatever the application runs next.
+        """
+        with self._lock:
+            self._store.clear()
 
     @property
     def fact_bytes(self) -> int:

@@ -333,6 +333,8 @@ class ShapecheckSpanProcessor(SpanProcessor):
                 exc_info=False,
             )
             self._bounded_shutdown_step("leftovers", self._worker.forward_leftovers, deadline)
+        else:
+            self._ledger.forget_facts()
         self._bounded_shutdown_step("downstream", self._downstream.shutdown, deadline)
         if self._events is not None:
             self._bounded_shutdown_step("events", self._events.shutdown, deadline)

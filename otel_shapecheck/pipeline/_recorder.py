@@ -60,7 +60,9 @@ class SpanRecorder:
                 state.live.pop(span_id, None)
                 state.attempt_parents.pop(span_id, None)
             attributes = attribute_mapping(span)
-            held, overflow = self._record(span, classify_span(span_name(span), attributes), attributes)
+            held, overflow = self._record(
+                span, context, classify_span(span_name(span), attributes), attributes
+            )
         except Exception:
             self._state.counters.error("on_end", "Recording an ended span failed; forwarding it as it is")
         return overflow if held else (span, *overflow)
@@ -88,13 +90,16 @@ class SpanRecorder:
         return overflow
 
     def _record(
-        self, span: ReadableSpan, classified: SpanClass, attributes: Mapping[str, object]
+        self,
+        span: ReadableSpan,
+        context: SpanContext | None,
+        classified: SpanClass,
+        attributes: Mapping[str, object],
     ) -> tuple[bool, Sequence[ReadableSpan]]:
         role = classified.role
         if classified is not OTHER:
             self._state.counters.count_class(classified.label)
         llm_call = role is ROLE_LLM_CALL
-        context = span_context(span)
         menu: dict[str, object] | None = None
         ancestry = UNKNOWN_ANCESTRY
         if (
@@ -114,6 +119,7 @@ class SpanRecorder:
             parent_ended=llm_call and self._parent_ended(span),
             ancestor_menu=menu,
             ancestry=ancestry,
+            attributes=attributes,
         )
         counters = self._state.counters
         if held:

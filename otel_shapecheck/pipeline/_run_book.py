@@ -57,12 +57,16 @@ class RunBook:
     @staticmethod
     def unclaimed(span: ReadableSpan, facts: TraceFacts) -> Member | None:
         """Leave a span of unknown ancestry for an agent span of its trace to claim by time window."""
-        if len(facts.unclaimed) >= facts.limit:
+        unclaimed = facts.unclaimed
+        if unclaimed is not None and len(unclaimed) >= facts.limit:
             facts.lost_members = True
             return None
         parent = span.parent
         member = Member(span.start_time or 0, span.end_time or 0, parent.span_id if parent is not None else 0)
-        facts.unclaimed.append(member)
+        if unclaimed is None:
+            facts.unclaimed = [member]
+        else:
+            unclaimed.append(member)
         return member
 
     @staticmethod
@@ -94,7 +98,7 @@ class RunBook:
             else:
                 member.run = run
                 run.pending += 1
-        facts.unclaimed = kept
+        facts.unclaimed = kept or None
 
     @staticmethod
     def member_done(held: HeldSpan, tally: RunTally | None) -> HeldSpan | None:

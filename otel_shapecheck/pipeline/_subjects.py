@@ -135,6 +135,10 @@ def _paired(
     return replace(subject, llm_call=call.merged_with(asked)) if asked is not None else subject
 
 
+_Entry = tuple[weakref.KeyedRef[int, ReadableSpan], LLMCall | None]
+"""A kept reading: a reference to its span (keyed by the span's id, the entry's key) and the call."""
+
+
 class _Readings:
     """Each ended span's LLM-call reading, kept for the next releases of its trace.
 
@@ -146,12 +150,20 @@ class _Readings:
     walk. What was parsed is kept, so the readings are bounded by count and by estimated bytes: the span's
     attributes twice (at most their text, and what was parsed out of it) and each distinct menu once,
     however many readings share it (the readers hand every call of one menu string the same tuple).
+    An entry whose span is gone is dropped at the next read: it could never match again, and what it
+    parsed would otherwise stay alive (and be walked by every full collection) until the bounds push
+    it out, thousands of readings later.
     """
 
     def __init__(self, max_entries: int = _MAX_READINGS, max_bytes: int = MAX_READING_BYTES) -> None:
-        self._kept: BoundedLRU[int, tuple[weakref.ref[ReadableSpan], LLMCall | None]] = BoundedLRU(
+        self._kept: BoundedLRU[int, _Entry] = BoundedLRU(
             max_entries, max_bytes, max_entry_bytes=sys.maxsize, measure_part=parsed_bytes
         )  # a reading of any size is kept: it is the next release's
+        self._gone: list[weakref.KeyedRef[int, ReadableSpan]] = []
+        """References whose span was freed, appended by the reference's callback (on whichever thread
+        freed the span: an append, no lock) and dropped from ``_kept`` by the next :meth:`read`."""
+        self._note_gone = self._gone.append
+        """The callback every reference shares (``self._gone.append`` would make one per reference)."""
 
     @property
     def max_bytes(self) -> int:
@@ -167,6 +179,13 @@ class _Readings:
         return len(self._kept)
 
     def read(self, span: ReadableSpan, classified: SpanClass) -> LLMCall | None:
+        gone = self._gone
+        while gone:
+            try:
+                reference = gone.pop()
+            except IndexError:  # another processor's worker took the last one (the readings are shared)
+                break
+            self._drop_entry(reference)
         entry = self._kept.get(id(span))
         if entry is not None and entry[0]() is span:
             return entry[1]
@@ -176,16 +195,21 @@ class _Readings:
         menu_bytes = parsed_bytes(menu) if menu is not None and not self._kept.holds(menu) else None
         self._kept.put(
             id(span),
-            (weakref.ref(span), call),
+            (weakref.KeyedRef(span, self._note_gone, id(span)), call),
             2 * approximate_bytes(span.attributes),
             part=menu,
             part_nbytes=menu_bytes,
         )
         return call
 
+    def _drop_entry(self, reference: weakref.KeyedRef[int, ReadableSpan]) -> None:
+        """Forget the reading of a freed span, unless its id was taken by a span read since."""
+        self._kept.discard(reference.key, lambda entry: entry[0] is reference)
+
     def clear(self) -> None:
         """Forget every reading."""
         self._kept.clear()
+        self._gone.clear()
 
 
 _readings = _Readings()

@@ -145,7 +145,8 @@ class TraceStore:
                 content[held.span_id] = tuple(records)
                 facts.size -= len(records)
                 self.release_bytes(facts, facts.content_bytes.pop(held.span_id, 0))
-            facts.content_names_calls.discard(held.span_id)
+            if facts.content_names_calls:
+                facts.content_names_calls.discard(held.span_id)
             if held.analyst:
                 attempt_spans = facts.attempts.pop(held.span_id, None)
                 if attempt_spans:
@@ -182,6 +183,12 @@ class TraceStore:
             attempts=attempts,
             losses=losses,
         )
+
+    def clear(self) -> None:
+        """Forget every trace (nothing counted: no span is left to need them)."""
+        self.traces.clear()
+        self._forgotten.clear()
+        self.fact_bytes = 0
 
     def _forget_oldest(self) -> None:
         """Forget the least recently active trace; its facts count as dropped only if still needed.

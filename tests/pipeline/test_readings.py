@@ -65,3 +65,31 @@ def test_the_count_bound_still_holds_and_bytes_follow_the_dropped_readings() -> 
     fresh = _Readings()
     _read_all(fresh, spans[-3:])
     assert readings.nbytes == fresh.nbytes
+
+
+def test_a_reading_is_dropped_once_its_span_is_freed() -> None:
+    """A freed span's reading can never match again: the next read drops it (and what it parsed)
+    instead of keeping it until thousands of later readings push it out."""
+    readings = _Readings()
+    spans = _chats([_menu(number, tools=5) for number in range(3)])
+    _read_all(readings, spans)
+    assert len(readings) == 3
+    kept = spans[2]
+    del spans
+    _read_all(readings, [kept])
+    assert len(readings) == 1
+    fresh = _Readings()
+    _read_all(fresh, [kept])
+    assert readings.nbytes == fresh.nbytes
+
+
+def test_a_freed_spans_reading_goes_and_a_live_ones_stays() -> None:
+    """Dropping a freed span's reading leaves a live span's in place, even under the freed one's id."""
+    readings = _Readings()
+    first = _chats([_menu(0, tools=5)])
+    _read_all(readings, first)
+    second = _chats([_menu(1, tools=5)])
+    del first
+    _read_all(readings, second)  # drops the first reading, keeps its own
+    _read_all(readings, second)
+    assert len(readings) == 1
