@@ -38,11 +38,12 @@ TURNS_PER_THREAD = -(-GENAI_SPANS // (THREADS * GENAI_SPANS_PER_TURN))
 MAX_PENDING_SPANS = 2_000
 MAX_QUEUE_SIZE = 2_048
 MAX_TRACES = 1_000
-SUSTAINED_TURNS_PER_THREAD = 150
-SUSTAINED_WORK = 100_000
-"""The application's own Python per turn beside its spans: about 4 ms, some 20 times what its four spans
-cost the application's thread, which leaves the worker room for its ~0.8 ms of evaluations a turn
-(with half of it, 2 ms, neither a paced nor an unpaced worker quite keeps up with 8 threads)."""
+SUSTAINED_TURNS_PER_THREAD = 100
+SUSTAINED_WORK = 200_000
+"""The application's own Python per turn beside its spans: about 8 ms, some 40 times what its four spans
+cost the application's thread, which leaves the worker room for its ~0.8 ms of evaluations a turn even
+when eight application threads take turns at the interpreter with it (at 2 ms neither a paced nor an
+unpaced worker quite keeps up; at 4 ms both fell behind now and then on a loaded machine)."""
 RSS_GROWTH_BOUND_BYTES = 200 * 1024 * 1024
 """RSS growth allowed from the first sample to the peak: the capped ledger (4 048 held spans of ~4 KB,
 1 000 traces of facts), the checks' bounded histories and caches, 8 threads' open spans, and the ids
