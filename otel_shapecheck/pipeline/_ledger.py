@@ -39,8 +39,9 @@ from typing import NamedTuple
 
 from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanContext
 
-from otel_shapecheck.otlp._sdk_fields import span_context, span_parent
+from otel_shapecheck.otlp._sdk_fields import own_attributes, span_parent
 from otel_shapecheck.pipeline._completion import Backlog, Completion, WaitBounds
 from otel_shapecheck.pipeline._facts import (
     ExecutionFact,
@@ -48,7 +49,6 @@ from otel_shapecheck.pipeline._facts import (
     Release,
     TraceFacts,
     approximate_bytes,
-    attribute_mapping,
 )
 from otel_shapecheck.pipeline._hot_state import HotPathState
 from otel_shapecheck.pipeline._run_book import RunBook
@@ -145,6 +145,7 @@ class Ledger:
     def span_ended(
         self,
         span: ReadableSpan,
+        context: SpanContext | None,
         classified: SpanClass,
         *,
         names_own_tool_calls: bool = False,
@@ -159,19 +160,19 @@ class Ledger:
         end), so an LLM span needing sibling executions is final now instead of waiting for that end.
         ``ancestry`` is what the caller found among the span's live ancestors: the run an LLM-call or
         analyst span counts for, or whether an agent span is nested in another one (then it is no run).
-        ``attributes``: the span's own, when the caller read them already.
+        ``context``: the span's context, as the caller read it; ``attributes``: the span's own, when the
+        caller read them already.
 
         ``held`` says the ledger keeps the span (the caller must not forward it); ``wake`` says at least
         ``wake_at`` spans are ready for the worker; ``overflow`` holds earlier spans this end released
         that found the worker's queue full (the caller forwards them as they are).
         """
-        context = span_context(span)
         if context is None:
             return False, False, None
         role = classified.role
         # A fact's size is estimated before the lock is taken: it walks the span's attribute values.
         nbytes = (
-            approximate_bytes(attribute_mapping(span) if attributes is None else attributes)
+            approximate_bytes(own_attributes(span) if attributes is None else attributes)
             if role is ROLE_LLM_CALL or role is ROLE_TOOL_EXECUTION or role is ROLE_ANALYST_ATTEMPT
             else 0
         )

@@ -9,20 +9,24 @@ state's ``live`` map: an LLM call takes its menu and its run from them, as they 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.trace import SpanContext
 
-from otel_shapecheck.otlp._sdk_fields import span_context, span_events, span_name, span_parent
-from otel_shapecheck.pipeline._facts import attribute_mapping
+from otel_shapecheck.otlp._sdk_fields import (
+    own_attributes,
+    span_context,
+    span_events,
+    span_name,
+    span_parent,
+)
 from otel_shapecheck.pipeline._hot_state import IS_REMOTE, SPAN_ID, TRACE_ID, HotPathState
 from otel_shapecheck.pipeline._ledger import UNKNOWN_ANCESTRY, Ancestry, Ledger
 from otel_shapecheck.readers._classify import (
     OTHER,
     ROLE_AGENT,
     ROLE_LLM_CALL,
-    SpanClass,
     classify_span,
     is_agent_span,
     names_own_tool_calls,
@@ -49,23 +53,58 @@ class SpanRecorder:
         self._wake_worker = wake_worker
 
     def record_ended(self, span: ReadableSpan) -> Sequence[ReadableSpan]:
-        """Record a queued span in the ledger; the spans to forward (itself, unless the ledger holds it)."""
+        """Record a queued span in the ledger; the spans to forward (itself, unless the ledger holds it).
+
+        Runs for every queued span on the recording thread: each value is read once (the span's
+        fields, the state's maps) and handed on, rather than read again by each step.
+        """
         held = False
-        overflow: Sequence[ReadableSpan] = ()
+        overflow: Sequence[ReadableSpan] | None = None
+        state = self._state
         try:
             context = span_context(span)
+            span_id = -1
             if context is not None:
                 span_id = context[SPAN_ID]
-                state = self._state
                 state.live.pop(span_id, None)
-                state.attempt_parents.pop(span_id, None)
-            attributes = attribute_mapping(span)
-            held, overflow = self._record(
-                span, context, classify_span(span_name(span), attributes), attributes
+                if state.attempt_parents:
+                    state.attempt_parents.pop(span_id, None)
+            attributes = own_attributes(span)
+            classified = classify_span(span_name(span), attributes)
+            role = classified.role
+            counters = state.counters
+            if classified is not OTHER:
+                counters.count_class(classified.label)
+            llm_call = role is ROLE_LLM_CALL
+            menu: dict[str, object] | None = None
+            ancestry = UNKNOWN_ANCESTRY
+            if llm_call or role is ROLE_AGENT or span_id in state.analyst_parents:
+                menu, ancestry = self._ancestors(span, llm_call and not has_own_menu(attributes))
+            held, wake, overflow = self._ledger.span_ended(
+                span,
+                context,
+                classified,
+                names_own_tool_calls=llm_call
+                and (
+                    names_own_tool_calls(attributes)
+                    or (bool(span_events(span)) and events_name_tool_calls(span.events))
+                ),
+                parent_ended=llm_call and self._parent_ended(span),
+                ancestor_menu=menu,
+                ancestry=ancestry,
+                attributes=attributes,
             )
+            if held:
+                counters.seen += 1
+            else:  # the recording thread forwards it: an ordinary span's count
+                counters.passed_at_once += 1
+            if wake:
+                self._wake_worker()
         except Exception:
-            self._state.counters.error("on_end", "Recording an ended span failed; forwarding it as it is")
-        return overflow if held else (span, *overflow)
+            state.counters.error("on_end", "Recording an ended span failed; forwarding it as it is")
+        if held:
+            return overflow or ()
+        return (span, *overflow) if overflow else (span,)
 
     def record_forwarded_end(
         self, context: SpanContext, *, out_of_order: bool = False, unrecorded: ReadableSpan | None = None
@@ -79,56 +118,16 @@ class SpanRecorder:
         released into a full worker queue, to forward as they are.
         """
         span_id = context[SPAN_ID]
-        self._state.live.pop(span_id, None)
-        if not out_of_order and not self._ledger.concerns(span_id):
-            return ()
+        state = self._state
+        state.live.pop(span_id, None)
+        if not out_of_order and span_id not in state.awaited_ends and span_id not in state.analyst_parents:
+            return ()  # Ledger.concerns(), read here: most ends concern no held span
         wake, overflow = self._ledger.span_forwarded(
             context[TRACE_ID], span_id, out_of_order=out_of_order, unrecorded=unrecorded
         )
         if wake:
             self._wake_worker()
         return overflow
-
-    def _record(
-        self,
-        span: ReadableSpan,
-        context: SpanContext | None,
-        classified: SpanClass,
-        attributes: Mapping[str, object],
-    ) -> tuple[bool, Sequence[ReadableSpan]]:
-        role = classified.role
-        if classified is not OTHER:
-            self._state.counters.count_class(classified.label)
-        llm_call = role is ROLE_LLM_CALL
-        menu: dict[str, object] | None = None
-        ancestry = UNKNOWN_ANCESTRY
-        if (
-            llm_call
-            or role is ROLE_AGENT
-            or (context is not None and self._ledger.has_attempts(context[SPAN_ID]))
-        ):
-            menu, ancestry = self._ancestors(span, llm_call and not has_own_menu(attributes))
-        held, wake, overflow = self._ledger.span_ended(
-            span,
-            classified,
-            names_own_tool_calls=llm_call
-            and (
-                names_own_tool_calls(attributes)
-                or (bool(span_events(span)) and events_name_tool_calls(span.events))
-            ),
-            parent_ended=llm_call and self._parent_ended(span),
-            ancestor_menu=menu,
-            ancestry=ancestry,
-            attributes=attributes,
-        )
-        counters = self._state.counters
-        if held:
-            counters.seen += 1
-        else:  # the recording thread forwards it: an ordinary span's count
-            counters.passed_at_once += 1
-        if wake:
-            self._wake_worker()
-        return held, overflow or ()
 
     def _parent_ended(self, span: ReadableSpan) -> bool:
         """Whether the span's local parent already ended: it started here and is no longer live.
@@ -157,7 +156,7 @@ class SpanRecorder:
         went untracked, or a chain deeper than the walk leaves it unknown, and the ledger falls back to
         time windows.
         """
-        parent = span.parent
+        parent = span_parent(span)
         live = self._state.live
         menu: dict[str, object] | None = None
         outermost: int | None = None
@@ -167,19 +166,20 @@ class SpanRecorder:
         for _ in range(_MAX_ANCESTOR_DEPTH):
             if parent is None:
                 break
-            ancestor = live.get(parent.span_id)
-            if parent.is_remote and (ancestor is None or not _same_trace(ancestor, parent)):
+            parent_id = parent[SPAN_ID]
+            ancestor = live.get(parent_id)
+            if parent[IS_REMOTE] and (ancestor is None or not _same_trace(ancestor, parent)):
                 break  # another process's span: the local root is reached
             if ancestor is None:
                 known = False
                 break
-            ancestor_attributes = attribute_mapping(ancestor)
+            ancestor_attributes = own_attributes(ancestor)
             if want_menu and menu is None:
                 menu = menu_attributes(ancestor_attributes)
             if is_agent_span(ancestor_attributes):
-                outermost, outermost_span = parent.span_id, ancestor
+                outermost, outermost_span = parent_id, ancestor
                 nearest = nearest or ancestor
-            parent = ancestor.parent
+            parent = span_parent(ancestor)
         else:
             known = False
         if menu is not None:
@@ -191,5 +191,5 @@ class SpanRecorder:
 
 def _same_trace(span: ReadableSpan | Span, parent: SpanContext) -> bool:
     """Whether a live span is the span ``parent`` names (its trace too: a remote id is not ours to trust)."""
-    context = span.context
-    return context is not None and context.trace_id == parent.trace_id
+    context = span_context(span)
+    return context is not None and context[TRACE_ID] == parent[TRACE_ID]

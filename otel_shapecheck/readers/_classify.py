@@ -206,19 +206,29 @@ def classify_span(name: str, attributes: Mapping[str, object]) -> SpanClass:
         values = {key: attributes[key] for key in present}
     if ANALYST_ID in values and ANALYST_ATTEMPT in values:
         return ANALYST_ATTEMPT_SPAN
-    operation = _string(values.get(OPERATION_NAME))
-    if operation in _LLM_OPERATIONS:
+    # Runs for every recorded span: each value is tested for text in line (what _string() does).
+    operation = values.get(OPERATION_NAME)
+    if not isinstance(operation, str):
+        operation = None
+    elif operation in _LLM_OPERATIONS:
         return LLM_CALL_GENAI
-    openinference_kind = _string(values.get(OPENINFERENCE_SPAN_KIND))
-    traceloop_kind = _string(values.get(TRACELOOP_SPAN_KIND))
+    openinference_kind = values.get(OPENINFERENCE_SPAN_KIND)
+    if not isinstance(openinference_kind, str):
+        openinference_kind = None
+    traceloop_kind = values.get(TRACELOOP_SPAN_KIND)
+    if not isinstance(traceloop_kind, str):
+        traceloop_kind = None
     if operation == _EXECUTE_TOOL:
         return _tool_class(openinference_kind, traceloop_kind, values)
     if openinference_kind == "LLM":
         return LLM_CALL_OPENINFERENCE
-    if _string(values.get(LLM_REQUEST_TYPE)) in _LEGACY_LLM_REQUEST_TYPES:
+    request_type = values.get(LLM_REQUEST_TYPE)
+    if isinstance(request_type, str) and request_type in _LEGACY_LLM_REQUEST_TYPES:
         return LLM_CALL_OPENLLMETRY
-    ai_operation = _string(values.get(OPERATION_ID))
-    if ai_operation in MODEL_CALL_OPERATIONS:
+    ai_operation = values.get(OPERATION_ID)
+    if not isinstance(ai_operation, str):
+        ai_operation = None
+    elif ai_operation in MODEL_CALL_OPERATIONS:
         return LLM_CALL_AI_SDK
     if (
         openinference_kind == "TOOL"
