@@ -41,7 +41,7 @@ from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanContext
 
-from otel_shapecheck.otlp._sdk_fields import own_attributes, span_parent
+from otel_shapecheck.otlp._sdk_fields import own_attributes
 from otel_shapecheck.pipeline._completion import Backlog, Completion, WaitBounds
 from otel_shapecheck.pipeline._facts import (
     ExecutionFact,
@@ -146,6 +146,7 @@ class Ledger:
         self,
         span: ReadableSpan,
         context: SpanContext | None,
+        parent: SpanContext | None,
         classified: SpanClass,
         *,
         names_own_tool_calls: bool = False,
@@ -160,8 +161,8 @@ class Ledger:
         end), so an LLM span needing sibling executions is final now instead of waiting for that end.
         ``ancestry`` is what the caller found among the span's live ancestors: the run an LLM-call or
         analyst span counts for, or whether an agent span is nested in another one (then it is no run).
-        ``context``: the span's context, as the caller read it; ``attributes``: the span's own, when the
-        caller read them already.
+        ``context`` and ``parent``: the span's own and its parent's, as the caller read them;
+        ``attributes``: the span's own, when the caller read them already.
 
         ``held`` says the ledger keeps the span (the caller must not forward it); ``wake`` says at least
         ``wake_at`` spans are ready for the worker; ``overflow`` holds earlier spans this end released
@@ -183,6 +184,7 @@ class Ledger:
                 span,
                 context[1],  # a SpanContext is a tuple: (trace id, span id, is remote, ...)
                 context[0],
+                parent,
                 classified,
                 names_own_tool_calls or parent_ended,
                 ancestor_menu,
@@ -229,6 +231,7 @@ class Ledger:
         span: ReadableSpan,
         span_id: int,
         trace_id: int,
+        parent: SpanContext | None,
         classified: SpanClass,
         final_at_end: bool,
         ancestor_menu: Mapping[str, object] | None = None,
@@ -239,7 +242,6 @@ class Ledger:
         llm_call = role is ROLE_LLM_CALL
         tool_execution = role is ROLE_TOOL_EXECUTION
         analyst_attempt = role is ROLE_ANALYST_ATTEMPT
-        parent = span_parent(span)
         parent_id = parent[1] if parent is not None else None
         counts = self._counters
         completion = self._completion
@@ -267,7 +269,7 @@ class Ledger:
                     facts.calls.append((parent_id, span, classified))
                 else:
                     facts.lose(span.end_time)
-                if facts.content_lost(span_id):  # its reading lacks some of its content
+                if facts.lost_content and facts.content_lost(span_id):  # its reading lacks some content
                     facts.lose(span.end_time)
         # Its children waiting for its end are final now, with this span's own facts among theirs (a
         # request nested in its response's span pairs with it).

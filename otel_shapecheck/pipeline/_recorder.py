@@ -70,6 +70,7 @@ class SpanRecorder:
                 if state.attempt_parents:
                     state.attempt_parents.pop(span_id, None)
             attributes = own_attributes(span)
+            parent = span_parent(span)
             classified = classify_span(span_name(span), attributes)
             role = classified.role
             counters = state.counters
@@ -79,17 +80,18 @@ class SpanRecorder:
             menu: dict[str, object] | None = None
             ancestry = UNKNOWN_ANCESTRY
             if llm_call or role is ROLE_AGENT or span_id in state.analyst_parents:
-                menu, ancestry = self._ancestors(span, llm_call and not has_own_menu(attributes))
+                menu, ancestry = self._ancestors(parent, llm_call and not has_own_menu(attributes))
             held, wake, overflow = self._ledger.span_ended(
                 span,
                 context,
+                parent,
                 classified,
                 names_own_tool_calls=llm_call
                 and (
                     names_own_tool_calls(attributes)
                     or (bool(span_events(span)) and events_name_tool_calls(span.events))
                 ),
-                parent_ended=llm_call and self._parent_ended(span),
+                parent_ended=llm_call and self._parent_ended(parent),
                 ancestor_menu=menu,
                 ancestry=ancestry,
                 attributes=attributes,
@@ -129,21 +131,23 @@ class SpanRecorder:
             self._wake_worker()
         return overflow
 
-    def _parent_ended(self, span: ReadableSpan) -> bool:
-        """Whether the span's local parent already ended: it started here and is no longer live.
+    def _parent_ended(self, parent: SpanContext | None) -> bool:
+        """Whether a span's local parent (``parent``) already ended: it started here and is no longer live.
 
         Only a processor that sees spans start can tell: the gateway receives ended spans only. Once a
         start went untracked (``max_pending_spans`` live spans were already kept) a parent missing from
         the live spans may still be open, so from then on the child waits as before.
         """
-        parent = span_parent(span)
         state = self._state
         if not state.sees_starts or parent is None or parent[IS_REMOTE] or parent[SPAN_ID] in state.live:
             return False
         return state.counters.started_untracked == 0
 
-    def _ancestors(self, span: ReadableSpan, want_menu: bool) -> tuple[dict[str, object] | None, Ancestry]:
-        """One walk up the span's live local ancestors: the nearest one's menu, and the run above it.
+    def _ancestors(
+        self, parent: SpanContext | None, want_menu: bool
+    ) -> tuple[dict[str, object] | None, Ancestry]:
+        """One walk up a span's live local ancestors from its ``parent``: the nearest one's menu, and the
+        run above it.
 
         A parent whose context is marked remote is walked when it is a live span of this process
         (instrumentations that re-attach a carried context, or end streamed responses under one, mark
@@ -156,7 +160,6 @@ class SpanRecorder:
         went untracked, or a chain deeper than the walk leaves it unknown, and the ledger falls back to
         time windows.
         """
-        parent = span_parent(span)
         live = self._state.live
         menu: dict[str, object] | None = None
         outermost: int | None = None
