@@ -214,17 +214,26 @@ class LedgerIntake:
         taken = 0
         with self._recording:
             items = self._state.queued
-            process = self._process
+            recorder = self._recorder
             while taken < RUN_ITEMS:
                 try:
                     item = items.popleft()
                 except IndexError:  # empty, or a caller making room took the last one
                     break
                 taken += 1
-                if isinstance(item, threading.Event):
-                    flushed = item
-                    break
-                released.extend(process(item))
+                try:  # _process() in line: this loop runs for every queued item
+                    if isinstance(item, SpanContext):
+                        ended = recorder.record_forwarded_end(item)
+                    elif isinstance(item, threading.Event):
+                        flushed = item
+                        break
+                    else:
+                        ended = recorder.record_ended(item)
+                except Exception:  # a bug here must not end the thread that forwards queued spans
+                    self._state.counters.error("record", "Recording an ended span failed")
+                    ended = (item,) if isinstance(item, ReadableSpan) else ()
+                if ended:
+                    released.extend(ended)
         self._state.forward_all(released)
         if flushed is not None:
             flushed.set()

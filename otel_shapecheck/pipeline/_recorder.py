@@ -36,6 +36,8 @@ from otel_shapecheck.readers._menus import has_own_menu, menu_attributes
 
 _MAX_ANCESTOR_DEPTH = 32
 """Ancestors looked at for a menu, nearest first."""
+_NO_RUN = Ancestry(None, True)
+"""Every ancestor seen, none an agent span (one shared instance: a run's agent span finds this)."""
 
 
 class SpanRecorder:
@@ -188,7 +190,7 @@ class SpanRecorder:
         if menu is not None:
             self._state.counters.ancestor_menus += 1
         if outermost is None:  # an agent span with no agent above it runs its own run
-            return menu, Ancestry(None, known)
+            return menu, _NO_RUN if known else UNKNOWN_ANCESTRY
         return menu, Ancestry(outermost, known, (nearest, outermost_span))
 
 
