@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_shapecheck.pipeline._facts import HeldSpan
+from otel_shapecheck.pipeline._facts import HeldSpan, TraceFacts
 from otel_shapecheck.pipeline._hot_state import HotPathState
 from otel_shapecheck.pipeline._run_book import RunBook
 from otel_shapecheck.pipeline._runs import RunTally
@@ -89,15 +89,23 @@ class Completion:
             self._release_oldest_waiting()
         self.waiting[agent] = None
 
-    def ready_one(self, held: HeldSpan) -> bool:
-        """Queue one final span for the worker; False when the queue is full (forward it as it is)."""
+    def ready_one(self, held: HeldSpan, facts: TraceFacts | None) -> bool:
+        """Queue one final span of the trace whose facts are ``facts`` (the store's, or ``None`` if it
+        keeps none) for the worker; False when the queue is full (forward it as it is).
+
+        What :meth:`push_ready` does for a group, in line: the recording thread calls this for most
+        spans it holds.
+        """
         if self.ready_spans >= self._max_queue:
             self._counters.forwarded_unevaluated += 1
             self.member_done(held, None)  # forwarded as it is: its run does not wait for it
             return False
-        self._queue((held,))
+        store = self._store
+        self._ready.append((held,))
+        self._marks.append((time.monotonic(), store.traces_started, store.bytes_admitted))
         self.ready_spans += 1
-        self._store.note_final((held,))
+        if facts is not None:  # TraceStore.note_final(), with the facts in hand
+            held.known_facts = (facts.serial, len(facts.calls), len(facts.executions))
         return True
 
     def push_ready(self, group: tuple[HeldSpan, ...], capped: bool = True) -> None:

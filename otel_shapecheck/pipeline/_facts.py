@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import ReadableSpan
@@ -24,6 +24,8 @@ _SAMPLED_ITEMS = 16
 _SCALAR_BYTES = 8
 _SCALAR_TYPES = frozenset({int, float, bool})
 """Values that count as :data:`_SCALAR_BYTES` (what the general walk answers for them)."""
+_NONE_YET: Final[dict[Any, Any]] = {}
+"""What a trace's facts hold for attempts and content until they have some: read, never written."""
 _MAX_LOSSES = 32
 """End times of lost spans kept per trace; past it, the earliest of the others stands for them all."""
 
@@ -200,12 +202,14 @@ class TraceFacts:
         self.size = 0
         self.bytes = 0
         self.held = 0
-        self.content_bytes: dict[int, int] = {}
-        self.attempt_bytes: dict[int, int] = {}
+        # Analyst attempts and content log records are rare: until a trace has one, these four are the
+        # one shared empty dict, only read (add_attempt() and add_content() give the trace its own).
+        self.content_bytes: dict[int, int] = _NONE_YET
+        self.attempt_bytes: dict[int, int] = _NONE_YET
         self.executions: list[ExecutionFact] = []
         self.calls: list[tuple[int | None, ReadableSpan, SpanClass]] = []
-        self.attempts: dict[int, list[ReadableSpan]] = {}
-        self.content: dict[int, list[LogRecord]] = {}
+        self.attempts: dict[int, list[ReadableSpan]] = _NONE_YET
+        self.content: dict[int, list[LogRecord]] = _NONE_YET
         self.content_names_calls: set[int] | None = None
         """Spans whose content log records name their tool calls (``None``: none)."""
         self.ended: set[int] = set()
@@ -222,6 +226,20 @@ class TraceFacts:
         self.lost_content: set[int] | None = None
         """Spans not yet ended some of whose content log records were not kept: lost at their end
         (``None``: none)."""
+
+    def add_attempt(self, parent_id: int, span: ReadableSpan, nbytes: int) -> None:
+        """Keep an analyst-attempt span of the analyst span ``parent_id`` (``nbytes`` admitted for it)."""
+        if self.attempts is _NONE_YET:
+            self.attempts, self.attempt_bytes = {}, {}
+        self.attempts.setdefault(parent_id, []).append(span)
+        self.attempt_bytes[parent_id] = self.attempt_bytes.get(parent_id, 0) + nbytes
+
+    def add_content(self, span_id: int, record: LogRecord, nbytes: int) -> None:
+        """Keep a content log record of span ``span_id`` (``nbytes`` admitted for it)."""
+        if self.content is _NONE_YET:
+            self.content, self.content_bytes = {}, {}
+        self.content.setdefault(span_id, []).append(record)
+        self.content_bytes[span_id] = self.content_bytes.get(span_id, 0) + nbytes
 
     def lose(self, end_time: int | None) -> None:
         """A span of the trace that ended at ``end_time`` (ns; ``None``: unknown) has no facts here."""
@@ -299,6 +317,11 @@ def approximate_bytes(attributes: Mapping[str, object] | None, body: object = No
             total += len(value)
         elif type(value) in _SCALAR_TYPES:
             total += _SCALAR_BYTES
+        elif type(value) is tuple and len(value) <= _SAMPLED_ITEMS:
+            # _value_bytes(value, 3) in line for a short tuple (a list of finish reasons, say): every
+            # item is measured, so the sample is the whole.
+            for item in value:
+                total += len(item) if type(item) is str else _value_bytes(item, 2)
         else:
             total += _value_bytes(value, 3)
     return total

@@ -261,8 +261,7 @@ class Ledger:
                 elif tool_execution:
                     facts.executions.append(ExecutionFact(span, parent_id, classified))
                 elif parent_id is not None:
-                    facts.attempts.setdefault(parent_id, []).append(span)
-                    facts.attempt_bytes[parent_id] = facts.attempt_bytes.get(parent_id, 0) + admitted
+                    facts.add_attempt(parent_id, span, admitted)
                     analyst_parents[parent_id] = trace_id
             if llm_call:
                 if store.admit(trace_id, facts, nbytes) >= 0:
@@ -295,7 +294,7 @@ class Ledger:
         )
         if awaits_parent and parent_id is not None:
             completion.wait_for_parent(held, parent_id)
-        elif completion.ready_one(held):
+        elif completion.ready_one(held, facts):
             wake = wake or completion.ready_spans >= self._wake_at
         else:
             return False, wake
@@ -361,8 +360,7 @@ class Ledger:
                 self._counters.facts_dropped += 1
                 facts.lose_content(span_id)
                 return
-            facts.content.setdefault(span_id, []).append(record)
-            facts.content_bytes[span_id] = facts.content_bytes.get(span_id, 0) + nbytes
+            facts.add_content(span_id, record, nbytes)
             if names_own_tool_calls:
                 facts.note_content_names_calls(span_id)
 
