@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -24,7 +25,7 @@ from otel_shapecheck._attributes import (
 )
 from otel_shapecheck.checks._base import Check
 from otel_shapecheck.checks._builtin import build_checks
-from otel_shapecheck.pipeline._hot_state import HotPathState
+from otel_shapecheck.pipeline._hot_state import HotPathState, Item
 from otel_shapecheck.pipeline._intake import THREAD_NAME, LedgerIntake
 from otel_shapecheck.pipeline._metrics import ProcessorCounters
 from otel_shapecheck.pipeline._offline import CollectingSpanProcessor
@@ -260,3 +261,84 @@ class _NamingRecorder:
     ) -> list[ReadableSpan]:
         self.recorded.append(f"end {context.span_id}")
         return []
+
+
+class _AppendLog(deque[Item]):
+    """A recording queue that notes the order items were appended in, whichever thread appended them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.appended: list[Item] = []
+        self._lock = threading.Lock()
+
+    def append(self, item: Item) -> None:
+        with self._lock:  # the append and its note in one step: the note's order is the queue's
+            super().append(item)
+            self.appended.append(item)
+
+
+class _SlowRecorder(_NamingRecorder):
+    """Records by identity, with which thread recorded, slower than the threads ending spans."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: list[object] = []
+        self.threads: set[str] = set()
+
+    def record_ended(self, span: ReadableSpan) -> list[ReadableSpan]:
+        sum(range(300))  # slower than an append: the small queue fills and callers make room
+        self.items.append(span)
+        self.threads.add(threading.current_thread().name)
+        return [span]
+
+
+def test_recording_in_runs_keeps_queue_order_with_callers_making_room() -> None:
+    """The recording thread takes several items per holding of the recording lock while four threads
+    fill a small queue and make room in it themselves: every span is recorded once, in the order it
+    was queued, by both kinds of thread, and forwarded once."""
+    forwarded: list[ReadableSpan] = []
+    recorder = _SlowRecorder()
+    state = HotPathState(ProcessorCounters(), forwarded.append, max_live=8)
+    queue = state.queued = _AppendLog()
+    intake = LedgerIntake(state, recorder, max_size=3)
+    intake.start()
+    tracer = TracerProvider(shutdown_on_exit=False).get_tracer("tests")
+    spans = []
+    for number in range(1200):
+        span = tracer.start_span(f"chat {number}")
+        span.end()
+        spans.append(span)
+
+    def end(share: Sequence[ReadableSpan]) -> None:
+        for span in share:
+            assert intake.put(span)
+
+    threads = [threading.Thread(target=end, args=(spans[first::4],)) for first in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert intake.flush(10)
+    assert recorder.items == queue.appended[: len(recorder.items)]
+    assert sorted(map(id, recorder.items)) == sorted(map(id, spans))
+    assert sorted(map(id, forwarded)) == sorted(map(id, spans))
+    assert THREAD_NAME in recorder.threads and len(recorder.threads) > 1
+    assert intake.close(5) == []
+
+
+def test_a_flush_is_answered_after_the_spans_recorded_before_it_are_forwarded() -> None:
+    """A flush request ends the recording thread's run: it is answered only once every span queued
+    before it was recorded and forwarded (what ``force_flush`` then flushes downstream)."""
+    forwarded: list[str] = []
+    state = HotPathState(ProcessorCounters(), lambda span: forwarded.append(span.name), max_live=8)
+    intake = LedgerIntake(state, _NamingRecorder(), max_size=64)
+    tracer = TracerProvider(shutdown_on_exit=False).get_tracer("tests")
+    names = [f"chat {number}" for number in range(20)]
+    for name in names:
+        span = tracer.start_span(name)
+        span.end()
+        state.queued.append(span)
+    intake.start()  # the queue was filled before: the thread takes it in runs, the flush request among them
+    assert intake.flush(5)
+    assert forwarded == names
+    assert intake.close(5) == []
