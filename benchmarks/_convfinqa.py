@@ -19,8 +19,9 @@ check ran on the records):
 - **dropped**: every conversation on a page of ``finqa_fresh.jsonl`` (FinQA's page ``company/year/page``)
   and every table whose cell numbers are those of a table of either TAT-QA file;
 - **scale** ``percent`` when ConvFinQA's answer string ends with ``%`` (the answer ×100, unless the
-  program multiplies by ``const_100`` itself), else empty; the answer rounded as in
-  ``finqa_fresh.jsonl`` (2 decimals, or 3 significant digits below 1 when not a percentage);
+  program multiplies by ``const_100`` itself), else empty; the answer is the program's value computed
+  exactly from its operands (ConvFinQA's executed answers are rounded to 5 decimals first), rounded as
+  in ``finqa_fresh.jsonl`` (2 decimals, or 3 significant digits below 1 when not a percentage);
 - ``derivation``: the program written as arithmetic, as in ``finqa_fresh.jsonl``; ``id`` is
   ``convfinqa-dev-<ConvFinQA id>-<turn>``.
 """
@@ -71,14 +72,16 @@ def _record(
     steps = _steps(program)
     if steps is None or not _over_cells(steps, table):
         return None
-    value = float(dialogue["executed_answers"][turn])
+    value = _value(steps)
     percent = str(dialogue["conv_answers"][turn]).strip().endswith("%")
+    if value is None:
+        return None
     if percent and not (steps[-1][0] == "multiply" and steps[-1][2] == "const_100"):
         value *= 100
     answer = _rounded(value, percent)
     if answer == 0:
         return None
-    written = f"{answer:g}" if abs(answer) < 1e15 else str(answer)
+    written = str(answer)
     return {
         "id": f"convfinqa-dev-{conversation}-{turn}",
         "table": table,
@@ -120,6 +123,26 @@ def _over_cells(steps: Sequence[tuple[str, str, str]], table: Sequence[Sequence[
     return True
 
 
+def _value(steps: Sequence[tuple[str, str, str]]) -> float | None:
+    """The program's value computed exactly (ConvFinQA's executed answers are rounded to 5 decimals,
+    which, scaled by 100 and rounded to 2, can land one digit off), or ``None`` for a division by 0."""
+    results: list[float] = []
+    for operation, left, right in steps:
+        a, b = (results[int(side[1:])] if side.startswith("#") else _operand(side) for side in (left, right))
+        if operation == "divide" and b == 0:
+            return None
+        results.append(
+            {"add": a + b, "subtract": a - b, "multiply": a * b}.get(operation, 0.0)
+            if operation != "divide"
+            else a / b
+        )
+    return results[-1]
+
+
+def _operand(text: str) -> float:
+    return 100.0 if text == "const_100" else float(text)
+
+
 def _derivation(steps: Sequence[tuple[str, str, str]]) -> str:
     written: list[str] = []
     for index, (operation, left, right) in enumerate(steps):
@@ -134,12 +157,12 @@ def _derivation(steps: Sequence[tuple[str, str, str]]) -> str:
     return final[1:-1] if final.startswith("(") and final.endswith(")") and final.count("(") == 1 else final
 
 
-def _rounded(value: float, percent: bool) -> float:
+def _rounded(value: float, percent: bool) -> float | int:
     if not percent and 0 < abs(value) < 1:
         digits = 2 - math.floor(math.log10(abs(value)))
         return round(value, digits)
     rounded = round(value, 2)
-    return float(int(rounded)) if rounded.is_integer() else rounded
+    return int(rounded) if rounded.is_integer() else rounded
 
 
 def _table(columns: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
