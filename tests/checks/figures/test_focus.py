@@ -100,12 +100,13 @@ class TestNamedCells:
 
     def test_a_named_match_at_better_than_even_odds_is_refused(self) -> None:
         """1 = 3 − 2 among the named cells: a whole number in [0.5, 2] is 1 or 2, so one candidate there
-        is a 67 % chance of coincidence. Under the cap of 0.5 it stays flagged; with no cap it passes."""
+        is a 67 % chance of coincidence. Under the cap of 0.5 it stays flagged; with a limit of 1 it passes."""
         table = [["", "2019", "2018"], ["Additions", "3", "2"]]
         answer = "The change in Additions in 2019 from 2018 was 1."
         assert _inferred_source(answer, table) is None
         assert (
-            _inferred_source(answer, table, named_cap=1.0) == "named-cells: 3 − 2, row Additions, 2019 / 2018"
+            _inferred_source(answer, table, named_factor=100.0, named_cap=1.0)
+            == "named-cells: 3 − 2, row Additions, 2019 / 2018"
         )
 
 
@@ -414,13 +415,13 @@ class TestMoreOfWhatAnalystsWrite:
         assert source == "named-cells: −(((-5860) + (-5803) + (-5075)) / 3), row Cost of sales"
 
 
-def test_the_default_bound_is_the_one_chosen_on_the_tatqa_files() -> None:
-    """p = 2 %, named cells below min(0.5, 50 · p), the whole table below p / 4 when the named cells miss."""
+def test_the_default_bound_is_the_one_chosen_on_the_tuning_files() -> None:
+    """p = 1 %, named cells below min(0.5, 50 · p), the whole table below p / 4 when the named cells miss."""
     from otel_shapecheck.checks.figures._check import FiguresCheck
     from otel_shapecheck.checks.figures._coincidence import DEFAULT_COINCIDENCE
     from otel_shapecheck.checks.figures._extended import MISSED_FOCUS_FACTOR
 
-    assert FiguresCheck().coincidence == DEFAULT_COINCIDENCE == 0.02
+    assert FiguresCheck().coincidence == DEFAULT_COINCIDENCE == 0.01
     assert (NAMED_FACTOR, NAMED_CAP, MISSED_FOCUS_FACTOR) == (50.0, 0.5, 0.25)
     assert named_limit(DEFAULT_COINCIDENCE) == 0.5
     assert named_limit(0.005) == 0.25
