@@ -100,7 +100,7 @@ class TestNamedCells:
 
     def test_a_named_match_at_better_than_even_odds_is_refused(self) -> None:
         """1 = 3 − 2 among the named cells: a whole number in [0.5, 2] is 1 or 2, so one candidate there
-        is a 67 % chance of coincidence. Under the cap of 0.5 it stays flagged; with a limit of 1 it passes."""
+        is a 67 % chance of coincidence. Under the cap of 0.5 it stays flagged; under 1 it passes."""
         table = [["", "2019", "2018"], ["Additions", "3", "2"]]
         answer = "The change in Additions in 2019 from 2018 was 1."
         assert _inferred_source(answer, table) is None
