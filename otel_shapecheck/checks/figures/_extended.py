@@ -120,10 +120,10 @@ NAMED_CAP: Final = 0.5
 """The most the named cells' limit can be, whatever ``p`` and the factor: ``min(NAMED_CAP, factor · p)``.
 Below 1 it is a real bound: a figure matched among the named cells at a chance of coincidence of 92 %
 is no evidence that it was computed from them. Chosen with ``p`` and :data:`NAMED_FACTOR` on both
-TAT-QA files of the study data together, by the rule written down before the FinQA report set was
+TAT-QA files and FinQA's together, by the rule written down before the ConvFinQA report set was
 measured (docs/figures.md): of p × factor (1, 2, 5, 10, 20, 50) × cap (0.1, 0.2, 0.3, 0.4, 0.5), the
 setting accepting the most faithful worded figures among those letting at most 0.75 % of mutated and
-0.375 % of invented figures through, worded and bare. At the default p (2 %) the limit is 0.5: a match
+0.375 % of invented figures through, worded and bare. At the default p (1 %) the limit is 0.5: a match
 among the named cells is accepted when a random number of the figure's precision would miss their
 candidates at least as often as it would hit one."""
 

@@ -175,6 +175,8 @@ DIFFERENCE_WORDS: Final = frozenset(
         "less",
     ]
 )
+DECREASE_WORDS: Final = frozenset(("decrease", "decreased", "decline", "declined", "fell", "lower", "less"))
+"""Words naming a fall, which analysts state as a positive size ("decreased by 7.95%")."""
 AVERAGE_WORDS: Final = frozenset(("average", "mean", "averaged"))
 SUM_WORDS: Final = frozenset(("total", "sum", "combined", "altogether", "together", "aggregate"))
 QUOTIENT_WORDS: Final = frozenset(
@@ -220,7 +222,8 @@ class AnswerWords:
     words: frozenset[str]
     years: frozenset[int]
     operations: frozenset[str]
-    """``difference``, ``average``, ``sum``, ``quotient``: the families the sentence names (none: all)."""
+    """``difference``, ``average``, ``sum``, ``quotient``: the families the sentence names (none: all);
+    ``decrease`` beside ``difference`` when it names a fall."""
     phrase: str = ""
     """The sentence as :func:`phrase_text` writes it, to find a row label it quotes whole."""
 
@@ -242,6 +245,8 @@ def answer_words(answer: str, written: str) -> AnswerWords:
             sentence = answer[start:]
     lowered = {word.lower() for word in _WORD.findall(_PERCENT_CHANGE.sub(" change ", sentence))}
     operations = set()
+    if {word.lower() for word in _WORD.findall(sentence)} & DECREASE_WORDS:
+        operations.add("decrease")
     for name, family in (
         ("difference", DIFFERENCE_WORDS),
         ("average", AVERAGE_WORDS),
@@ -253,6 +258,8 @@ def answer_words(answer: str, written: str) -> AnswerWords:
     years = years_in(sentence)
     if len(years) > 1 and max(years) - min(years) <= 10:  # "from 2017 to 2019" covers 2018 too
         years = set(range(min(years), max(years) + 1))
+    elif len(years) == 1 and "difference" in operations:
+        years.add(min(years) - 1)  # "the growth in 2010" is a change from 2009
     return AnswerWords(
         frozenset(content_words(sentence)), frozenset(years), frozenset(operations), phrase_text(sentence)
     )
@@ -348,6 +355,25 @@ class TableLabels:
         for row, vocabulary in self.row_vocabulary.items():
             for word in sorted(vocabulary):
                 self.rows_by_word.setdefault(word, []).append(row)
+        self.year_labels = frozenset(
+            position
+            for position, path in enumerate(paths)
+            if isinstance(path, str)
+            and split_path(path)[1] == "0"
+            and float(cells.values[position]).is_integer()
+            and 1900 <= cells.values[position] <= 2100
+        )
+        """Whole years in the first column of a list-of-lists table: a row's label ("2019"), not an amount."""
+        row_years: dict[str, set[int]] = {row: set(years_in(name)) for row, name in self.row_names.items()}
+        for position in self.year_labels:
+            row_years[self.rows[position]].add(int(cells.values[position]))
+        self.header_years = frozenset(year for years in self.column_years for year in years)
+        """Every year a column header carries: where columns are years, a year names a column, not a row."""
+        self.rows_by_year: dict[int, list[str]] = {}
+        """The rows whose label carries each year ("fiscal 2019", "2014 net revenue", a first cell 2019)."""
+        for row in self.by_row:
+            for year in sorted(row_years[row]):
+                self.rows_by_year.setdefault(year, []).append(row)
         self.row_order = {row: order for order, row in enumerate(self.by_row)}
         self.wordless_rows = [row for row, vocabulary in self.row_vocabulary.items() if not vocabulary]
         """Rows whose label has no content word ("Net change"): a sentence can still quote them whole."""
@@ -360,6 +386,17 @@ class TableLabels:
         """The rows that carry any of ``words``, in reading order: only they can be named."""
         found = {row for word in words for row in self.rows_by_word.get(word, ())}
         return sorted(found, key=self.row_order.__getitem__)
+
+    def year_scores(self, years: frozenset[int]) -> dict[str, float]:
+        """Each row a named year labels, scored as a word: 1 / the number of rows that year labels, for
+        the years labelling at most :data:`MAX_ROW_DOCUMENT_FREQUENCY` rows."""
+        scores: dict[str, float] = {}
+        for year in sorted(years):
+            rows = self.rows_by_year.get(year, ())
+            if len(rows) <= MAX_ROW_DOCUMENT_FREQUENCY:
+                for row in rows:
+                    scores[row] = scores.get(row, 0.0) + 1.0 / len(rows)
+        return scores
 
 
 def _list_table_headers(
@@ -468,29 +505,49 @@ def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus |
     candidates = labels.rows_sharing(words.words)
     quotable = sorted([*candidates, *labels.wordless_rows], key=labels.row_order.__getitem__)
     quoted = _quoted_rows(words, labels, quotable)
-    scored = [(-float(len(label)), labels.row_order[row], row) for row, label in quoted.items()]
-    for row in () if quoted else candidates:
-        order = labels.row_order[row]
-        frequency = {
-            word: len(labels.rows_by_word[word]) for word in labels.row_vocabulary[row] & words.words
-        }
+    first = sorted((-float(len(label)), labels.row_order[row], row) for row, label in quoted.items())
+    # A quoted label names its row; the sentence's other words still name the rows it is taken with
+    # ("the portion of the total purchase price related to stock awards"), ranked after it.
+    remaining = words.words.difference(*(labels.row_vocabulary[row] for row in quoted))
+    # Years name rows only in a table whose headers carry none of them (years down the first column).
+    by_year = labels.year_scores(words.years) if not words.years & labels.header_years else {}
+    year_rows = set(by_year)
+    scored: list[tuple[float, int, str]] = []
+    for row in candidates:
+        if row in quoted:
+            continue
+        frequency = {word: len(labels.rows_by_word[word]) for word in labels.row_vocabulary[row] & remaining}
         shared = sorted(word for word, count in frequency.items() if count <= MAX_ROW_DOCUMENT_FREQUENCY)
         if shared:
-            score = math.fsum(1.0 / frequency[word] for word in shared)
-            scored.append((-score, order, row))
+            score = math.fsum(1.0 / frequency[word] for word in shared) + by_year.pop(row, 0.0)
+            scored.append((-score, labels.row_order[row], row))
     if not quoted:
         scored += _quoted_single_labels(words, labels)
-    if not scored:
+    named = {row for _, _, row in (*first, *scored)}
+    scored += [(-score, labels.row_order[row], row) for row, score in by_year.items() if row not in named]
+    if not first and not scored:
         return _column_focus(words, labels, cells)
     scored.sort()
-    rows = [row for _, _, row in scored[:MAX_FOCUS_ROWS]]
-    members = sorted(position for row in rows for position in by_row[row])
+    rows = [row for _, _, row in [*first, *scored][:MAX_FOCUS_ROWS]]
+    members = sorted(
+        position for row in rows for position in by_row[row] if position not in labels.year_labels
+    )
     columns: tuple[str, ...] = ()
     if words.years:
-        in_years = [position for position in members if labels.column_years[position] & words.years]
+        in_years = [
+            position
+            for position in members
+            if labels.column_years[position] & words.years or labels.rows[position] in year_rows
+        ]
         if in_years:
             members = in_years
-            columns = tuple(dict.fromkeys(labels.column_names[position] for position in members))
+            columns = tuple(
+                dict.fromkeys(
+                    labels.column_names[position]
+                    for position in members
+                    if labels.column_years[position] & words.years
+                )
+            )
     if not 1 <= len(members) <= MAX_FOCUS_CELLS:
         return None
     kept = {labels.rows[position] for position in members}
@@ -522,7 +579,8 @@ def _quoted_single_labels(words: AnswerWords, labels: TableLabels) -> list[tuple
     by_label: dict[str, list[str]] = {}
     for row in labels.wordless_rows:
         label = labels.row_phrases[row]
-        if len(label.split()) == 1 and label in words.phrase:
+        # A row named only by its path ("[0]") has no label to quote: its digits would be the figure's.
+        if len(label.split()) == 1 and label in words.phrase and not label.strip().isdigit():
             by_label.setdefault(label, []).append(row)
     return [
         (-1.0 / len(rows), labels.row_order[row], row)
@@ -657,6 +715,8 @@ def focus_candidates(
                     if percent
                     else (ratio, f"{a.words} / {b.words}")
                 )
+    if "decrease" in operations:
+        made += [(-value, f"−({words})") for value, words in made if value < 0]
     amounts = [operand.value for operand in operands if not operand.percent]
     if amounts and all(value < 0 for value in amounts):
         # "(16)" and "(15)" are amounts an analyst averages as 15.5: a row of negatives read as sizes.
