@@ -19,7 +19,7 @@ import argparse
 import os
 import signal
 import sys
-import threading
+import time
 from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -64,21 +64,19 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"{_COMMAND}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    stop = threading.Event()
-    reload = threading.Event()
+    signals = Signals()
     handlers: dict[int, Callable[[int, FrameType | None], None]] = {
-        signal.SIGTERM: _setter(stop),
-        signal.SIGINT: _setter(stop),
-        signal.SIGHUP: _setter(reload),
+        signal.SIGTERM: signals.note_stop,
+        signal.SIGINT: signals.note_stop,
+        signal.SIGHUP: signals.note_reload,
     }
     previous = {number: signal.signal(number, handler) for number, handler in handlers.items()}
     try:
         print(f"{_COMMAND}: listening {_listening(args, service)}", flush=True)
-        while not stop.wait(0.5):
-            if reload.is_set():
-                reload.clear()
-                if service.tokens is not None:
-                    service.tokens.reload()
+        while not signals.stop:
+            time.sleep(_SIGNAL_POLL_SECONDS)
+            if signals.take_reload() and service.tokens is not None:
+                service.tokens.reload()
     finally:
         # From here a second signal ends the process at once, as it would without the gateway.
         for number, handler in previous.items():
@@ -138,8 +136,36 @@ def _host(address: str | None, default: str) -> str:
     return (address or default).rpartition(":")[0]
 
 
-def _setter(event: threading.Event) -> Callable[[int, FrameType | None], None]:
-    def handle(number: int, frame: FrameType | None) -> None:
-        event.set()
+_SIGNAL_POLL_SECONDS = 0.1
+"""How often the serving loop looks at the signals noted (a stop starts within this)."""
 
-    return handle
+
+class Signals:
+    """What the signal handlers noted, as plain flags the serving loop polls.
+
+    A handler runs on the main thread between two bytecodes, possibly while that thread holds a lock
+    inside the loop's own wait: ``threading.Event.set()`` there takes the event's condition lock, which
+    the interrupted ``Event.wait()`` may hold at that moment, and the process then never stops (a
+    SIGTERM that hung ``serve`` past its shutdown timeout). Assigning an attribute takes no lock.
+    """
+
+    __slots__ = ("_reload", "stop")
+
+    def __init__(self) -> None:
+        self.stop = False
+        self._reload = False
+
+    def note_stop(self, number: int, frame: FrameType | None) -> None:
+        """SIGTERM or SIGINT: stop serving."""
+        self.stop = True
+
+    def note_reload(self, number: int, frame: FrameType | None) -> None:
+        """SIGHUP: read the token file again."""
+        self._reload = True
+
+    def take_reload(self) -> bool:
+        """Whether a reload was noted since the last call (then it is cleared)."""
+        if not self._reload:
+            return False
+        self._reload = False  # a SIGHUP noted just before this is served by the reload about to run
+        return True
