@@ -36,17 +36,17 @@ from typing import Final, Literal, NamedTuple
 import numpy as np
 
 from otel_shapecheck._model import ToolResult
+from otel_shapecheck.checks.figures._answer_words import AnswerWords
 from otel_shapecheck.checks.figures._basis import UNIT_SCALES, FigureBasis, match_tolerance
 from otel_shapecheck.checks.figures._cells import CellGroup, Pairing, read_cells
 from otel_shapecheck.checks.figures._coincidence import coincidence_chance
 from otel_shapecheck.checks.figures._columns import finite_sum
 from otel_shapecheck.checks.figures._focus import (
-    AnswerWords,
     FocusCandidates,
-    TableLabels,
     find_focus,
     focus_candidates,
 )
+from otel_shapecheck.checks.figures._table_labels import TableLabels
 from otel_shapecheck.checks.figures._text import Figure, written_decimals
 
 MAX_EXTENDED_NUMBERS: Final = 10_000

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from otel_shapecheck._model import ToolResult
+from otel_shapecheck.checks.figures._answer_words import answer_words
 from otel_shapecheck.checks.figures._basis import FigureBasis, explain_figure, figure_basis
 from otel_shapecheck.checks.figures._cells import Pairing
 from otel_shapecheck.checks.figures._coincidence import DEFAULT_COINCIDENCE, format_chance
 from otel_shapecheck.checks.figures._extended import NAMED_CAP, NAMED_FACTOR, ExtendedDerivations
-from otel_shapecheck.checks.figures._focus import answer_words
 from otel_shapecheck.checks.figures._text import (
     DEFAULT_MIN_DIGITS,
     Figure,

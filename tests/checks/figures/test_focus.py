@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 
 from otel_shapecheck._model import ToolResult
+from otel_shapecheck.checks.figures._answer_words import answer_words
 from otel_shapecheck.checks.figures._basis import figure_basis
 from otel_shapecheck.checks.figures._cells import Cells, read_cells
 from otel_shapecheck.checks.figures._extended import FOCUSED, NAMED_CAP, NAMED_FACTOR, named_limit
 from otel_shapecheck.checks.figures._findings import check_figures
-from otel_shapecheck.checks.figures._focus import TableLabels, answer_words, find_focus
+from otel_shapecheck.checks.figures._focus import find_focus
+from otel_shapecheck.checks.figures._table_labels import TableLabels
 
 # Many small cells: every pair of the table gives whole numbers under 10, so a bare "0.7" is dense with
 # candidates there, and only the words say which two cells it came from.

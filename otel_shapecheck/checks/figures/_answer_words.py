@@ -1,0 +1,239 @@
+"""The words of the sentence around a figure: its content words, the years it names and the operations
+it names, read the same way for an answer's sentence and a table's labels (:mod:`._focus` matches them).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’]+")
+_YEAR = re.compile(r"(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])")
+_PERCENT_CHANGE = re.compile(r"(?:percentage|percent|%)\s+(?:change|increase|decrease|growth)", re.I)
+""""percentage change" names a change, not a quotient."""
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+_STOP: Final = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "from",
+        "by",
+        "with",
+        "and",
+        "or",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "this",
+        "that",
+        "these",
+        "those",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "how",
+        "much",
+        "many",
+        "its",
+        "it",
+        "their",
+        "there",
+        "than",
+        "then",
+        "into",
+        "over",
+        "under",
+        "between",
+        "during",
+        "per",
+        "each",
+        "all",
+        "any",
+        "both",
+        "year",
+        "years",
+        "fiscal",
+        "fy",
+        "change",
+        "changes",
+        "increase",
+        "increases",
+        "increased",
+        "decrease",
+        "decreases",
+        "decreased",
+        "difference",
+        "average",
+        "mean",
+        "total",
+        "sum",
+        "percentage",
+        "percent",
+        "proportion",
+        "ratio",
+        "share",
+        "amount",
+        "value",
+        "values",
+        "respectively",
+        "did",
+        "does",
+        "do",
+        "has",
+        "have",
+        "had",
+        "grew",
+        "grow",
+        "growth",
+        "rose",
+        "fell",
+        "declined",
+        "decline",
+        "compared",
+        "compare",
+        "net",
+        "about",
+        "approximately",
+        "also",
+        "while",
+        "when",
+        "where",
+        "million",
+        "billion",
+        "thousand",
+    ]
+)
+
+DIFFERENCE_WORDS: Final = frozenset(
+    [
+        "change",
+        "changes",
+        "increase",
+        "increased",
+        "decrease",
+        "decreased",
+        "difference",
+        "grew",
+        "grow",
+        "growth",
+        "rose",
+        "fell",
+        "declined",
+        "decline",
+        "higher",
+        "lower",
+        "more",
+        "less",
+    ]
+)
+DECREASE_WORDS: Final = frozenset(("decrease", "decreased", "decline", "declined", "fell", "lower", "less"))
+"""Words naming a fall, which analysts state as a positive size ("decreased by 7.95%")."""
+AVERAGE_WORDS: Final = frozenset(("average", "mean", "averaged"))
+SUM_WORDS: Final = frozenset(("total", "sum", "combined", "altogether", "together", "aggregate"))
+QUOTIENT_WORDS: Final = frozenset(
+    [
+        "proportion",
+        "ratio",
+        "share",
+        "portion",
+        "percentage",
+        "percent",
+        "fraction",
+        "times",
+        "multiple",
+        "over",
+        "out",
+    ]
+)
+
+
+def _stem(word: str) -> str:
+    word = word.lower().replace("’", "'").removesuffix("'s")
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def content_words(text: str) -> set[str]:
+    """The text's words that can name a label: lower case, plural ``s`` dropped, common words left out."""
+    return {_stem(word) for word in _WORD.findall(text) if word.lower() not in _STOP and len(word) > 2}
+
+
+def years_in(text: str) -> set[int]:
+    """The whole years 1900–2099 a text names."""
+    return {int(year) for year in _YEAR.findall(text)}
+
+
+@dataclass(frozen=True)
+class AnswerWords:
+    """What the sentence around one figure says it is: its words, years and operation words."""
+
+    words: frozenset[str]
+    years: frozenset[int]
+    operations: frozenset[str]
+    """``difference``, ``average``, ``sum``, ``quotient``: the families the sentence names (none: all);
+    ``decrease`` beside ``difference`` when it names a fall."""
+    phrase: str = ""
+    """The sentence as :func:`phrase_text` writes it, to find a row label it quotes whole."""
+
+
+def answer_words(answer: str, written: str) -> AnswerWords:
+    """The words of the sentence of ``answer`` in which ``written`` first appears (the whole answer if
+    it does not)."""
+    at = answer.find(written)
+    sentence = answer
+    if at >= 0:
+        start = 0
+        for match in _SENTENCE_END.finditer(answer):
+            if match.end() <= at:
+                start = match.end()
+            elif match.start() >= at + len(written):
+                sentence = answer[start : match.start()]
+                break
+        else:
+            sentence = answer[start:]
+    lowered = {word.lower() for word in _WORD.findall(_PERCENT_CHANGE.sub(" change ", sentence))}
+    operations = set()
+    if {word.lower() for word in _WORD.findall(sentence)} & DECREASE_WORDS:
+        operations.add("decrease")
+    for name, family in (
+        ("difference", DIFFERENCE_WORDS),
+        ("average", AVERAGE_WORDS),
+        ("sum", SUM_WORDS),
+        ("quotient", QUOTIENT_WORDS),
+    ):
+        if lowered & family:
+            operations.add(name)
+    years = years_in(sentence)
+    if len(years) > 1 and max(years) - min(years) <= 10:  # "from 2017 to 2019" covers 2018 too
+        years = set(range(min(years), max(years) + 1))
+    elif len(years) == 1 and "difference" in operations:
+        years.add(min(years) - 1)  # "the growth in 2010" is a change from 2009
+    return AnswerWords(
+        frozenset(content_words(sentence)), frozenset(years), frozenset(operations), phrase_text(sentence)
+    )
+
+
+_NOT_WORD = re.compile(r"[^a-z0-9]+")
+_FOOTNOTE = re.compile(r"\(\s*[0-9a-z]\s*\)$")
+
+
+def phrase_text(text: str) -> str:
+    """Lower case, a trailing footnote mark (``(1)``) dropped, every run of other characters one space."""
+    return " " + _NOT_WORD.sub(" ", _FOOTNOTE.sub("", text.strip().lower())).strip() + " "
