@@ -5,12 +5,15 @@ an application thread ending spans at the same time waits for it. While the appl
 ended spans since the worker last looked, and one of the worker's last ``CALM_RESTS`` rests ended late
 because another thread held the lock) the worker evaluates in slices of about ``SLICE_CPU_SECONDS`` of
 its own CPU and rests between them. Its share of the interpreter rises with its backlog: ``WORKER_SHARE``
-with nothing waiting, in proportion up to all of it (whole batches, no rests) once the backlog reaches
+with nothing waiting, up to all of it (whole batches, no rests) once the backlog reaches
 ``PACED_UP_TO`` of any bound past which a span would lose its evaluation or its facts (see
 :class:`~otel_shapecheck.pipeline._completion.Backlog`) or the oldest ready span has been ready for
-the deferral limit (``MAX_DEFER_SECONDS``, or a quarter of ``max_wait`` if that is less). So pacing
-defers evaluations and never drops one: a backlog that keeps growing takes the worker to whole
-batches, as an unpaced worker takes, long before a bound is reached.
+the deferral limit (``MAX_DEFER_SECONDS``, or a quarter of ``max_wait`` if that is less). Between the
+two the share grows with the square of that pressure: far from every bound a deferred evaluation costs
+nothing but memory the bounds already cap, so a short burst of the application's work is left alone,
+and the share climbs steeply only as a bound nears. So pacing defers evaluations and never drops one:
+a backlog that keeps growing takes the worker to whole batches, as an unpaced worker takes, long
+before a bound is reached.
 
 An application that ends spans but leaves the lock free (waiting on I/O) gets whole batches and rests
 of ``PROBE_SECONDS``: the rest is how the worker learns whether the lock is wanted. A flush or a
@@ -47,9 +50,10 @@ lock now and then (a lock, a write) lets one rest end on time."""
 
 def worker_share(backlog: Backlog, defer_seconds: float) -> float:
     """The worker's share of the interpreter for ``backlog``: ``WORKER_SHARE`` with nothing waiting,
-    1 from ``PACED_UP_TO`` of a bound or a ready span ``defer_seconds`` old, in proportion between."""
-    pressure = max(backlog.fraction / PACED_UP_TO, backlog.age_seconds / defer_seconds)
-    return WORKER_SHARE + (1 - WORKER_SHARE) * min(1.0, pressure)
+    1 from ``PACED_UP_TO`` of a bound or a ready span ``defer_seconds`` old, with the square of that
+    pressure between (slow while far from the bounds, steep near them)."""
+    pressure = min(1.0, max(backlog.fraction / PACED_UP_TO, backlog.age_seconds / defer_seconds))
+    return WORKER_SHARE + (1 - WORKER_SHARE) * pressure * pressure
 
 
 class Pacing:
