@@ -22,14 +22,8 @@ given a verdict (two chat spans a run: the tool-choosing one and the answering o
   ``serve`` processes sharing the cache file; evaluations per wall-second from the first request to the
   last span forwarded, and per CPU-second of all of them (on this machine's two shared cores).
 - **intra-op threads**: the raw MiniLM over 256 new texts with 1 and 2 onnxruntime threads.
-- **application feel**: the application's own request loop (each request runs one fleet agent run,
-  live spans through the provider, plus about a millisecond of its own Python work), wall-clock and
-  application-thread CPU p50 and p99 per request with the processor (its worker evaluating the loop's
-  spans) against the same loop with a bare ``BatchSpanProcessor``, alternating rounds; the loop row
-  adds each round's ratio, the loop's CPU ratios (the application thread's, and the whole process's:
-  every thread of ours that ran meanwhile), how many of the loop's evaluations were done while it ran
-  (the worker paces itself while the application is busy) and how long the shutdown took to finish
-  the rest.
+
+What the application feels on the same traffic is :mod:`benchmarks.bench_application`.
 
 Keep it short on a shared machine: ``python -m benchmarks fleet`` (``FLEET_RUNS`` runs per traffic).
 """
@@ -38,9 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import os
-import random
 import statistics
 import tempfile
 import threading
@@ -49,10 +41,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from benchmarks._fleet import agent_run, fleet, fleet_spans, tool_choosing
+from benchmarks._fleet import fleet_spans, tool_choosing
 from benchmarks._gateway_traffic import GatewayProcess, requests_of, send_all
 from benchmarks.bench_end_to_end import CountingReceiver
 from otel_shapecheck import (
@@ -64,7 +56,6 @@ from otel_shapecheck import (
     ShapecheckSpanProcessor,
     ToolChoiceCheck,
 )
-from otel_shapecheck.checks._builtin import build_checks
 from otel_shapecheck.embedding._cache import EmbeddingCache
 from otel_shapecheck.embedding._vectors import FloatMatrix
 from otel_shapecheck.pipeline._options import ProcessorOptions
@@ -72,7 +63,6 @@ from otel_shapecheck.readers._classify import classify_span
 from otel_shapecheck.readers._read import read_llm_call, read_tool_execution
 
 FLEET_RUNS = int(os.environ.get("FLEET_RUNS", "300"))
-_APPLICATION_WORK = 8_000  # about a millisecond of the request's own Python
 _EMBED_BATCH = 64
 _VERDICT = "shapecheck.flagged"
 
@@ -371,126 +361,9 @@ def _intra_op_threads() -> list[dict[str, Any]]:
     ]
 
 
-class _Discard(SpanExporter):
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        return SpanExportResult.SUCCESS
-
-
-class _Loop:
-    """What one round of the application's request loop measured."""
-
-    def __init__(self) -> None:
-        self.wall_ms: list[float] = []
-        """Wall-clock milliseconds of each request."""
-        self.cpu_ms: list[float] = []
-        """The application thread's own CPU milliseconds of each request."""
-        self.evaluated_in_loop = 0
-        """Spans the processor evaluated while the loop ran (the rest at its shutdown, after the loop)."""
-        self.process_cpu_s = 0.0
-        """CPU-seconds of the whole process (every thread) while the loop ran."""
-        self.shutdown_s = 0.0
-        """Wall-seconds of the provider's shutdown: the deferred evaluations' end."""
-
-
-def _request_loop(processor: SpanProcessor, requests: int, turns: int) -> _Loop:
-    """Each request of an application loop whose spans go through ``processor``."""
-    provider = TracerProvider(shutdown_on_exit=False)
-    provider.add_span_processor(processor)
-    tracer = provider.get_tracer("bench.application")
-    rng = random.Random(turns)
-    agents = fleet()
-    menus = {agent.name: json.dumps(list(agent.tools)) for agent in agents}
-    loop = _Loop()
-    # One run first, flushed: the checks are built and the model is loaded before the clock starts.
-    agent_run(tracer, random.Random(-turns), agents[0], menus[agents[0].name], -1)
-    provider.force_flush()
-    process_cpu = time.process_time()
-    for number in range(requests):
-        start, cpu = time.perf_counter(), time.thread_time()
-        agent = rng.choice(agents)
-        agent_run(tracer, rng, agent, menus[agent.name], number)
-        sum(i * i for i in range(_APPLICATION_WORK))  # the request's own work
-        loop.wall_ms.append(1000 * (time.perf_counter() - start))
-        loop.cpu_ms.append(1000 * (time.thread_time() - cpu))
-    loop.process_cpu_s = time.process_time() - process_cpu
-    if isinstance(processor, ShapecheckSpanProcessor):
-        loop.evaluated_in_loop = processor.counts().evaluated
-    start = time.perf_counter()
-    provider.shutdown()
-    loop.shutdown_s = time.perf_counter() - start
-    return loop
-
-
-def _application_feel(name: str, requests: int = 300, rounds: int = 5) -> list[dict[str, Any]]:
-    """p50/p99 per request with the processor against a bare ``BatchSpanProcessor``, alternating rounds.
-
-    Wall-clock rows are what the application feels; the CPU rows (the application thread's own CPU
-    per request) say how much of it is the hot path's own cost rather than waiting for the interpreter
-    lock, and hold up better on a shared machine.
-    """
-    bare: list[_Loop] = []
-    wrapped: list[_Loop] = []
-    for round_number in range(rounds):
-        turns = 100 + round_number
-        bare.append(_request_loop(BatchSpanProcessor(_Discard()), requests, turns))
-        processor = ShapecheckSpanProcessor(
-            BatchSpanProcessor(_Discard()),
-            checks=build_checks(name),
-            options=ProcessorOptions(shutdown_timeout_millis=30_000),
-        )
-        wrapped.append(_request_loop(processor, requests, turns))
-    rows = []
-    for kind in ("wall", "cpu"):
-        ours = [value for loop in wrapped for value in getattr(loop, f"{kind}_ms")]
-        theirs = [value for loop in bare for value in getattr(loop, f"{kind}_ms")]
-        for label, quantile in (("p50", 0.5), ("p99", 0.99)):
-            mine, base = _quantile(ours, quantile), _quantile(theirs, quantile)
-            rows.append(
-                _row(
-                    f"fleet.application.request_{kind}_ms_{label}[{name}]",
-                    mine,
-                    "ms" if kind == "wall" else "ms (application thread CPU)",
-                    base,
-                    mine / base,
-                    "≤ 1.3× (baseline: bare BatchSpanProcessor)" if kind == "wall" else "report",
-                )
-            )
-    ratios = sorted(
-        sum(ours.wall_ms) / sum(theirs.wall_ms) for ours, theirs in zip(wrapped, bare, strict=True)
-    )
-    rows.append(
-        _row(
-            f"fleet.application.loop_wall_s[{name}]",
-            sum(sum(loop.wall_ms) for loop in wrapped) / 1000,
-            "s",
-            sum(sum(loop.wall_ms) for loop in bare) / 1000,
-            sum(sum(loop.wall_ms) for loop in wrapped) / sum(sum(loop.wall_ms) for loop in bare),
-            "≤ 1.3× (baseline: bare BatchSpanProcessor)",
-            requests=requests * rounds,
-            round_ratios=[round(ratio, 2) for ratio in ratios],
-            loop_cpu_ratio=round(
-                sum(sum(loop.cpu_ms) for loop in wrapped) / sum(sum(loop.cpu_ms) for loop in bare), 3
-            ),
-            process_cpu_ratio=round(
-                sum(loop.process_cpu_s for loop in wrapped) / sum(loop.process_cpu_s for loop in bare), 3
-            ),
-            evaluated_in_loop=sum(loop.evaluated_in_loop for loop in wrapped),
-            evaluated=2 * requests * rounds,
-            shutdown_s=round(sum(loop.shutdown_s for loop in wrapped), 2),
-        )
-    )
-    return rows
-
-
-def _quantile(values: Sequence[float], quantile: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(quantile * len(ordered)))]
-
-
 def run() -> list[dict[str, Any]]:
     """Rows for the hashing embedder and MiniLM (one intra-op thread), on the same fleet traffic."""
-    rows = measure("hashing", HashingEmbedder()) + measure("minilm", MiniLMEmbedder()) + _intra_op_threads()
-    return rows + _application_feel("hashing") + _application_feel("minilm")
+    return measure("hashing", HashingEmbedder()) + measure("minilm", MiniLMEmbedder()) + _intra_op_threads()
 
 
 if __name__ == "__main__":

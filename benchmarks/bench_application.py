@@ -1,0 +1,208 @@
+"""What the application feels: its own request loop, wall clock, with the processor and without.
+
+Each request runs one :mod:`benchmarks._fleet` agent run (live spans through the provider: an HTTP
+span, the agent, two chat calls, a tool execution, database spans) plus about a millisecond of its own
+Python work, so the loop keeps the interpreter busy and every thread of ours competes with it for the
+lock. Rounds alternate: the loop with a bare ``BatchSpanProcessor``, then the same loop (same seed)
+with ``ShapecheckSpanProcessor`` in front of one, its worker evaluating the loop's spans. Rows, for
+each embedder:
+
+- **per request**: wall-clock and application-thread CPU p50 and p99 per request, ours against bare;
+- **whole loop**: the sum of the rounds' wall time, ours against bare (the target), with each round's
+  own ratio, the median of them, the loop's CPU ratios (the application thread's, and the whole
+  process's: every thread of ours that ran meanwhile), how much of it the garbage collector took on
+  each side and how many full collections ran, how many evaluations finished while the loop ran (the
+  worker paces itself while the application is busy) and how long the shutdown took to finish the rest.
+
+Both sides run in one process, so a full collection set off by spans one side holds may land in a round
+of the other: the collector rows say how much of the difference is its. Run alone with
+``python -m benchmarks application``.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import random
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from benchmarks._fleet import agent_run, fleet
+from otel_shapecheck import ShapecheckSpanProcessor
+from otel_shapecheck.checks._builtin import build_checks
+from otel_shapecheck.pipeline._options import ProcessorOptions
+
+APPLICATION_WORK = 8_000
+"""Squares the request's own Python sums: about a millisecond."""
+REQUESTS = 300
+ROUNDS = 8
+TARGET = "≤ 1.3× (baseline: bare BatchSpanProcessor)"
+
+
+class _Discard(SpanExporter):
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
+class _Collections:
+    """Garbage-collector time and full collections while it is on (a ``gc.callbacks`` entry)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.full = 0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        self.seconds += time.perf_counter() - self._started
+        self.full += info["generation"] == 2
+
+
+class _Loop:
+    """What one round of the application's request loop measured."""
+
+    def __init__(self) -> None:
+        self.wall_ms: list[float] = []
+        """Wall-clock milliseconds of each request."""
+        self.cpu_ms: list[float] = []
+        """The application thread's own CPU milliseconds of each request."""
+        self.evaluated_in_loop = 0
+        """Spans the processor evaluated while the loop ran (the rest at its shutdown, after the loop)."""
+        self.process_cpu_s = 0.0
+        """CPU-seconds of the whole process (every thread) while the loop ran."""
+        self.collector_s = 0.0
+        """Seconds the garbage collector ran while the loop ran (on any thread)."""
+        self.full_collections = 0
+        self.shutdown_s = 0.0
+        """Wall-seconds of the provider's shutdown: the deferred evaluations' end."""
+
+
+def request_loop(processor: SpanProcessor, requests: int, seed: int) -> _Loop:
+    """Each request of an application loop whose spans go through ``processor``."""
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("bench.application")
+    rng = random.Random(seed)
+    agents = fleet()
+    menus = {agent.name: json.dumps(list(agent.tools)) for agent in agents}
+    loop = _Loop()
+    # One run first, flushed: the checks are built and the model is loaded before the clock starts.
+    agent_run(tracer, random.Random(-seed), agents[0], menus[agents[0].name], -1)
+    provider.force_flush()
+    collections = _Collections()
+    gc.callbacks.append(collections)
+    process_cpu = time.process_time()
+    try:
+        for number in range(requests):
+            start, cpu = time.perf_counter(), time.thread_time()
+            agent = rng.choice(agents)
+            agent_run(tracer, rng, agent, menus[agent.name], number)
+            sum(i * i for i in range(APPLICATION_WORK))  # the request's own work
+            loop.wall_ms.append(1000 * (time.perf_counter() - start))
+            loop.cpu_ms.append(1000 * (time.thread_time() - cpu))
+    finally:
+        gc.callbacks.remove(collections)
+    loop.process_cpu_s = time.process_time() - process_cpu
+    loop.collector_s, loop.full_collections = collections.seconds, collections.full
+    if isinstance(processor, ShapecheckSpanProcessor):
+        loop.evaluated_in_loop = processor.counts().evaluated
+    start = time.perf_counter()
+    provider.shutdown()
+    loop.shutdown_s = time.perf_counter() - start
+    return loop
+
+
+def application_feel(name: str, requests: int = REQUESTS, rounds: int = ROUNDS) -> list[dict[str, Any]]:
+    """Per-request and whole-loop rows with the processor against a bare ``BatchSpanProcessor``.
+
+    Wall-clock rows are what the application feels; the CPU rows (the application thread's own CPU
+    per request) say how much of it is the hot path's own cost rather than waiting for the interpreter
+    lock, and hold up better on a shared machine.
+    """
+    bare: list[_Loop] = []
+    wrapped: list[_Loop] = []
+    for round_number in range(rounds):
+        seed = 100 + round_number
+        bare.append(request_loop(BatchSpanProcessor(_Discard()), requests, seed))
+        processor = ShapecheckSpanProcessor(
+            BatchSpanProcessor(_Discard()),
+            checks=build_checks(name),
+            options=ProcessorOptions(shutdown_timeout_millis=30_000),
+        )
+        wrapped.append(request_loop(processor, requests, seed))
+    rows = []
+    for kind in ("wall", "cpu"):
+        ours = [value for loop in wrapped for value in getattr(loop, f"{kind}_ms")]
+        theirs = [value for loop in bare for value in getattr(loop, f"{kind}_ms")]
+        for label, quantile in (("p50", 0.5), ("p99", 0.99)):
+            mine, base = _quantile(ours, quantile), _quantile(theirs, quantile)
+            rows.append(
+                _row(
+                    f"application.request_{kind}_ms_{label}[{name}]",
+                    mine,
+                    "ms" if kind == "wall" else "ms (application thread CPU)",
+                    base,
+                    TARGET if kind == "wall" else "report",
+                )
+            )
+    round_ratios = [
+        sum(ours.wall_ms) / sum(theirs.wall_ms) for ours, theirs in zip(wrapped, bare, strict=True)
+    ]
+    rows.append(
+        _row(
+            f"application.loop_wall_s[{name}]",
+            sum(sum(loop.wall_ms) for loop in wrapped) / 1000,
+            "s",
+            sum(sum(loop.wall_ms) for loop in bare) / 1000,
+            TARGET,
+            requests=requests * rounds,
+            round_ratios=[round(ratio, 2) for ratio in round_ratios],
+            median_round_ratio=round(statistics.median(round_ratios), 3),
+            loop_cpu_ratio=_ratio(wrapped, bare, lambda loop: sum(loop.cpu_ms)),
+            process_cpu_ratio=_ratio(wrapped, bare, lambda loop: loop.process_cpu_s),
+            collector_s=[round(sum(loop.collector_s for loop in side), 3) for side in (wrapped, bare)],
+            full_collections=[sum(loop.full_collections for loop in side) for side in (wrapped, bare)],
+            evaluated_in_loop=sum(loop.evaluated_in_loop for loop in wrapped),
+            evaluated=2 * requests * rounds,
+            shutdown_s=round(sum(loop.shutdown_s for loop in wrapped), 2),
+        )
+    )
+    return rows
+
+
+def _ratio(ours: Sequence[_Loop], theirs: Sequence[_Loop], measure: Callable[[_Loop], float]) -> float:
+    return round(sum(map(measure, ours)) / sum(map(measure, theirs)), 3)
+
+
+def _quantile(values: Sequence[float], quantile: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(quantile * len(ordered)))]
+
+
+def _row(name: str, value: float, unit: str, baseline: float, target: str, **more: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": round(value, 3),
+        "unit": unit,
+        "baseline": round(baseline, 3),
+        "ratio": round(value / baseline, 3),
+        "target": target,
+        **more,
+    }
+
+
+def run() -> list[dict[str, Any]]:
+    """Rows for the hashing embedder and MiniLM (one intra-op thread), on the fleet's traffic."""
+    return application_feel("hashing") + application_feel("minilm")
+
+
+if __name__ == "__main__":
+    for row in run():
+        print(json.dumps(row, ensure_ascii=False))
