@@ -11,12 +11,14 @@ each embedder:
 - **whole loop**: the sum of the rounds' wall time, ours against bare (the target), with each round's
   own ratio, the median of them, the loop's CPU ratios (the application thread's, and the whole
   process's: every thread of ours that ran meanwhile), how much of it the garbage collector took on
-  each side and how many full collections ran, how many evaluations finished while the loop ran (the
-  worker paces itself while the application is busy) and how long the shutdown took to finish the rest.
+  each side, how many full collections ran, how many tracked objects each request left alive (what a
+  later full collection walks, and what brings it sooner), how many evaluations finished while the
+  loop ran (the worker paces itself while the application is busy) and how long the shutdown took to
+  finish the rest.
 
-Both sides run in one process, so a full collection set off by spans one side holds may land in a round
-of the other: the collector rows say how much of the difference is its. Run alone with
-``python -m benchmarks application``.
+Both sides run in one process, and so share one garbage collector: each round starts with a full
+collection, so that it pays for the collections its own spans set off rather than for what the round
+before promoted. Run alone with ``python -m benchmarks application``.
 """
 
 from __future__ import annotations
@@ -80,6 +82,9 @@ class _Loop:
         self.collector_s = 0.0
         """Seconds the garbage collector ran while the loop ran (on any thread)."""
         self.full_collections = 0
+        self.kept_alive = 0
+        """Objects the collector tracks that the loop left alive (held spans, their facts, queues): what
+        later full collections walk, and what makes them come sooner."""
         self.shutdown_s = 0.0
         """Wall-seconds of the provider's shutdown: the deferred evaluations' end."""
 
@@ -96,6 +101,10 @@ def request_loop(processor: SpanProcessor, requests: int, seed: int) -> _Loop:
     # One run first, flushed: the checks are built and the model is loaded before the clock starts.
     agent_run(tracer, random.Random(-seed), agents[0], menus[agents[0].name], -1)
     provider.force_flush()
+    # A full collection first: each round pays for the collections its own spans set off, not for
+    # objects the round before promoted (both sides share one process, and so one collector).
+    gc.collect()
+    tracked = len(gc.get_objects())
     collections = _Collections()
     gc.callbacks.append(collections)
     process_cpu = time.process_time()
@@ -111,6 +120,7 @@ def request_loop(processor: SpanProcessor, requests: int, seed: int) -> _Loop:
         gc.callbacks.remove(collections)
     loop.process_cpu_s = time.process_time() - process_cpu
     loop.collector_s, loop.full_collections = collections.seconds, collections.full
+    loop.kept_alive = len(gc.get_objects()) - tracked
     if isinstance(processor, ShapecheckSpanProcessor):
         loop.evaluated_in_loop = processor.counts().evaluated
     start = time.perf_counter()
@@ -169,6 +179,10 @@ def application_feel(name: str, requests: int = REQUESTS, rounds: int = ROUNDS) 
             process_cpu_ratio=_ratio(wrapped, bare, lambda loop: loop.process_cpu_s),
             collector_s=[round(sum(loop.collector_s for loop in side), 3) for side in (wrapped, bare)],
             full_collections=[sum(loop.full_collections for loop in side) for side in (wrapped, bare)],
+            kept_alive_per_request=[
+                round(sum(loop.kept_alive for loop in side) / (requests * rounds), 1)
+                for side in (wrapped, bare)
+            ],
             evaluated_in_loop=sum(loop.evaluated_in_loop for loop in wrapped),
             evaluated=2 * requests * rounds,
             shutdown_s=round(sum(loop.shutdown_s for loop in wrapped), 2),
