@@ -187,6 +187,13 @@ PROCESSOR = (
         "traces whose facts are kept, least recently active dropped first",
     ),
     _processor(
+        "max_finished_traces",
+        env.OTEL_SHAPECHECK_MAX_FINISHED_TRACES,
+        256,
+        COUNT,
+        "finished traces (local root ended, no span held) whose facts are kept for spans ending late",
+    ),
+    _processor(
         "max_facts_per_trace", env.OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE, 512, COUNT, "facts kept per trace"
     ),
     _processor(

@@ -184,12 +184,14 @@ class TraceFacts:
         "content_names_calls",
         "ended",
         "executions",
+        "finished",
         "held",
         "limit",
         "lost_content",
         "lost_ends",
         "lost_members",
         "lost_since",
+        "root_ended",
         "serial",
         "size",
         "unclaimed",
@@ -202,6 +204,10 @@ class TraceFacts:
         self.size = 0
         self.bytes = 0
         self.held = 0
+        self.root_ended = False
+        """The trace's local root span ended (a processor that sees spans start only)."""
+        self.finished = 0
+        """The store's number for the last time the trace was finished (0: never)."""
         # Analyst attempts and content log records are rare: until a trace has one, these four are the
         # one shared empty dict, only read (add_attempt() and add_content() give the trace its own).
         self.content_bytes: dict[int, int] = _NONE_YET

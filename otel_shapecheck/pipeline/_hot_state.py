@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Final
 
 from opentelemetry.sdk.trace import ReadableSpan, Span
@@ -29,9 +29,20 @@ SPAN_ID: Final = 1
 IS_REMOTE: Final = 2
 """Items of a ``SpanContext`` (a tuple): reading them skips the property calls on the hot path."""
 
-Item = ReadableSpan | SpanContext | threading.Event
+
+class LocalRootEnd:
+    """The end of a local root span already forwarded (no parent here): its trace may be finished."""
+
+    __slots__ = ("context",)
+
+    def __init__(self, context: SpanContext) -> None:
+        self.context = context
+
+
+Item = ReadableSpan | SpanContext | LocalRootEnd | threading.Event
 """What the recording queue holds: a span to record (forwarded after if the ledger does not hold it),
-the context of a span already forwarded whose end the ledger may wait for, or a flush request."""
+the context of a span already forwarded whose end the ledger may wait for (as a :class:`LocalRootEnd`
+when it is a local root), or a flush request."""
 
 
 class HotPathState:
@@ -49,6 +60,7 @@ class HotPathState:
         "attempt_parents",
         "awaited_ends",
         "counters",
+        "fact_traces",
         "live",
         "max_live",
         "queued",
@@ -85,6 +97,9 @@ class HotPathState:
         self.awaited_ends: dict[int, list[HeldSpan]] = {}
         """Held spans waiting for a parent's end, by the parent's span id (the ledger writes it under
         its lock; ``on_end`` tests membership, and queues such a span's end for recording)."""
+        self.fact_traces: Mapping[int, object] = {}
+        """The trace ids the ledger keeps facts of (its trace store's own map, read without its lock):
+        ``on_end`` queues the end of a local root only when its trace has facts to finish."""
         self.analyst_parents: dict[int, int] = {}
         """Spans with recorded analyst-attempt children (span id to trace id), written by the ledger
         under its lock: such a span is held as an analyst span when it ends."""

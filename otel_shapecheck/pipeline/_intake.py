@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanContext
 
 from otel_shapecheck.otlp._sdk_fields import span_context, span_parent
-from otel_shapecheck.pipeline._hot_state import SPAN_ID, HotPathState, Item
+from otel_shapecheck.pipeline._hot_state import SPAN_ID, HotPathState, Item, LocalRootEnd
 
 THREAD_NAME: Final = "ShapecheckRecorder"
 RUN_ITEMS: Final = 32
@@ -44,11 +44,17 @@ class Recording(Protocol):
         earlier spans it released into a full worker queue)."""
 
     def record_forwarded_end(
-        self, context: SpanContext, *, out_of_order: bool = False, unrecorded: ReadableSpan | None = None
+        self,
+        context: SpanContext,
+        *,
+        out_of_order: bool = False,
+        unrecorded: ReadableSpan | None = None,
+        local_root: bool = False,
     ) -> Sequence[ReadableSpan]:
         """Record the end of a span the caller already forwarded (``out_of_order``: on the caller's
         thread, with spans ended before it perhaps still queued; ``unrecorded``: the span, one to
-        record, that could not be queued); spans to forward as above."""
+        record, that could not be queued; ``local_root``: the span has no parent here); spans to
+        forward as above."""
 
 
 class LedgerIntake:
@@ -104,11 +110,12 @@ class LedgerIntake:
         self._state.count_unrecorded(1)
         return False
 
-    def put_end(self, context: SpanContext) -> None:
-        """Queue the end of a span the caller forwards at once; recorded here, out of order, when it
-        cannot be queued."""
-        if not self.put(context):
-            self._state.forward_all(self._recorder.record_forwarded_end(context, out_of_order=True))
+    def put_end(self, context: SpanContext, local_root: bool = False) -> None:
+        """Queue the end of a span the caller forwards at once (``local_root``: it has no parent here);
+        recorded here, out of order, when it cannot be queued."""
+        if not self.put(LocalRootEnd(context) if local_root else context):
+            ended = self._recorder.record_forwarded_end(context, out_of_order=True, local_root=local_root)
+            self._state.forward_all(ended)
 
     def put(self, item: Item) -> bool:
         """Queue ``item`` for the recording thread, making room on the calling thread when the queue is
@@ -180,7 +187,7 @@ class LedgerIntake:
                 break
             if isinstance(item, threading.Event):
                 item.set()
-            elif not isinstance(item, SpanContext):
+            elif not isinstance(item, SpanContext | LocalRootEnd):
                 spans.append(item)
         return spans
 
@@ -224,6 +231,8 @@ class LedgerIntake:
                 try:  # _process() in line: this loop runs for every queued item
                     if isinstance(item, SpanContext):
                         ended = recorder.record_forwarded_end(item)
+                    elif isinstance(item, LocalRootEnd):
+                        ended = recorder.record_forwarded_end(item.context, local_root=True)
                     elif isinstance(item, threading.Event):
                         flushed = item
                         break
@@ -258,11 +267,13 @@ class LedgerIntake:
         self._state.forward_all(released)
         return True
 
-    def _process(self, item: ReadableSpan | SpanContext) -> Sequence[ReadableSpan]:
+    def _process(self, item: ReadableSpan | SpanContext | LocalRootEnd) -> Sequence[ReadableSpan]:
         """Record one span or end (the recording lock held); the spans to forward once it is released."""
         try:
             if isinstance(item, SpanContext):
                 return self._recorder.record_forwarded_end(item)
+            if isinstance(item, LocalRootEnd):
+                return self._recorder.record_forwarded_end(item.context, local_root=True)
             return self._recorder.record_ended(item)
         except Exception:  # a bug here must not end the thread that forwards queued spans
             self._state.counters.error("record", "Recording an ended span failed")

@@ -98,6 +98,7 @@ class Ledger:
         max_traces: int,
         max_facts_per_trace: int,
         max_fact_bytes: int,
+        max_finished_traces: int | None = None,
         wake_at: int = 1,
     ) -> None:
         self._state = state
@@ -107,6 +108,7 @@ class Ledger:
         self._max_traces = max_traces
         self._max_facts = max_facts_per_trace
         self._max_fact_bytes = max_fact_bytes
+        self._max_finished = max_finished_traces
         self._init_state()
 
     def _init_state(self) -> None:
@@ -117,7 +119,9 @@ class Ledger:
             max_facts_per_trace=self._max_facts,
             max_fact_bytes=self._max_fact_bytes,
             on_forget=self._forget_attempts,
+            max_finished_traces=self._max_finished,
         )
+        self._state.fact_traces = self._store.traces
         self._closed = False
         self._runs = RunBook(self._bounds.max_pending_spans)
         self._completion = Completion(self._state, self._store, self._runs, self._bounds)
@@ -154,6 +158,7 @@ class Ledger:
         ancestor_menu: Mapping[str, object] | None = None,
         ancestry: Ancestry = UNKNOWN_ANCESTRY,
         attributes: Mapping[str, object] | None = None,
+        local_root: bool = False,
     ) -> tuple[bool, bool, list[ReadableSpan] | None]:
         """Record an ended span; return ``(held, wake, overflow)``.
 
@@ -162,7 +167,9 @@ class Ledger:
         ``ancestry`` is what the caller found among the span's live ancestors: the run an LLM-call or
         analyst span counts for, or whether an agent span is nested in another one (then it is no run).
         ``context`` and ``parent``: the span's own and its parent's, as the caller read them;
-        ``attributes``: the span's own, when the caller read them already.
+        ``attributes``: the span's own, when the caller read them already; ``local_root``: the span has
+        no parent here (none, or a remote one that is not live), so its trace is finished once none of
+        its spans is held.
 
         ``held`` says the ledger keeps the span (the caller must not forward it); ``wake`` says at least
         ``wake_at`` spans are ready for the worker; ``overflow`` holds earlier spans this end released
@@ -191,6 +198,8 @@ class Ledger:
                 ancestry,
                 nbytes,
             )
+            if local_root:
+                self._store.root_ended(context[0])
             overflow = self._completion.take_overflow() or None
         return held, wake, overflow
 
@@ -201,6 +210,7 @@ class Ledger:
         *,
         out_of_order: bool = False,
         unrecorded: ReadableSpan | None = None,
+        local_root: bool = False,
     ) -> tuple[bool, list[ReadableSpan]]:
         """Record the end of a span that was forwarded as it came; return ``(wake, overflow)``.
 
@@ -208,8 +218,8 @@ class Ledger:
         later need not wait for it). ``out_of_order``: spans that ended before it may not be recorded
         yet, so its trace's facts are started if need be, for those to find its end there.
         ``unrecorded``: the span itself, one to record that was forwarded unrecorded (no room in the
-        recording queue in time): its trace's facts note it as lost. ``wake`` and ``overflow`` are as
-        in :meth:`span_ended`.
+        recording queue in time): its trace's facts note it as lost. ``local_root``, ``wake`` and
+        ``overflow`` are as in :meth:`span_ended`.
         """
         with self._lock:
             if self._closed:
@@ -224,6 +234,8 @@ class Ledger:
                     facts.ended.add(span_id)
                 if unrecorded is not None:
                     facts.lose(unrecorded.end_time)
+                if local_root:
+                    self._store.root_ended(trace_id)
             return wake, completion.take_overflow()
 
     def _record(

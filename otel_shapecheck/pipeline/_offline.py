@@ -76,6 +76,7 @@ def check_spans(
     # Every input span is known up front: size the processor's bounds to the input so none of them is
     # released early or forwarded un-evaluated for want of room, which live traffic has to risk.
     room = len(ordered) + 1
+    traces = len({span.context.trace_id for span in ordered if span.context}) + 1
     processor = ShapecheckSpanProcessor(
         collector,
         checks=list(checks),
@@ -83,7 +84,8 @@ def check_spans(
             max_wait_millis=_NO_DEADLINE_MILLIS,
             max_pending_spans=room,
             max_queue_size=room,
-            max_traces=len({span.context.trace_id for span in ordered if span.context}) + 1,
+            max_traces=traces,
+            max_finished_traces=traces,  # a service's spans may end after another's root: keep all
             shutdown_timeout_millis=_NO_DEADLINE_MILLIS,
         ),
     )

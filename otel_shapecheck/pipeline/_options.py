@@ -37,6 +37,9 @@ class ProcessorOptions:
             (:envvar:`OTEL_SHAPECHECK_SCHEDULE_DELAY_MILLIS`, 200).
         max_traces: traces whose facts are kept, least recently active dropped first
             (:envvar:`OTEL_SHAPECHECK_MAX_TRACES`, 1000).
+        max_finished_traces: finished traces (local root ended, none of their spans held) whose facts
+            are kept for spans that end after their root; past it the longest finished are forgotten
+            (:envvar:`OTEL_SHAPECHECK_MAX_FINISHED_TRACES`, 256).
         max_facts_per_trace: facts kept per trace (:envvar:`OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE`, 512).
         max_fact_bytes: estimated bytes all kept facts may hold; past it the least recently active traces
             are forgotten first (:envvar:`OTEL_SHAPECHECK_MAX_FACT_BYTES`, 64 MiB).
@@ -62,6 +65,7 @@ class ProcessorOptions:
     max_evaluation_batch_size: int
     schedule_delay_millis: int
     max_traces: int
+    max_finished_traces: int
     max_facts_per_trace: int
     max_fact_bytes: int
     shutdown_timeout_millis: int
@@ -77,6 +81,7 @@ class ProcessorOptions:
         max_evaluation_batch_size: int | None = None,
         schedule_delay_millis: int | None = None,
         max_traces: int | None = None,
+        max_finished_traces: int | None = None,
         max_facts_per_trace: int | None = None,
         max_fact_bytes: int | None = None,
         shutdown_timeout_millis: int | None = None,

@@ -42,7 +42,7 @@ from otel_shapecheck.checks._base import Check
 from otel_shapecheck.otlp._sdk_fields import NO_OP_ON_ENDING, NO_OP_ON_START, SPAN_FIELDS
 from otel_shapecheck.outputs._bounded_call import BoundedCall
 from otel_shapecheck.outputs._sinks import VerdictSink
-from otel_shapecheck.pipeline._hot_state import SPAN_ID, HotPathState
+from otel_shapecheck.pipeline._hot_state import IS_REMOTE, SPAN_ID, TRACE_ID, HotPathState
 from otel_shapecheck.pipeline._intake import LedgerIntake
 from otel_shapecheck.pipeline._ledger import Ledger
 from otel_shapecheck.pipeline._metrics import ProcessorCounters, ProcessorCounts
@@ -131,6 +131,7 @@ class ShapecheckSpanProcessor(SpanProcessor):
             max_traces=options.max_traces,
             max_facts_per_trace=options.max_facts_per_trace,
             max_fact_bytes=options.max_fact_bytes,
+            max_finished_traces=options.max_finished_traces,
             wake_at=options.max_evaluation_batch_size,
         )
         self._worker = EvaluationWorker(
@@ -253,10 +254,21 @@ class ShapecheckSpanProcessor(SpanProcessor):
                         return
                 else:
                     span_id = context[SPAN_ID]
-                    if state.queued or not state.recording_idle or span_id in state.awaited_ends:
+                    # A local root (no parent here: none, or a remote one not live here) finishes its
+                    # trace: the ledger then lets go of the trace's facts once nothing of it is held.
+                    parent = span._parent if SPAN_FIELDS else span.parent
+                    local_root = state.sees_starts and (
+                        parent is None or (parent[IS_REMOTE] and parent[SPAN_ID] not in state.live)
+                    )
+                    if (
+                        state.queued
+                        or not state.recording_idle
+                        or span_id in state.awaited_ends
+                        or (local_root and context[TRACE_ID] in state.fact_traces)
+                    ):
                         # Spans queued before it must be recorded against its being live; a span held
                         # for its end learns of it in order. Forwarded now, queued as its context.
-                        self._intake.put_end(context)
+                        self._intake.put_end(context, local_root)
                     else:
                         state.live.pop(span_id, None)
                     self._counters.passed_at_once += 1

@@ -88,6 +88,8 @@ class SpanRecorder:
                 context,
                 parent,
                 classified,
+                local_root=state.sees_starts
+                and (parent is None or (parent[IS_REMOTE] and parent[SPAN_ID] not in state.live)),
                 names_own_tool_calls=llm_call
                 and (
                     names_own_tool_calls(attributes)
@@ -111,23 +113,39 @@ class SpanRecorder:
         return (span, *overflow) if overflow else (span,)
 
     def record_forwarded_end(
-        self, context: SpanContext, *, out_of_order: bool = False, unrecorded: ReadableSpan | None = None
+        self,
+        context: SpanContext,
+        *,
+        out_of_order: bool = False,
+        unrecorded: ReadableSpan | None = None,
+        local_root: bool = False,
     ) -> Sequence[ReadableSpan]:
         """Record the end of a span ``on_end`` forwarded: it is no longer live, held spans may wait for it.
 
         ``out_of_order``: recorded on the application's thread because the queue stayed full, so spans
         that ended before it may still be queued; its trace's facts then note its end whether or not a
         held span waits for it yet, for those to find it there. ``unrecorded``: the span itself, which
-        was to be recorded (its facts are lost; its trace notes when). Returns the spans its end
-        released into a full worker queue, to forward as they are.
+        was to be recorded (its facts are lost; its trace notes when). ``local_root``: the span has no
+        parent here (none, or a remote one not live here), so its trace is finished once none of its
+        spans is held. Returns the spans its end released into a full worker queue, to forward as they
+        are.
         """
         span_id = context[SPAN_ID]
         state = self._state
         state.live.pop(span_id, None)
-        if not out_of_order and span_id not in state.awaited_ends and span_id not in state.analyst_parents:
+        if (
+            not out_of_order
+            and not local_root
+            and span_id not in state.awaited_ends
+            and span_id not in state.analyst_parents
+        ):
             return ()  # Ledger.concerns(), read here: most ends concern no held span
         wake, overflow = self._ledger.span_forwarded(
-            context[TRACE_ID], span_id, out_of_order=out_of_order, unrecorded=unrecorded
+            context[TRACE_ID],
+            span_id,
+            out_of_order=out_of_order,
+            unrecorded=unrecorded,
+            local_root=local_root,
         )
         if wake:
             self._wake_worker()

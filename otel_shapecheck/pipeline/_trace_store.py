@@ -7,11 +7,18 @@ facts each; and at most ``max_fact_bytes`` estimated bytes in all, forgetting th
 other traces to make room. A forgotten trace counts its facts as dropped only if they were still needed:
 spans of it were held, or it shows up again. The store has no lock of its own: the ledger calls it
 under its lock.
+
+A trace is *finished* once its local root span ended and none of its spans is held. Its facts then
+refer to spans nothing will evaluate again (the SDK objects of a model call and a tool execution, about
+a dozen objects the collector tracks each), so only the last ``max_finished_traces`` finished traces are
+kept, for a span that ends after its root; the others are forgotten as they pass, rather than when
+``max_traces`` newer traces push them out. Kept that long, every trace's spans would outlive two young
+collections and be promoted, and each full collection of the application's heap would walk them.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 
 from opentelemetry._logs import LogRecord
@@ -39,9 +46,14 @@ class TraceStore:
         max_facts_per_trace: int,
         max_fact_bytes: int,
         on_forget: Callable[[TraceFacts], None],
+        max_finished_traces: int | None = None,
     ) -> None:
         self._counters = counters
         self.max_traces = max_traces
+        self._max_finished = max_traces if max_finished_traces is None else max_finished_traces
+        self._finished: deque[tuple[int, int, int]] = deque()
+        """Finished traces, longest finished first: (trace id, facts serial, finish number); integers only."""
+        self._finishes = 0
         self._max_facts = max_facts_per_trace
         self.max_fact_bytes = max_fact_bytes
         self._on_forget = on_forget
@@ -115,6 +127,28 @@ class TraceStore:
             for held in group:
                 held.known_facts = known
 
+    def root_ended(self, trace_id: int) -> None:
+        """The trace's local root span ended: it is finished once none of its spans is held."""
+        facts = self.traces.get(trace_id)
+        if facts is not None:
+            facts.root_ended = True
+            if not facts.held:
+                self._finish(trace_id, facts)
+
+    def _finish(self, trace_id: int, facts: TraceFacts) -> None:
+        """The trace is finished (again): it is forgotten once ``max_finished_traces`` others finished
+        after it, unless it is held again by then (a span that ended after its root)."""
+        self._finishes += 1
+        facts.finished = self._finishes
+        finished = self._finished
+        finished.append((trace_id, facts.serial, self._finishes))
+        while len(finished) > self._max_finished:
+            old_id, serial, number = finished.popleft()
+            old = self.traces.get(old_id)
+            # The same facts, finished last then, and still not held: nothing will ask for them.
+            if old is not None and old.serial == serial and old.finished == number and not old.held:
+                self._forget(old_id, old)
+
     def release_bytes(self, facts: TraceFacts, nbytes: int) -> None:
         """Facts of ``nbytes`` were handed to the worker: they no longer count against the budget."""
         facts.bytes -= nbytes
@@ -124,9 +158,12 @@ class TraceStore:
         """The group's spans no longer keep their trace's facts alive (released, or forwarded as they are)."""
         if group[0].run is not None:  # a run's agent span keeps no facts of its trace alive
             return
-        facts = self.traces.get(group[0].trace_id)
+        trace_id = group[0].trace_id
+        facts = self.traces.get(trace_id)
         if facts is not None:
             facts.held = max(0, facts.held - len(group))
+            if facts.root_ended and not facts.held:
+                self._finish(trace_id, facts)
 
     def release(self, group: tuple[HeldSpan, ...]) -> Release:
         """Hand a ready group to the worker with the facts of its trace it needs, which stop counting
@@ -188,6 +225,7 @@ class TraceStore:
         """Forget every trace (nothing counted: no span is left to need them)."""
         self.traces.clear()
         self._forgotten.clear()
+        self._finished.clear()
         self.fact_bytes = 0
 
     def _forget_oldest(self) -> None:
@@ -197,6 +235,15 @@ class TraceStore:
         (a finished trace never does, so a healthy run drops nothing).
         """
         trace_id, forgotten = self.traces.popitem(last=False)
+        self._note_forgotten(trace_id, forgotten)
+
+    def _forget(self, trace_id: int, facts: TraceFacts) -> None:
+        """Forget a finished trace (nothing counted unless a span of it ends later)."""
+        del self.traces[trace_id]
+        self._note_forgotten(trace_id, facts)
+
+    def _note_forgotten(self, trace_id: int, forgotten: TraceFacts) -> None:
+        """Account for a trace just taken out of ``traces``: its bytes, and its facts if still needed."""
         self.fact_bytes -= forgotten.bytes
         self._on_forget(forgotten)
         if not forgotten.size:

@@ -1,0 +1,170 @@
+"""Finished traces: once a trace's local root ended and none of its spans is held, only the last
+``max_finished_traces`` such traces keep their facts; the spans those facts referred to are freed rather
+than kept until ``max_traces`` newer traces push them out. A span that ends after its root within that
+grace still finds its trace's facts; one that ends after it finds them gone, counted."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+from opentelemetry.util.genai.handler import TelemetryHandler
+
+from otel_shapecheck import ShapecheckSpanProcessor
+from otel_shapecheck.pipeline._options import ProcessorOptions
+
+from .agent import ANSWER, CountingProcessor, RecordingCheck, chat, execute_tool, tool_turn
+
+KEPT = 3
+
+
+class _Weakly(CountingProcessor):
+    """A downstream that keeps only weak references to what it is handed, by span name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: list[tuple[str, weakref.ReferenceType[ReadableSpan]]] = []
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.refs.append((span.name, weakref.ref(span)))
+
+    def alive(self, prefix: str) -> int:
+        gc.collect()
+        return sum(1 for name, ref in self.refs if name.startswith(prefix) and ref() is not None)
+
+
+def _pipeline(
+    downstream: CountingProcessor, **options: int
+) -> tuple[ShapecheckSpanProcessor, TracerProvider, TelemetryHandler, RecordingCheck]:
+    check = RecordingCheck()
+    processor = ShapecheckSpanProcessor(
+        downstream, checks=[check], options=ProcessorOptions(max_finished_traces=KEPT, **options)
+    )
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    return processor, provider, TelemetryHandler(tracer_provider=provider), check
+
+
+@pytest.fixture
+def weakly() -> Iterator[_Weakly]:
+    yield _Weakly()
+
+
+def test_only_the_last_finished_traces_keep_their_tool_executions_alive(weakly: _Weakly) -> None:
+    processor, provider, handler, _ = _pipeline(weakly)
+    tracer = provider.get_tracer("tests.finished")
+    for _ in range(KEPT + 7):
+        with tracer.start_as_current_span("GET /ask"):
+            tool_turn(handler, tracer)
+    assert processor.force_flush()
+    assert weakly.alive("execute_tool") == KEPT
+    assert processor.counts().facts_dropped == 0
+    provider.shutdown()
+
+
+def test_a_trace_whose_spans_are_held_is_finished_only_once_they_are_released(weakly: _Weakly) -> None:
+    # No worker room to drain on its own schedule: every evaluation waits for the flush below.
+    processor, provider, handler, check = _pipeline(weakly, schedule_delay_millis=60_000)
+    tracer = provider.get_tracer("tests.finished")
+    for _ in range(KEPT + 4):
+        with tracer.start_as_current_span("GET /ask"):
+            tool_turn(handler, tracer)
+    assert processor.force_flush()
+    assert len(check.subjects) == 2 * (KEPT + 4)  # every chat call evaluated, with its facts
+    assert all(not subject.incomplete for subject in check.subjects)
+    assert weakly.alive("execute_tool") == KEPT
+    provider.shutdown()
+
+
+def test_a_span_ending_after_its_root_within_the_grace_finds_its_facts() -> None:
+    downstream = CountingProcessor()
+    processor, provider, handler, check = _pipeline(downstream)
+    tracer = provider.get_tracer("tests.finished")
+    root = tracer.start_span("GET /ask")
+    inside = trace.set_span_in_context(root)
+    execute_tool(handler, call_id="call_1", context=inside)
+    root.end()  # the response went out; a background task carries on under it
+    chat(handler, answer=ANSWER, context=inside)
+    assert processor.force_flush()
+    assert processor.counts().facts_dropped == 0
+    (subject,) = check.subjects
+    assert subject.llm_call is not None and not subject.incomplete
+    assert len(subject.trace_tool_results) == 1  # the execution that ended before the root
+    provider.shutdown()
+
+
+def test_past_the_grace_a_late_span_finds_its_trace_forgotten_and_the_loss_is_counted() -> None:
+    downstream = CountingProcessor()
+    processor, provider, handler, check = _pipeline(downstream)
+    tracer = provider.get_tracer("tests.finished")
+    root = tracer.start_span("GET /ask")
+    inside = trace.set_span_in_context(root)
+    execute_tool(handler, call_id="call_1", context=inside)
+    root.end()
+    for _ in range(KEPT):  # as many other traces finish meanwhile
+        with tracer.start_as_current_span("GET /other"):
+            tool_turn(handler, tracer)
+    assert processor.force_flush()
+    chat(handler, answer=ANSWER, context=inside)
+    assert processor.force_flush()
+    assert processor.counts().facts_dropped == 1  # the execution, forgotten with its finished trace
+    late = check.subjects[-1]  # evaluated with what its trace shows from here, as after max_traces
+    assert late.llm_call is not None and late.trace_tool_results == ()
+    provider.shutdown()
+
+
+def test_a_span_under_a_remote_parent_is_a_local_root_but_one_under_a_live_remote_parent_is_not(
+    weakly: _Weakly,
+) -> None:
+    processor, provider, handler, _ = _pipeline(weakly)
+    tracer = provider.get_tracer("tests.finished")
+    for number in range(KEPT + 3):
+        carried = SpanContext(number + 1, 0xABC, is_remote=True, trace_flags=TraceFlags(1))
+        with tracer.start_as_current_span(
+            "consume", context=trace.set_span_in_context(NonRecordingSpan(carried))
+        ):
+            tool_turn(handler, tracer)
+    assert processor.force_flush()
+    assert weakly.alive("execute_tool") == KEPT
+    # A server span whose remote parent is this process's own client span: the client is the root.
+    with tracer.start_as_current_span("GET /outer") as client:
+        outer = client.get_span_context()
+        remote = SpanContext(outer.trace_id, outer.span_id, is_remote=True, trace_flags=TraceFlags(1))
+        with tracer.start_as_current_span(
+            "GET /inner", context=trace.set_span_in_context(NonRecordingSpan(remote))
+        ):
+            tool_turn(handler, tracer)
+        assert processor.force_flush()
+        assert weakly.alive("execute_tool") == KEPT + 1  # the inner server span did not finish it
+    assert processor.force_flush()
+    assert weakly.alive("execute_tool") == KEPT
+    provider.shutdown()
+
+
+def test_a_processor_that_sees_no_starts_keeps_facts_to_max_traces() -> None:
+    """The gateway: spans of one trace arrive from several services in any order, so a root that
+    arrives first finishes nothing."""
+    recorded = CountingProcessor()
+    provider = TracerProvider()
+    provider.add_span_processor(recorded)
+    handler = TelemetryHandler(tracer_provider=provider)
+    tracer = provider.get_tracer("tests.finished")
+    for _ in range(KEPT + 5):
+        with tracer.start_as_current_span("GET /ask"):
+            tool_turn(handler, tracer)
+    provider.shutdown()
+    weakly = _Weakly()
+    processor = ShapecheckSpanProcessor(
+        weakly, checks=[RecordingCheck()], options=ProcessorOptions(max_finished_traces=KEPT)
+    )
+    for span in recorded.spans:  # ended spans only, as the gateway hands them over
+        processor.on_end(span)
+    recorded.spans.clear()
+    assert processor.force_flush()
+    assert weakly.alive("execute_tool") == KEPT + 5
+    processor.shutdown()
