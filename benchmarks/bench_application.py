@@ -14,7 +14,10 @@ each embedder:
   each side, how many full collections ran, how many tracked objects each request left alive (what a
   later full collection walks, and what brings it sooner), how many evaluations finished while the
   loop ran (the worker paces itself while the application is busy) and how long the shutdown took to
-  finish the rest.
+  finish the rest;
+- **kept alive**: the tracked objects a long stretch of traffic (3 000 runs, pausing now and then as an
+  application waiting on its model does) leaves alive once flushed, ours against bare: what every later
+  full collection of the application's heap walks.
 
 Both sides run in one process, and so share one garbage collector: each round starts with a full
 collection, so that it pays for the collections its own spans set off rather than for what the round
@@ -43,6 +46,8 @@ APPLICATION_WORK = 8_000
 """Squares the request's own Python sums: about a millisecond."""
 REQUESTS = 300
 ROUNDS = 8
+STEADY_REQUESTS = 3000
+PAUSE_EVERY = 50
 TARGET = "≤ 1.3× (baseline: bare BatchSpanProcessor)"
 
 
@@ -191,6 +196,46 @@ def application_feel(name: str, requests: int = REQUESTS, rounds: int = ROUNDS) 
     return rows
 
 
+def kept_after_traffic(processor: SpanProcessor, requests: int = STEADY_REQUESTS) -> int:
+    """Tracked objects a long stretch of traffic leaves alive once flushed: ``requests`` fleet runs
+    with a pause every ``PAUSE_EVERY`` (the waits of a real application, in which the worker keeps up)."""
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("bench.application")
+    rng = random.Random(requests)
+    agents = fleet()
+    menus = {agent.name: json.dumps(list(agent.tools)) for agent in agents}
+    agent_run(tracer, random.Random(-requests), agents[0], menus[agents[0].name], -1)
+    provider.force_flush()
+    gc.collect()
+    tracked = len(gc.get_objects())
+    for number in range(requests):
+        agent = rng.choice(agents)
+        agent_run(tracer, rng, agent, menus[agent.name], number)
+        if number % PAUSE_EVERY == 0:
+            time.sleep(0.01)
+    provider.force_flush()
+    gc.collect()
+    kept = len(gc.get_objects()) - tracked
+    provider.shutdown()
+    return kept
+
+
+def _steady_row(name: str) -> dict[str, Any]:
+    bare = kept_after_traffic(BatchSpanProcessor(_Discard()))
+    ours = kept_after_traffic(
+        ShapecheckSpanProcessor(BatchSpanProcessor(_Discard()), checks=build_checks(name))
+    )
+    return {
+        "name": f"application.kept_alive_after_{STEADY_REQUESTS}_runs[{name}]",
+        "value": ours,
+        "unit": "tracked objects",
+        "baseline": bare,
+        "ratio": None,  # bare keeps next to nothing: a ratio would say nothing
+        "target": "report (baseline: bare BatchSpanProcessor; every full collection walks them)",
+    }
+
+
 def _ratio(ours: Sequence[_Loop], theirs: Sequence[_Loop], measure: Callable[[_Loop], float]) -> float:
     return round(sum(map(measure, ours)) / sum(map(measure, theirs)), 3)
 
@@ -214,7 +259,7 @@ def _row(name: str, value: float, unit: str, baseline: float, target: str, **mor
 
 def run() -> list[dict[str, Any]]:
     """Rows for the hashing embedder and MiniLM (one intra-op thread), on the fleet's traffic."""
-    return application_feel("hashing") + application_feel("minilm")
+    return application_feel("hashing") + application_feel("minilm") + [_steady_row("hashing")]
 
 
 if __name__ == "__main__":
