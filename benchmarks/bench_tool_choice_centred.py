@@ -18,6 +18,7 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -157,9 +158,8 @@ def run(
     operating: dict[str, float] = {}
     best: tuple[float, int, str] | None = None
     for position, candidate in enumerate(CANDIDATES):
-        outcomes[candidate.name] = {
-            n: scored(planted[n], lambda p, c=candidate: outcome(p, vectors, c)) for n in names
-        }
+        score = partial(outcome, vectors=vectors, candidate=candidate)
+        outcomes[candidate.name] = {n: scored(planted[n], score) for n in names}
         sample = pooled(*(outcomes[candidate.name][n] for n in SEEN))
         threshold = operating[candidate.name] = t_star(sample, seed_seen[2])
         measured = rates(sample, threshold)
