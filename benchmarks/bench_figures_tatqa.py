@@ -31,8 +31,10 @@ default), ``--grid`` the whole grid, ``--choose`` the setting the rule picks.
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
+import math
 import random
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -51,10 +53,19 @@ _DATA_DIR = Path(__file__).resolve().parent / "data"
 DATA = _DATA_DIR / "tatqa_tuning.jsonl"
 FRESH_DATA = _DATA_DIR / "tatqa_fresh.jsonl"
 FINQA_DATA = _DATA_DIR / "finqa_fresh.jsonl"
-REPORT_DATA = _DATA_DIR / "convfinqa_fresh.jsonl"
-SETS = {"tuning": DATA, "fresh": FRESH_DATA, "finqa": FINQA_DATA, "convfinqa": REPORT_DATA}
-"""The named sets: both TAT-QA files and FinQA's are tuning data; ``convfinqa`` is the report set."""
-TUNING_SETS = ("tuning", "fresh", "finqa")
+CONVFINQA_DATA = _DATA_DIR / "convfinqa_fresh.jsonl"
+REPORT_DATA = _DATA_DIR / "finqa_sample_fresh.jsonl"
+SETS = {
+    "tuning": DATA,
+    "fresh": FRESH_DATA,
+    "finqa": FINQA_DATA,
+    "convfinqa": CONVFINQA_DATA,
+    "finqa-sample": REPORT_DATA,
+}
+"""The named sets: both TAT-QA files, FinQA's and ConvFinQA's are tuning data; ``finqa-sample`` is the
+report set."""
+TUNING_SETS = ("tuning", "fresh", "finqa", "convfinqa")
+REPORT_SET = "finqa-sample"
 NAMED_FACTORS = (1.0, 5.0, 20.0)
 """Named-cells factors shown beside the default's at the default p."""
 NAMED_CAPS = (0.25, 1.0)
@@ -461,6 +472,147 @@ def run() -> list[dict[str, Any]]:
     return rows
 
 
+_SHAPE_NUMBER = re.compile(r"\$?\s*([0-9][0-9,]*(?:\.[0-9]+)?)")
+
+
+def shape_of(derivation: str) -> str:
+    """The shape of a gold derivation, for the breakdown of the figures missed (:func:`shapes`).
+
+    ``(a - b) / b`` is a percent change, ``(a + b + c) / 3`` an average of 3+ cells, ``a * b`` a
+    product, ``(a + b) / (c + d)`` a quotient of sums…; a final ``* 100`` (a percentage) is left out.
+    """
+    text = _SHAPE_NUMBER.sub(lambda match: match.group(1).replace(",", ""), derivation)
+    text = text.replace("--", "- -").replace("%", "")
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return "unparsed"
+    tree = _without_hundred(tree)
+    leaves = _leaves(tree)
+    kind = _kind(tree)
+    if any(isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) for node in ast.walk(tree)):
+        return "product" if leaves == 2 else "product, 3+ operands"
+    if leaves <= 2:
+        return {
+            "+": "sum of 2",
+            "-": "difference",
+            "avg": "average of 2",
+            "/": "quotient",
+            "change": "percent change",
+        }.get(kind, "other of 2")
+    return {
+        "+": "sum of 3+",
+        "avg": "average of 3+",
+        "change": "percent change of sums or differences",
+        "/": "quotient with a sum or difference (share of a subtotal, ratio of differences)",
+        "-": "difference of sums",
+    }.get(kind, "other of 3+")
+
+
+def _without_hundred(node: ast.expr) -> ast.expr:
+    while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        if _constant(node.right) == 100:
+            node = node.left
+        elif _constant(node.left) == 100:
+            node = node.right
+        else:
+            break
+    return node
+
+
+def _constant(node: ast.expr) -> float | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _constant(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        return float(node.value)
+    return None
+
+
+def _leaves(node: ast.expr) -> int:
+    """Distinct cell operands: constants, except the count an average divides by."""
+    return len(set(_operands(node)))
+
+
+def _operands(node: ast.expr) -> list[float]:
+    if _less_one(node):
+        assert isinstance(node, ast.BinOp)
+        return _operands(node.left)
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.Div) and _kind(node) == "avg":
+            return _operands(node.left)
+        return _operands(node.left) + _operands(node.right)
+    if isinstance(node, ast.UnaryOp):
+        return [-value for value in _operands(node.operand)]
+    value = _constant(node)
+    return [abs(value)] if value is not None else [math.nan]
+
+
+def _less_one(node: ast.expr) -> bool:
+    """``a / b - 1``: a percent change written as a quotient less one."""
+    return (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Sub)
+        and _constant(node.right) == 1
+        and isinstance(node.left, ast.BinOp)
+        and isinstance(node.left.op, ast.Div)
+    )
+
+
+def _kind(node: ast.expr) -> str:
+    if _less_one(node):
+        return "change"
+    if isinstance(node, ast.UnaryOp):
+        return _kind(node.operand)
+    if not isinstance(node, ast.BinOp):
+        return "cell"
+    if isinstance(node.op, (ast.Add, ast.Sub)):
+        return (
+            "+"
+            if isinstance(node.op, ast.Add) and _kind(node.left) in ("cell", "+")
+            else ("-" if isinstance(node.op, ast.Sub) else "+")
+        )
+    if isinstance(node.op, ast.Div):
+        count = _constant(node.right)
+        if count is not None and count == len(_operands(node.left)) and _kind(node.left) == "+":
+            return "avg"
+        if _kind(node.left) == "-":
+            return "change"
+        return "/"
+    return "*"
+
+
+def shapes(halves: Sequence[str] = TUNING_SETS) -> None:
+    """Print, per shape of the gold derivation, the faithful figures accepted at the default and with no
+    bound, worded and bare: what is missed because it is no candidate, and what the bound refuses."""
+    default = {worded: Setting("default", "extended", worded=worded) for worded in (True, False)}
+    unbounded = {
+        worded: Setting("no bound", "extended", 1.0, worded=worded, named_cap=1.0) for worded in (True, False)
+    }
+    counts: dict[tuple[str, str], list[int]] = {}
+    for half in halves:
+        derivations = {}
+        with SETS[half].open(encoding="utf-8") as lines:
+            for line in lines:
+                record = json.loads(line)
+                derivations[record["id"]] = record["derivation"]
+        for case in cases(half):
+            shape = shape_of(derivations[case.id])
+            for key in ((half, shape), ("all", shape), (half, "all"), ("all", "all")):
+                row = counts.setdefault(key, [0] * 5)
+                row[0] += 1
+                row[1] += bool(_verdict(case.faithful, case, default[True]))
+                row[2] += bool(_verdict(case.faithful, case, unbounded[True]))
+                row[3] += bool(_verdict(case.faithful, case, default[False]))
+                row[4] += bool(_verdict(case.faithful, case, unbounded[False]))
+    header = f"{'worded: default / no bound':>27} {'bare: default / no bound':>25}"
+    print(f"{'set':<12} {'shape':<78} {'n':>5} {header}")
+    for (half, shape), (n, wd, wn, bd, bn) in sorted(
+        counts.items(), key=lambda item: (item[0][0], -item[1][0])
+    ):
+        print(f"{half:<12} {shape:<78} {n:>5} {wd:>13} / {wn:<11} {bd:>11} / {bn:<11}")
+
+
 def _print(results: Iterable[Tally]) -> None:
     print(
         f"{'set':<12} {'setting':<58} {'faithful accepted':>18} {'mutated flagged':>16} "
@@ -486,10 +638,14 @@ def main(arguments: Sequence[str] = ()) -> None:
     parser.add_argument("sets", nargs="*", help=f"named sets among {', '.join(SETS)} (default: all)")
     parser.add_argument("--grid", action="store_true", help="the grid of p × named factor × cap")
     parser.add_argument("--choose", action="store_true", help="the grid setting the rule picks")
+    parser.add_argument("--shapes", action="store_true", help="faithful figures missed, by derivation shape")
     options = parser.parse_args(arguments)
     unknown = [name for name in options.sets if name not in SETS]
     if unknown:
         parser.error(f"unknown set {unknown[0]!r}: the sets are {', '.join(SETS)}")
+    if options.shapes:
+        shapes(options.sets or TUNING_SETS)
+        return
     if options.choose:
         worded, bare = choose()
         _print((worded, bare))

@@ -42,6 +42,7 @@ from otel_shapecheck.checks.figures._cells import CellGroup, Pairing, read_cells
 from otel_shapecheck.checks.figures._coincidence import coincidence_chance
 from otel_shapecheck.checks.figures._columns import finite_sum
 from otel_shapecheck.checks.figures._focus import (
+    Focus,
     FocusCandidates,
     find_focus,
     focus_candidates,
@@ -291,7 +292,7 @@ class ExtendedDerivations:
             return None
         if self._labels is None:
             self._labels = TableLabels(self._cells, self._basis.structure.paths, self._tool_results)
-        focus = find_focus(words, self._labels, self._cells)
+        focus = self._focus_of(words)
         if focus is None:
             return None
         candidates = focus_candidates(focus, self._cells, self._labels, words.operations, kind == "percent")
@@ -303,6 +304,19 @@ class ExtendedDerivations:
             where += f", {' / '.join(focus.columns)}"
         chance = coincidence_chance(figure.value, candidates.count_within)
         return Inference(FOCUSED, f"{candidates.words[index]}, {where}", chance), candidates
+
+    def _focus_of(self, words: AnswerWords) -> Focus | None:
+        """The cells the sentence names; when it names no row, the rows the sentence read with the ones
+        before it names, nearest first; failing those, the one column the sentence (or its context)
+        names."""
+        assert self._labels is not None
+        column_focus = None
+        for read in (words, *words.context):
+            focus = find_focus(read, self._labels, self._cells)
+            if focus is not None and not focus.by_column:
+                return focus
+            column_focus = column_focus or focus
+        return column_focus
 
     def _kind(self, name: str) -> _Candidates:
         """The candidates of one kind (``percent``, ``plain``, ``large``), built on first use."""
