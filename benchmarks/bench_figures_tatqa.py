@@ -17,13 +17,15 @@ counts (a year the question names is a figure of its own). Every answer is check
 p = 0.5, 1, 2, 5, 10 and 20 % (and p = 1, i.e. no bound), at the default p with other named-cells
 factors and caps, and with any two cells at the default p.
 
-Four sets (:data:`SETS`): **tuning**, the 661 questions of ``benchmarks/data/tatqa_tuning.jsonl``,
-**fresh**, the 83 of ``benchmarks/data/tatqa_fresh.jsonl`` (both TAT-QA files), and **finqa**, the 241
-of ``benchmarks/data/finqa_fresh.jsonl``: where every lever and the default were chosen (:func:`choose`:
-of the grid p × named-cells factor × cap, the setting accepting the most faithful worded figures of the
-three together among those letting at most 0.75 % of mutated and 0.375 % of invented figures through,
-worded and bare); and **convfinqa**, the 492 turns of ``benchmarks/data/convfinqa_fresh.jsonl``,
-ConvFinQA tables no choice saw, the report set :func:`run` reports.
+Five sets (:data:`SETS`): **tuning**, the 661 questions of ``benchmarks/data/tatqa_tuning.jsonl``,
+**fresh**, the 83 of ``benchmarks/data/tatqa_fresh.jsonl`` (both TAT-QA files), **finqa**, the 241
+of ``benchmarks/data/finqa_fresh.jsonl``, and **convfinqa**, the 492 turns of
+``benchmarks/data/convfinqa_fresh.jsonl``: the seen data, where every lever and the default were chosen
+(:func:`choose`: of the grid p × named-cells factor × cap, the setting accepting the most faithful worded
+figures of the four together among those letting at most 1 % of mutated and 0.5 % of invented figures
+through, worded and bare); and **finqa-sample**, the 78 questions of
+``benchmarks/data/finqa_sample_fresh.jsonl``, FinQA dev and train tables no choice saw, the report set
+:func:`run` reports. ``--shapes`` breaks the faithful figures missed down by derivation shape.
 ``python -m benchmarks.bench_figures_tatqa [SET ...]`` prints the settings on the named sets (all by
 default), ``--grid`` the whole grid, ``--choose`` the setting the rule picks.
 """
@@ -351,13 +353,13 @@ _COUNTS = (
     "invented",
     "invented_added",
 )
-MUTATED_ALLOWED = 0.0075
-INVENTED_ALLOWED = 0.00375
-"""The rule's limits on the tuning data: three quarters of the goal's 1 % and 0.5 %."""
+MUTATED_ALLOWED = 0.01
+INVENTED_ALLOWED = 0.005
+"""The rule's limits on the seen data: the goal's own 1 % and 0.5 % (docs/figures.md)."""
 
 
 def tallies(
-    halves: Sequence[str] = ("convfinqa",), listed: Sequence[Setting] | None = None
+    halves: Sequence[str] = (REPORT_SET,), listed: Sequence[Setting] | None = None
 ) -> Iterator[Tally]:
     """Every setting (:func:`settings`, or ``listed``) on every named set (:data:`SETS`)."""
     for half in halves:
@@ -418,16 +420,17 @@ def _share(part: float, whole: float) -> float | None:
 
 
 def run() -> list[dict[str, Any]]:
-    """Rows for the report set (ConvFinQA): faithful, mutated and invented figures accepted, per setting."""
+    """Rows for the report set (the FinQA sample): faithful, mutated and invented figures accepted, per
+    setting."""
     rows: list[dict[str, Any]] = []
-    results = list(tallies(("convfinqa",)))
+    results = list(tallies((REPORT_SET,)))
     closed_of = {
         result.setting.worded: result for result in results if result.setting.derivations == "closed"
     }
     for result in results:
         closed = closed_of[result.setting.worded]
         default = result.setting == Setting(result.setting.name, "extended", worded=result.setting.worded)
-        name = f"figures ConvFinQA report set, {result.setting.name}"
+        name = f"figures FinQA sample report set, {result.setting.name}"
         rows.append(
             {
                 "name": f"{name}: faithful accepted",
