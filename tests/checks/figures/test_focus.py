@@ -577,3 +577,83 @@ def test_the_convfinqa_report_set_shares_no_page_or_table_with_the_seen_files() 
         assert _numbers(record["table"]) not in seen_tables  # type: ignore[arg-type]
         suffix = "%" if record["scale"] == "percent" else ""
         assert record["answer_text"] == f"{record['answer']}{suffix}"
+
+
+class TestProductsRunsAndEarlierSentences:
+    """The candidates added for FinQA-style tables: products, runs of 3+ cells, a follow-up's context."""
+
+    AWARDS: list[list[str]] = [
+        ["", "shares", "weighted average grant date fair value"],
+        ["granted in 2017", "160196", "$ 58.02"],
+        ["vested", "(120000)", "$ 40.50"],
+    ]
+
+    def test_a_product_the_answer_names_is_inferred(self) -> None:
+        source = _inferred_source("The value of the shares granted in 2017: 9294571.92.", self.AWARDS)
+        assert source == "named-cells: 160196 × 58.02, row granted in 2017"
+
+    def test_a_mutated_product_is_flagged(self) -> None:
+        assert _inferred_source("The value of the shares granted in 2017: 9294571.29.", self.AWARDS) is None
+        assert _inferred_source("The value of the shares granted in 2017: 9924571.92.", self.AWARDS) is None
+
+    def test_the_same_product_among_many_named_cells_is_refused_by_the_bound(self) -> None:
+        """12 = 3 × 4 is a match among few candidates in a row of two cells; in a row of six small cells,
+        products, sums and differences cover most whole numbers of its band, and it stays flagged."""
+        sparse = [["", "units", "price"], ["widgets", "3", "4"]]
+        assert _inferred_source("The value of widgets: 12.", sparse) == "named-cells: 3 × 4, row widgets"
+        dense = [["", "a", "b", "c", "d", "e", "f"], ["widgets", "3", "4", "5", "6", "7", "2"]]
+        assert _inferred_source("The value of widgets: 12.", dense) is None
+
+    def test_a_run_of_three_cells_of_a_named_row_is_summed(self) -> None:
+        table = [
+            ["", "Q1", "Q2", "Q3", "Q4", "Full year"],
+            ["Revenue", "120.5", "131.25", "140.75", "150.5", "543"],
+            ["Costs", "80", "85", "90", "95", "350"],
+        ]
+        source = _inferred_source("The total revenue of the first three quarters: 392.5.", table)
+        assert source == "named-cells: (120.5 + 131.25 + 140.75), row Revenue"
+
+    def test_a_follow_up_names_its_row_through_the_sentences_before_it(self) -> None:
+        answer = "What was the cash from operations in 2013? And in 2012? So what was the difference: 662."
+        words = answer_words(answer, "662")
+        assert not words.words and words.years == set()
+        assert "cash" in words.context[-1].words and words.context[-1].years == {2012, 2013}
+        assert all(read.operations == {"difference"} for read in words.context)
+        table = [
+            ["", "2013", "2012", "2011"],
+            ["cash from operations", "6823", "6161", "5940"],
+            ["capital expenditures", "(1200)", "(1105)", "(998)"],
+            ["dividends paid", "(2500)", "(2410)", "(2300)"],
+            ["net change in cash", "3123", "2646", "2642"],
+        ]
+        source = _inferred_source(answer, table)
+        assert source == "named-cells: 6823 − 6161, row cash from operations, 2013 / 2012"
+
+
+def test_the_finqa_sample_report_set_shares_no_page_or_table_with_the_seen_files() -> None:
+    """The FinQA sample is the report set: 78 questions on 67 tables of FinQA's dev and train files, none
+    a FinQA page or a table (its cell numbers) of the four seen files."""
+    from pathlib import Path
+
+    from benchmarks._convfinqa import _numbers, _page
+    from benchmarks._finqa_sample import SEEN_FILES, _seen
+
+    data = Path(__file__).resolve().parents[3] / "benchmarks" / "data"
+    with (data / "finqa_sample_fresh.jsonl").open(encoding="utf-8") as lines:
+        report = [json.loads(line) for line in lines]
+    assert len(report) == 78 and len({json.dumps(record["table"]) for record in report}) == 67
+    assert SEEN_FILES == (
+        "tatqa_tuning.jsonl",
+        "tatqa_fresh.jsonl",
+        "finqa_fresh.jsonl",
+        "convfinqa_fresh.jsonl",
+    )
+    seen_pages, seen_tables = _seen(data)
+    assert len(seen_pages) > 300
+    for record in report:
+        split, _, page = str(record["id"]).removeprefix("finqa-").partition("-")
+        assert split in ("dev", "train")
+        assert _page(page) not in seen_pages
+        assert _numbers(record["table"]) not in seen_tables
+        suffix = "%" if record["scale"] == "percent" else ""
+        assert record["answer_text"] == f"{record['answer']}{suffix}"
