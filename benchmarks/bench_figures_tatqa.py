@@ -77,6 +77,9 @@ GRID_FACTORS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
 GRID_CAPS = (0.1, 0.2, 0.3, 0.4, 0.5)
 """The grid the default is chosen from: p × named-cells factor × cap (docs/figures.md)."""
 DEFAULT_P = DEFAULT_COINCIDENCE
+PREVIOUS_P = 0.01
+PREVIOUS_NAMED_FACTOR = 50.0
+"""The default before the FinQA sample report set: p = 1 %, named cells below min(0.5, 50 · p)."""
 INVENTED_PER_CASE = 3
 _NUMBER = re.compile(r"([-+]?)([0-9]+(?:\.[0-9]+)?)(.*)")
 
@@ -130,7 +133,8 @@ def grid() -> list[Setting]:
 
 def settings() -> list[Setting]:
     """closed; extended at each p and with no bound (structural pairs), other named-cells factors
-    (worded only) and any two cells at the default, each for worded and bare answers."""
+    (worded only), the previous default and any two cells at the default, each for worded and bare
+    answers."""
     listed = []
     for worded in (True, False):
         style = "worded" if worded else "bare"
@@ -144,8 +148,19 @@ def settings() -> list[Setting]:
                 name = f"{style}, extended, p = {100 * DEFAULT_P:g}%, named × {factor:g}"
                 listed.append(Setting(name, "extended", DEFAULT_P, worded=worded, named_factor=factor))
             for cap in NAMED_CAPS:
-                name = f"{style}, extended, p = {100 * DEFAULT_P:g}%, named below min({cap:g}, 50 p)"
+                limit = f"min({cap:g}, {NAMED_FACTOR:g} p)"
+                name = f"{style}, extended, p = {100 * DEFAULT_P:g}%, named below {limit}"
                 listed.append(Setting(name, "extended", DEFAULT_P, worded=worded, named_cap=cap))
+        listed.append(
+            Setting(
+                f"{style}, extended, the previous default: p = 1%, named min(0.5, 50 p)",
+                "extended",
+                PREVIOUS_P,
+                worded=worded,
+                named_factor=PREVIOUS_NAMED_FACTOR,
+                named_cap=0.5,
+            )
+        )
         listed.append(
             Setting(
                 f"{style}, extended, any two cells, p = {100 * DEFAULT_P:g}%",

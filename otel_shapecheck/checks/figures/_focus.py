@@ -6,8 +6,9 @@ module reads the words of the sentence around a figure (content words, years, op
 them to the labels of the cells' rows (the row's first text) and columns (a field name, or the header
 texts and years above a column of a list-of-lists table), and keeps the cells in the matched rows and
 columns: the *focus*. The candidates are then only the arithmetic of those cells the operation words
-name (differences, percent changes, averages, sums, quotients, and the two-step ones analysts write:
-an average or sum of a row or column of the focus, and its change, percent change or share), so there
+name (differences, percent changes, averages, sums, quotients, products, and the two-step ones analysts
+write: an average or sum of a row, a column or a run of the focus, and its change, percent change or
+share), so there
 are few of them; the coincidence bound counts exactly those, and a figure that matches one is accepted
 at a much smaller chance than against every pair of the table. Nothing here looks at the figure's
 value: the focus is chosen from the words, so the bound stays a bound on a random number.
@@ -208,6 +209,9 @@ def focus_candidates(
     column, and both or neither are percentages (a cell written
     with ``%`` or under a header that says ``%``); quotients and percent changes take no percentages. A
     ``%`` figure is also asked the differences of amounts (percentage points written without ``%``).
+    Under "average" or "sum", runs of three or more neighbouring cells of one row or column are summed
+    and averaged too; a plain figure under no operation word, a sum word or a product word is asked the
+    products of two cells of one row (an amount × a percentage as × rate / 100).
     """
     every = not operations
     operands = [

@@ -94,11 +94,11 @@ class TestNamedCells:
         assert inferred.source.startswith("(3.1 + 2.4 + 1.8) / 3, row Additions")
 
     def test_the_named_limit_is_capped_below_one(self) -> None:
-        """min(cap, factor · p): the cap binds at the default p, the factor below p = 1 %."""
+        """min(cap, factor · p): the cap binds from the default p (5 %) up, the factor below it."""
         assert named_limit(0.005) == NAMED_FACTOR * 0.005
-        assert named_limit(0.02) == NAMED_CAP == 0.5
+        assert named_limit(0.05) == NAMED_CAP == 0.5
         assert named_limit(0.5) == 0.5
-        assert named_limit(0.02, cap=1.0) == 1.0
+        assert named_limit(0.2, cap=1.0) == 1.0
 
     def test_a_named_match_at_better_than_even_odds_is_refused(self) -> None:
         """1 = 3 − 2 among the named cells: a whole number in [0.5, 2] is 1 or 2, so one candidate there
@@ -417,16 +417,16 @@ class TestMoreOfWhatAnalystsWrite:
         assert source == "named-cells: −(((-5860) + (-5803) + (-5075)) / 3), row Cost of sales"
 
 
-def test_the_default_bound_is_the_one_chosen_on_the_tuning_files() -> None:
-    """p = 1 %, named cells below min(0.5, 50 · p), the whole table below p / 4 when the named cells miss."""
+def test_the_default_bound_is_the_one_chosen_on_the_seen_files() -> None:
+    """p = 5 %, named cells below min(0.5, 10 · p), the whole table below p / 4 when the named cells miss."""
     from otel_shapecheck.checks.figures._check import FiguresCheck
     from otel_shapecheck.checks.figures._coincidence import DEFAULT_COINCIDENCE
     from otel_shapecheck.checks.figures._extended import MISSED_FOCUS_FACTOR
 
-    assert FiguresCheck().coincidence == DEFAULT_COINCIDENCE == 0.01
-    assert (NAMED_FACTOR, NAMED_CAP, MISSED_FOCUS_FACTOR) == (50.0, 0.5, 0.25)
+    assert FiguresCheck().coincidence == DEFAULT_COINCIDENCE == 0.05
+    assert (NAMED_FACTOR, NAMED_CAP, MISSED_FOCUS_FACTOR) == (10.0, 0.5, 0.25)
     assert named_limit(DEFAULT_COINCIDENCE) == 0.5
-    assert named_limit(0.005) == 0.25
+    assert named_limit(0.01) == 0.1
 
 
 def test_the_report_set_shares_no_table_with_the_tuning_file() -> None:
