@@ -462,7 +462,7 @@ FIGURES = (
         "figures",
         "coincidence",
         env.OTEL_SHAPECHECK_FIGURES_COINCIDENCE,
-        0.01,
+        0.05,
         PROBABILITY,
         "the coincidence bound of the extended derivations",
         flag="--figures-coincidence",

@@ -245,11 +245,11 @@ OTEL_SHAPECHECK_FIGURES_COINCIDENCE: Final = "OTEL_SHAPECHECK_FIGURES_COINCIDENC
 
 The bound ``p`` of the extended derivations: one is accepted only when the chance that a random number
 of the figure's magnitude and precision would match some candidate is below it (a match among the cells
-the answer's own words name: below min(0.5, 50 · p); the whole table when those words name cells the
-figure is none of: below p / 4). A number in [0, 1]; default 0.01 (with the named cells' factor and
-cap, the setting accepting the most faithful worded figures of both TAT-QA files and FinQA's together
-among those letting at most 0.75 % of mutated and 0.375 % of invented figures through there, worded
-and bare).
+the answer's own words name: below min(0.5, 10 · p); the whole table when those words name cells the
+figure is none of: below p / 4). A number in [0, 1]; default 0.05 (with the named cells' factor and
+cap, the setting accepting the most faithful worded figures of the four seen files together, both
+TAT-QA files, FinQA's and ConvFinQA's, among those letting at most 1 % of mutated and 0.5 % of
+invented figures through there, worded and bare).
 """
 
 # How the span processor reads calls.

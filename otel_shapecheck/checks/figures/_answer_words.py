@@ -161,6 +161,10 @@ QUOTIENT_WORDS: Final = frozenset(
 )
 
 
+PRODUCT_WORDS: Final = frozenset(("times", "multiplied", "multiply", "product"))
+"""Words naming a product; "times" names a quotient too ("how many times")."""
+
+
 def _stem(word: str) -> str:
     word = word.lower().replace("’", "'").removesuffix("'s")
     if len(word) > 4 and word.endswith("ies"):
@@ -187,27 +191,53 @@ class AnswerWords:
     words: frozenset[str]
     years: frozenset[int]
     operations: frozenset[str]
-    """``difference``, ``average``, ``sum``, ``quotient``: the families the sentence names (none: all);
+    """``difference``, ``average``, ``sum``, ``quotient``, ``product``: the families the sentence names
+    (none: all);
     ``decrease`` beside ``difference`` when it names a fall."""
     phrase: str = ""
     """The sentence as :func:`phrase_text` writes it, to find a row label it quotes whole."""
+    context: tuple[AnswerWords, ...] = ()
+    """The sentence read with the one before it, then the two before it…, up to
+    :data:`MAX_CONTEXT_SENTENCES`: asked in turn when the sentence alone names no cells ("and in 2012?
+    so what was the difference?" names its row two sentences back). Each keeps the sentence's own
+    operation words: they say what the figure is."""
+
+
+MAX_CONTEXT_SENTENCES: Final = 6
+"""Sentences before the figure's own that its context reaches back to."""
 
 
 def answer_words(answer: str, written: str) -> AnswerWords:
     """The words of the sentence of ``answer`` in which ``written`` first appears (the whole answer if
-    it does not)."""
+    it does not), with the sentences before it as its :attr:`~AnswerWords.context`."""
     at = answer.find(written)
     sentence = answer
+    starts = [0]
     if at >= 0:
-        start = 0
         for match in _SENTENCE_END.finditer(answer):
             if match.end() <= at:
-                start = match.end()
+                starts.append(match.end())
             elif match.start() >= at + len(written):
-                sentence = answer[start : match.start()]
+                sentence = answer[starts[-1] : match.start()]
                 break
         else:
-            sentence = answer[start:]
+            sentence = answer[starts[-1] :]
+    own = _sentence_words(sentence)
+    if at < 0 or len(starts) < 2:
+        return own
+    end = starts[-1] + len(sentence)
+    context = tuple(
+        _with_operations(_sentence_words(answer[starts[-1 - back] : end]), own.operations)
+        for back in range(1, min(len(starts) - 1, MAX_CONTEXT_SENTENCES) + 1)
+    )
+    return AnswerWords(own.words, own.years, own.operations, own.phrase, context)
+
+
+def _with_operations(words: AnswerWords, operations: frozenset[str]) -> AnswerWords:
+    return AnswerWords(words.words, words.years, operations, words.phrase)
+
+
+def _sentence_words(sentence: str) -> AnswerWords:
     lowered = {word.lower() for word in _WORD.findall(_PERCENT_CHANGE.sub(" change ", sentence))}
     operations = set()
     if {word.lower() for word in _WORD.findall(sentence)} & DECREASE_WORDS:
@@ -217,6 +247,7 @@ def answer_words(answer: str, written: str) -> AnswerWords:
         ("average", AVERAGE_WORDS),
         ("sum", SUM_WORDS),
         ("quotient", QUOTIENT_WORDS),
+        ("product", PRODUCT_WORDS),
     ):
         if lowered & family:
             operations.add(name)

@@ -75,8 +75,8 @@ class FiguresCheck:
     - ``min_digits``, :envvar:`OTEL_SHAPECHECK_FIGURES_MIN_DIGITS`, 4: digits a bare number needs;
     - ``derivations``, :envvar:`OTEL_SHAPECHECK_FIGURES_DERIVATIONS`, ``extended``: ``closed`` keeps the
       reference's derivation set only; ``extended`` also infers cell arithmetic below the bound;
-    - ``coincidence``, :envvar:`OTEL_SHAPECHECK_FIGURES_COINCIDENCE`, 0.01: the bound ``p`` an
-      inferred figure's coincidence chance must stay below (min(0.5, 50 · p) for the cells the answer
+    - ``coincidence``, :envvar:`OTEL_SHAPECHECK_FIGURES_COINCIDENCE`, 0.05: the bound ``p`` an
+      inferred figure's coincidence chance must stay below (min(0.5, 10 · p) for the cells the answer
       names, p / 4 for the whole table when the answer names cells the figure is none of).
 
     Raises:

@@ -20,8 +20,8 @@ extended derivation is accepted, the check asks how likely that fall is for *thi
   ``z`` counts its trailing zeros (``2000`` → step 1000). Matching still uses the written precision.
 - A zero is never inferred: equal cells make it the likeliest coincidence of all (chance 1).
 
-The figure is accepted only when the chance is below ``p`` (:data:`DEFAULT_COINCIDENCE`, 1 %), or, for
-the cells the answer's own words name, below min(0.5, 50 · p) (:data:`~._extended.NAMED_CAP`,
+The figure is accepted only when the chance is below ``p`` (:data:`DEFAULT_COINCIDENCE`, 5 %), or, for
+the cells the answer's own words name, below min(0.5, 10 · p) (:data:`~._extended.NAMED_CAP`,
 :data:`~._extended.NAMED_FACTOR`); when those
 words name cells the figure is none of, the whole table is asked below p / 4
 (:data:`~._extended.MISSED_FOCUS_FACTOR`).
@@ -37,7 +37,7 @@ from typing import Final
 BAND_FACTOR: Final = 2.0
 """A random number "of the figure's magnitude" lies within this factor of it, either way."""
 
-DEFAULT_COINCIDENCE: Final = 0.01
+DEFAULT_COINCIDENCE: Final = 0.05
 """The default ``p``: an extended derivation is accepted only when its chance is below it."""
 
 _PLAIN_RE: Final = re.compile(r"[-+]?([0-9]+)(?:\.([0-9]+))?")

@@ -6,8 +6,9 @@ module reads the words of the sentence around a figure (content words, years, op
 them to the labels of the cells' rows (the row's first text) and columns (a field name, or the header
 texts and years above a column of a list-of-lists table), and keeps the cells in the matched rows and
 columns: the *focus*. The candidates are then only the arithmetic of those cells the operation words
-name (differences, percent changes, averages, sums, quotients, and the two-step ones analysts write:
-an average or sum of a row or column of the focus, and its change, percent change or share), so there
+name (differences, percent changes, averages, sums, quotients, products, and the two-step ones analysts
+write: an average or sum of a row, a column or a run of the focus, and its change, percent change or
+share), so there
 are few of them; the coincidence bound counts exactly those, and a figure that matches one is accepted
 at a much smaller chance than against every pair of the table. Nothing here looks at the figure's
 value: the focus is chosen from the words, so the bound stays a bound on a random number.
@@ -44,6 +45,8 @@ class Focus:
     """The rows' labels, best-matched first."""
     columns: tuple[str, ...]
     """The columns' names ("2019"), or ``()`` when every column of the rows is kept."""
+    by_column: bool = False
+    """No row was named: the one column the words or years name."""
 
 
 def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus | None:
@@ -152,7 +155,7 @@ def _column_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focu
     if not 2 <= len(members) <= MAX_FOCUS_CELLS:
         return None
     rows = tuple(dict.fromkeys(labels.row_names[labels.rows[position]] for position in members))
-    return Focus(tuple(members), rows, (header,))
+    return Focus(tuple(members), rows, (header,), by_column=True)
 
 
 @dataclass(frozen=True)
@@ -206,6 +209,9 @@ def focus_candidates(
     column, and both or neither are percentages (a cell written
     with ``%`` or under a header that says ``%``); quotients and percent changes take no percentages. A
     ``%`` figure is also asked the differences of amounts (percentage points written without ``%``).
+    Under "average" or "sum", runs of three or more neighbouring cells of one row or column are summed
+    and averaged too; a plain figure under no operation word, a sum word or a product word is asked the
+    products of two cells of one row (an amount × a percentage as × rate / 100).
     """
     every = not operations
     operands = [
@@ -236,6 +242,7 @@ def focus_candidates(
                 words = f"({joined}) / {len(members)}"
                 aggregates.append(_Operand(mean, words, row, column, share, level, change))
         made += _pair_aggregates(operands, operations, percent)
+        made += _run_aggregates(operands, operations, percent)
         if {"average", "difference"} <= operations:
             aggregates += _adjacent_averages(operands)
     made += [(a.value, a.words) for a in aggregates if a.percent == percent]
@@ -264,6 +271,8 @@ def focus_candidates(
                     if percent
                     else (ratio, f"{a.words} / {b.words}")
                 )
+    if not percent and (every or operations & {"product", "sum"}):
+        made += _products(operands)
     if "decrease" in operations:
         made += [(-value, f"−({words})") for value, words in made if value < 0]
     amounts = [operand.value for operand in operands if not operand.percent]
@@ -313,6 +322,54 @@ def _pair_aggregates(
                 made.append((total, f"{a.words} + {b.words}"))
             if every or "average" in operations:
                 made.append((total / 2, f"({a.words} + {b.words}) / 2"))
+    return made
+
+
+MIN_RUN: Final = 3
+"""The fewest cells a run summed apart from its whole row or column holds (two are pair sums)."""
+
+
+def _run_aggregates(
+    operands: Sequence[_Operand], operations: frozenset[str], percent: bool
+) -> list[tuple[float, str]]:
+    """The sums and averages of every run of :data:`MIN_RUN` or more neighbouring cells of one row or one
+    column of the focus, of one kind, short of the whole row or column (its aggregate already is one):
+    "the total of the notes due in 2015, 2016 and 2017" in a row of five years."""
+    every = not operations
+    made: list[tuple[float, str]] = []
+    lines: dict[tuple[str, str, bool, bool], list[_Operand]] = {}
+    for operand in operands:
+        kind = (operand.percent, operand.change)
+        lines.setdefault(("row", operand.row, *kind), []).append(operand)
+        lines.setdefault(("column", operand.column, *kind), []).append(operand)
+    for (_, _, share, _), line in lines.items():
+        if share != percent:
+            continue
+        for start in range(len(line)):
+            for stop in range(start + MIN_RUN, len(line) + (start > 0)):
+                run = line[start:stop]
+                total = math.fsum(member.value for member in run)
+                joined = " + ".join(member.words for member in run)
+                if every or "sum" in operations:
+                    made.append((total, f"({joined})"))
+                if every or "average" in operations:
+                    made.append((total / len(run), f"({joined}) / {len(run)}"))
+    return made
+
+
+def _products(operands: Sequence[_Operand]) -> list[tuple[float, str]]:
+    """The products of two amounts of one row of the focus in different columns (shares × price), and
+    of an amount and a percentage of one row (an amount × its rate / 100)."""
+    made: list[tuple[float, str]] = []
+    cells = [operand for operand in operands if not operand.change]
+    for index, a in enumerate(cells):
+        for b in cells[index + 1 :]:
+            if a.row != b.row or a.column == b.column or (a.percent and b.percent):
+                continue
+            if a.percent or b.percent:
+                made.append((a.value * b.value / 100, f"{a.words} × {b.words} / 100"))
+            else:
+                made.append((a.value * b.value, f"{a.words} × {b.words}"))
     return made
 
 
