@@ -107,24 +107,29 @@ def _processor(downstream: IdRecorder) -> ShapecheckSpanProcessor:
     )
 
 
+def _run_threads(provider: TracerProvider, turns: int, work: int = 0) -> float:
+    """Run ``turns`` agent turns on each of ``THREADS`` application threads; the seconds they took."""
+    threads = [
+        threading.Thread(target=_turns, args=(provider, index * turns, turns, work))
+        for index in range(THREADS)
+    ]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    assert not any(thread.is_alive() for thread in threads), "an application thread is stuck"
+    return time.monotonic() - started
+
+
 def test_two_hundred_thousand_genai_spans_across_eight_threads() -> None:
     """Nothing lost or doubled, the worker keeps evaluating, and the ledger and RSS stay under the caps."""
     downstream = IdRecorder()
     processor = _processor(downstream)
     provider = TracerProvider(shutdown_on_exit=False)
     provider.add_span_processor(processor)
-    threads = [
-        threading.Thread(target=_turns, args=(provider, index * TURNS_PER_THREAD, TURNS_PER_THREAD))
-        for index in range(THREADS)
-    ]
-    started = time.monotonic()
     with _Monitor(processor) as monitor:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=600)
-        ran_seconds = time.monotonic() - started
-        assert not any(thread.is_alive() for thread in threads), "an application thread is stuck"
+        ran_seconds = _run_threads(provider, TURNS_PER_THREAD)
         assert processor.force_flush(120_000)
     counts = processor.counts()
     provider.shutdown()
@@ -168,17 +173,7 @@ def test_a_sustained_load_from_eight_busy_threads_is_evaluated_whole() -> None:
     provider = TracerProvider(shutdown_on_exit=False)
     provider.add_span_processor(processor)
     turns = SUSTAINED_TURNS_PER_THREAD
-    threads = [
-        threading.Thread(target=_turns, args=(provider, index * turns, turns, SUSTAINED_WORK))
-        for index in range(THREADS)
-    ]
-    started = time.monotonic()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=600)
-    ran_seconds = time.monotonic() - started
-    assert not any(thread.is_alive() for thread in threads), "an application thread is stuck"
+    ran_seconds = _run_threads(provider, turns, SUSTAINED_WORK)
     assert processor.force_flush(120_000)
     counts = processor.counts()
     provider.shutdown()
