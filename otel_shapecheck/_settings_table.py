@@ -191,7 +191,7 @@ PROCESSOR = (
         env.OTEL_SHAPECHECK_MAX_FINISHED_TRACES,
         256,
         COUNT,
-        "finished traces (local root ended, no span held) whose facts are kept for spans ending late",
+        "local roots ending after a trace's own before its facts go (once its held spans are released)",
     ),
     _processor(
         "max_facts_per_trace", env.OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE, 512, COUNT, "facts kept per trace"

@@ -62,12 +62,11 @@ OTEL_SHAPECHECK_MAX_FINISHED_TRACES: Final = "OTEL_SHAPECHECK_MAX_FINISHED_TRACE
 """
 .. envvar:: OTEL_SHAPECHECK_MAX_FINISHED_TRACES
 
-Finished traces whose facts are kept: a trace is finished once its local root span ended (a span with
-no parent, or a remote parent that is not a live span of this process) and none of its spans is held.
-Past it the longest finished are forgotten, so the facts of a finished trace are kept only while a span
-ending after its root (a background task's, say) could still need them, not until ``max_traces`` others
-started. Processors that see spans start only (in-process, ``check``); the gateway keeps them to
-``max_traces``. Default 256.
+Local root spans (no parent, or a remote one that is not live in this process) that end after a
+trace's own before the trace's facts go, once its held spans are released: the facts of a finished
+trace are kept while a span ending after its root (a background task's, say) could still need them,
+not until ``max_traces`` others started. Processors that see spans start only (in-process, ``check``);
+the gateway keeps facts to ``max_traces``. Default 256.
 """
 
 OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE: Final = "OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE"

@@ -185,13 +185,13 @@ class TraceFacts:
         "ended",
         "executions",
         "finished",
+        "forget_when_released",
         "held",
         "limit",
         "lost_content",
         "lost_ends",
         "lost_members",
         "lost_since",
-        "root_ended",
         "serial",
         "size",
         "unclaimed",
@@ -204,10 +204,10 @@ class TraceFacts:
         self.size = 0
         self.bytes = 0
         self.held = 0
-        self.root_ended = False
-        """The trace's local root span ended (a processor that sees spans start only)."""
-        self.finished = 0
-        """The store's number for the last time the trace was finished (0: never)."""
+        self.finished = False
+        """A local root span of the trace ended (a processor that sees spans start only)."""
+        self.forget_when_released = False
+        """Enough local roots ended after the trace's own: its facts go when its held spans are released."""
         # Analyst attempts and content log records are rare: until a trace has one, these four are the
         # one shared empty dict, only read (add_attempt() and add_content() give the trace its own).
         self.content_bytes: dict[int, int] = _NONE_YET

@@ -28,8 +28,8 @@ Bounds: a span waits at most ``max_wait`` seconds and at most ``max_pending_span
 were evaluated says ``shapecheck.run.incomplete``); at most ``max_queue_size`` spans wait for the
 worker (past it a new span is not held, and the caller forwards it as it is). Facts are kept for at
 most ``max_traces`` traces (least recently active evicted first) and ``max_facts_per_trace`` each, and
-once a trace is finished (its local root ended and none of its spans is held) only while fewer than
-``max_finished_traces`` others finished after it.
+once a trace's local root ended, until ``max_finished_traces`` other local roots ended after it and
+its held spans were released.
 """
 
 from __future__ import annotations

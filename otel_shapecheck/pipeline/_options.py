@@ -37,8 +37,8 @@ class ProcessorOptions:
             (:envvar:`OTEL_SHAPECHECK_SCHEDULE_DELAY_MILLIS`, 200).
         max_traces: traces whose facts are kept, least recently active dropped first
             (:envvar:`OTEL_SHAPECHECK_MAX_TRACES`, 1000).
-        max_finished_traces: finished traces (local root ended, none of their spans held) whose facts
-            are kept for spans that end after their root; past it the longest finished are forgotten
+        max_finished_traces: local roots that end after a trace's own before its facts go (once its
+            held spans are released): what a span ending after its root can still find
             (:envvar:`OTEL_SHAPECHECK_MAX_FINISHED_TRACES`, 256).
         max_facts_per_trace: facts kept per trace (:envvar:`OTEL_SHAPECHECK_MAX_FACTS_PER_TRACE`, 512).
         max_fact_bytes: estimated bytes all kept facts may hold; past it the least recently active traces

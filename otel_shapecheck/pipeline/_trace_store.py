@@ -8,12 +8,14 @@ other traces to make room. A forgotten trace counts its facts as dropped only if
 spans of it were held, or it shows up again. The store has no lock of its own: the ledger calls it
 under its lock.
 
-A trace is *finished* once its local root span ended and none of its spans is held. Its facts then
-refer to spans nothing will evaluate again (the SDK objects of a model call and a tool execution, about
-a dozen objects the collector tracks each), so only the last ``max_finished_traces`` finished traces are
-kept, for a span that ends after its root; the others are forgotten as they pass, rather than when
-``max_traces`` newer traces push them out. Kept that long, every trace's spans would outlive two young
-collections and be promoted, and each full collection of the application's heap would walk them.
+A trace is *finished* once its local root span ended. Its facts then refer to spans nothing will
+evaluate again (the SDK objects of a model call and a tool execution, about a dozen objects the
+collector tracks each) once its held spans are released, so a finished trace is forgotten when
+``max_finished_traces`` other local roots ended after its own, or at its held spans' release if that
+comes later, rather than when ``max_traces`` newer traces push it out. Kept that long, every trace's
+spans would outlive two young collections and be promoted, and each full collection of the
+application's heap would walk them. The order is the order of the roots' ends, which the recording
+thread sees as the application ended them, not the order in which the worker took spans out.
 """
 
 from __future__ import annotations
@@ -51,9 +53,8 @@ class TraceStore:
         self._counters = counters
         self.max_traces = max_traces
         self._max_finished = max_traces if max_finished_traces is None else max_finished_traces
-        self._finished: deque[tuple[int, int, int]] = deque()
-        """Finished traces, longest finished first: (trace id, facts serial, finish number); integers only."""
-        self._finishes = 0
+        self._finished: deque[tuple[int, int]] = deque()
+        """Finished traces, longest finished first: (trace id, facts serial); integers only."""
         self._max_facts = max_facts_per_trace
         self.max_fact_bytes = max_fact_bytes
         self._on_forget = on_forget
@@ -128,25 +129,22 @@ class TraceStore:
                 held.known_facts = known
 
     def root_ended(self, trace_id: int) -> None:
-        """The trace's local root span ended: it is finished once none of its spans is held."""
+        """The trace's local root span ended: its facts go once ``max_finished_traces`` other local
+        roots ended after it and none of its spans is held."""
         facts = self.traces.get(trace_id)
-        if facts is not None:
-            facts.root_ended = True
-            if not facts.held:
-                self._finish(trace_id, facts)
-
-    def _finish(self, trace_id: int, facts: TraceFacts) -> None:
-        """The trace is finished (again): it is forgotten once ``max_finished_traces`` others finished
-        after it, unless it is held again by then (a span that ended after its root)."""
-        self._finishes += 1
-        facts.finished = self._finishes
+        if facts is None or facts.finished:
+            return  # no facts to let go of, or a second local root of the trace (a fan-out)
+        facts.finished = True
         finished = self._finished
-        finished.append((trace_id, facts.serial, self._finishes))
+        finished.append((trace_id, facts.serial))
         while len(finished) > self._max_finished:
-            old_id, serial, number = finished.popleft()
+            old_id, serial = finished.popleft()
             old = self.traces.get(old_id)
-            # The same facts, finished last then, and still not held: nothing will ask for them.
-            if old is not None and old.serial == serial and old.finished == number and not old.held:
+            if old is None or old.serial != serial:
+                continue  # forgotten meanwhile (and perhaps started again)
+            if old.held:
+                old.forget_when_released = True  # its held spans still need these facts
+            else:
                 self._forget(old_id, old)
 
     def release_bytes(self, facts: TraceFacts, nbytes: int) -> None:
@@ -162,13 +160,17 @@ class TraceStore:
         facts = self.traces.get(trace_id)
         if facts is not None:
             facts.held = max(0, facts.held - len(group))
-            if facts.root_ended and not facts.held:
-                self._finish(trace_id, facts)
+            if facts.forget_when_released and not facts.held:
+                self._forget(trace_id, facts)
 
     def release(self, group: tuple[HeldSpan, ...]) -> Release:
         """Hand a ready group to the worker with the facts of its trace it needs, which stop counting
-        against the bounds."""
+        against the bounds (the facts are read first: the group's release may let go of its trace)."""
+        release = self._release(group)
         self.unhold(group)
+        return release
+
+    def _release(self, group: tuple[HeldSpan, ...]) -> Release:
         facts = self.traces.get(group[0].trace_id)
         if facts is None or group[0].run is not None:
             return Release(group)

@@ -1,7 +1,7 @@
-"""Finished traces: once a trace's local root ended and none of its spans is held, only the last
-``max_finished_traces`` such traces keep their facts; the spans those facts referred to are freed rather
-than kept until ``max_traces`` newer traces push them out. A span that ends after its root within that
-grace still finds its trace's facts; one that ends after it finds them gone, counted."""
+"""Finished traces: once a trace's local root ended, its facts go when ``max_finished_traces`` other local
+roots ended after it and its held spans were released; the spans those facts referred to are freed
+rather than kept until ``max_traces`` newer traces push them out. A span that ends after its root
+within that grace still finds its trace's facts; one that ends after it finds them gone, counted."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_only_the_last_finished_traces_keep_their_tool_executions_alive(weakly: 
     provider.shutdown()
 
 
-def test_a_trace_whose_spans_are_held_is_finished_only_once_they_are_released(weakly: _Weakly) -> None:
+def test_a_trace_whose_spans_are_held_keeps_its_facts_until_they_are_released(weakly: _Weakly) -> None:
     # No worker room to drain on its own schedule: every evaluation waits for the flush below.
     processor, provider, handler, check = _pipeline(weakly, schedule_delay_millis=60_000)
     tracer = provider.get_tracer("tests.finished")
