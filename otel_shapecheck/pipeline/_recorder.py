@@ -126,8 +126,8 @@ class SpanRecorder:
         that ended before it may still be queued; its trace's facts then note its end whether or not a
         held span waits for it yet, for those to find it there. ``unrecorded``: the span itself, which
         was to be recorded (its facts are lost; its trace notes when). ``local_root``: the span has no
-        parent here (none, or a remote one not live here), so its trace is finished once none of its
-        spans is held. Returns the spans its end released into a full worker queue, to forward as they
+        parent here (none, or a remote one not live here), so its trace is finished (unless recorded
+        out of order). Returns the spans its end released into a full worker queue, to forward as they
         are.
         """
         span_id = context[SPAN_ID]
@@ -145,7 +145,9 @@ class SpanRecorder:
             span_id,
             out_of_order=out_of_order,
             unrecorded=unrecorded,
-            local_root=local_root,
+            # Recorded out of order (no room in the queue), the root's end may pass spans of its trace
+            # still queued: finishing the trace then could forget the facts they will need (its end).
+            local_root=local_root and not out_of_order,
         )
         if wake:
             self._wake_worker()

@@ -11,12 +11,20 @@ from collections.abc import Iterator
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from opentelemetry.util.genai.handler import TelemetryHandler
 
 from otel_shapecheck import ShapecheckSpanProcessor
+from otel_shapecheck.pipeline._hot_state import HotPathState
+from otel_shapecheck.pipeline._ledger import Ledger
+from otel_shapecheck.pipeline._metrics import ProcessorCounters
 from otel_shapecheck.pipeline._options import ProcessorOptions
+from otel_shapecheck.pipeline._recorder import SpanRecorder
+from otel_shapecheck.readers._classify import OPERATION_NAME
 
 from .agent import ANSWER, CountingProcessor, RecordingCheck, chat, execute_tool, tool_turn
 
@@ -168,3 +176,46 @@ def test_a_processor_that_sees_no_starts_keeps_facts_to_max_traces() -> None:
     assert processor.force_flush()
     assert weakly.alive("execute_tool") == KEPT + 5
     processor.shutdown()
+
+
+def test_a_root_end_recorded_out_of_order_does_not_finish_its_trace() -> None:
+    """With the recording queue full, a root's end is recorded on the application's thread while spans
+    of its trace are still queued: the trace must keep the facts they will need (that their parent
+    ended), however many traces finish before they are recorded."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("tests.finished")
+    for name in ("a", "b", "c"):
+        with tracer.start_as_current_span(f"root {name}", context=Context()):
+            operation = "chat" if name == "a" else "execute_tool"
+            with tracer.start_as_current_span(f"{operation} {name}", attributes={OPERATION_NAME: operation}):
+                pass
+    spans = {span.name: span for span in memory.get_finished_spans()}
+    state = HotPathState(ProcessorCounters(), lambda span: None, max_live=10)
+    state.sees_starts = True
+    state.counters.started_untracked = 1  # the live spans overflowed once: parents' ends come from facts
+    ledger = Ledger(
+        state,
+        max_wait_seconds=30,
+        max_pending_spans=10,
+        max_queue_size=10,
+        max_traces=10,
+        max_facts_per_trace=10,
+        max_fact_bytes=1 << 20,
+        max_finished_traces=1,
+    )
+    recorder = SpanRecorder(state, ledger, lambda: None)
+    root = spans["root a"].context
+    assert root is not None
+    recorder.record_forwarded_end(root, out_of_order=True, local_root=True)  # ahead of its queued chat
+    for name in ("b", "c"):  # two traces finish, in order, before the chat is recorded
+        recorder.record_ended(spans[f"execute_tool {name}"])
+        context = spans[f"root {name}"].context
+        assert context is not None
+        recorder.record_forwarded_end(context, local_root=True)
+    assert spans["root b"].context is not None
+    assert spans["root b"].context.trace_id not in state.fact_traces  # the bound still lets go of others
+    recorder.record_ended(spans["chat a"])
+    assert ledger.ready_count() == 1  # final at once: its parent's end was still in its trace's facts
+    provider.shutdown()
