@@ -38,6 +38,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from benchmarks._fleet import agent_run, fleet
+from benchmarks._rows import row
 from otel_shapecheck import ShapecheckSpanProcessor
 from otel_shapecheck.checks._builtin import build_checks
 from otel_shapecheck.pipeline._options import ProcessorOptions
@@ -94,18 +95,30 @@ class _Loop:
         """Wall-seconds of the provider's shutdown: the deferred evaluations' end."""
 
 
-def request_loop(processor: SpanProcessor, requests: int, seed: int) -> _Loop:
-    """Each request of an application loop whose spans go through ``processor``."""
+def fleet_traffic(processor: SpanProcessor, seed: int) -> tuple[TracerProvider, Callable[[int], None]]:
+    """A provider whose spans go through ``processor``, and a call that makes fleet agent run
+    ``number`` through it (agents picked by ``seed``). One run is made and flushed first, so the checks
+    are built and the model is loaded before any clock starts."""
     provider = TracerProvider(shutdown_on_exit=False)
     provider.add_span_processor(processor)
     tracer = provider.get_tracer("bench.application")
     rng = random.Random(seed)
     agents = fleet()
     menus = {agent.name: json.dumps(list(agent.tools)) for agent in agents}
-    loop = _Loop()
-    # One run first, flushed: the checks are built and the model is loaded before the clock starts.
     agent_run(tracer, random.Random(-seed), agents[0], menus[agents[0].name], -1)
     provider.force_flush()
+
+    def one_run(number: int) -> None:
+        agent = rng.choice(agents)
+        agent_run(tracer, rng, agent, menus[agent.name], number)
+
+    return provider, one_run
+
+
+def request_loop(processor: SpanProcessor, requests: int, seed: int) -> _Loop:
+    """Each request of an application loop whose spans go through ``processor``."""
+    provider, one_run = fleet_traffic(processor, seed)
+    loop = _Loop()
     # A full collection first: each round pays for the collections its own spans set off, not for
     # objects the round before promoted (both sides share one process, and so one collector).
     gc.collect()
@@ -116,8 +129,7 @@ def request_loop(processor: SpanProcessor, requests: int, seed: int) -> _Loop:
     try:
         for number in range(requests):
             start, cpu = time.perf_counter(), time.thread_time()
-            agent = rng.choice(agents)
-            agent_run(tracer, rng, agent, menus[agent.name], number)
+            one_run(number)
             sum(i * i for i in range(APPLICATION_WORK))  # the request's own work
             loop.wall_ms.append(1000 * (time.perf_counter() - start))
             loop.cpu_ms.append(1000 * (time.thread_time() - cpu))
@@ -159,7 +171,7 @@ def application_feel(name: str, requests: int = REQUESTS, rounds: int = ROUNDS) 
         for label, quantile in (("p50", 0.5), ("p99", 0.99)):
             mine, base = _quantile(ours, quantile), _quantile(theirs, quantile)
             rows.append(
-                _row(
+                row(
                     f"application.request_{kind}_ms_{label}[{name}]",
                     mine,
                     "ms" if kind == "wall" else "ms (application thread CPU)",
@@ -171,7 +183,7 @@ def application_feel(name: str, requests: int = REQUESTS, rounds: int = ROUNDS) 
         sum(ours.wall_ms) / sum(theirs.wall_ms) for ours, theirs in zip(wrapped, bare, strict=True)
     ]
     rows.append(
-        _row(
+        row(
             f"application.loop_wall_s[{name}]",
             sum(sum(loop.wall_ms) for loop in wrapped) / 1000,
             "s",
@@ -199,19 +211,11 @@ def application_feel(name: str, requests: int = REQUESTS, rounds: int = ROUNDS) 
 def kept_after_traffic(processor: SpanProcessor, requests: int = STEADY_REQUESTS) -> int:
     """Tracked objects a long stretch of traffic leaves alive once flushed: ``requests`` fleet runs
     with a pause every ``PAUSE_EVERY`` (the waits of a real application, in which the worker keeps up)."""
-    provider = TracerProvider(shutdown_on_exit=False)
-    provider.add_span_processor(processor)
-    tracer = provider.get_tracer("bench.application")
-    rng = random.Random(requests)
-    agents = fleet()
-    menus = {agent.name: json.dumps(list(agent.tools)) for agent in agents}
-    agent_run(tracer, random.Random(-requests), agents[0], menus[agents[0].name], -1)
-    provider.force_flush()
+    provider, one_run = fleet_traffic(processor, requests)
     gc.collect()
     tracked = len(gc.get_objects())
     for number in range(requests):
-        agent = rng.choice(agents)
-        agent_run(tracer, rng, agent, menus[agent.name], number)
+        one_run(number)
         if number % PAUSE_EVERY == 0:
             time.sleep(0.01)
     provider.force_flush()
@@ -226,14 +230,15 @@ def _steady_row(name: str) -> dict[str, Any]:
     ours = kept_after_traffic(
         ShapecheckSpanProcessor(BatchSpanProcessor(_Discard()), checks=build_checks(name))
     )
-    return {
-        "name": f"application.kept_alive_after_{STEADY_REQUESTS}_runs[{name}]",
-        "value": ours,
-        "unit": "tracked objects",
-        "baseline": bare,
-        "ratio": None,  # bare keeps next to nothing: a ratio would say nothing
-        "target": "report (baseline: bare BatchSpanProcessor; every full collection walks them)",
-    }
+    # Bare keeps next to nothing: its count stands beside ours, not as a baseline to divide by.
+    return row(
+        f"application.kept_alive_after_{STEADY_REQUESTS}_runs[{name}]",
+        ours,
+        "tracked objects",
+        None,
+        "report (bare: the same traffic through a bare BatchSpanProcessor; every full collection walks them)",
+        bare=bare,
+    )
 
 
 def _ratio(ours: Sequence[_Loop], theirs: Sequence[_Loop], measure: Callable[[_Loop], float]) -> float:
@@ -245,23 +250,11 @@ def _quantile(values: Sequence[float], quantile: float) -> float:
     return ordered[min(len(ordered) - 1, int(quantile * len(ordered)))]
 
 
-def _row(name: str, value: float, unit: str, baseline: float, target: str, **more: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "value": round(value, 3),
-        "unit": unit,
-        "baseline": round(baseline, 3),
-        "ratio": round(value / baseline, 3),
-        "target": target,
-        **more,
-    }
-
-
 def run() -> list[dict[str, Any]]:
     """Rows for the hashing embedder and MiniLM (one intra-op thread), on the fleet's traffic."""
     return application_feel("hashing") + application_feel("minilm") + [_steady_row("hashing")]
 
 
 if __name__ == "__main__":
-    for row in run():
-        print(json.dumps(row, ensure_ascii=False))
+    for one in run():
+        print(json.dumps(one, ensure_ascii=False))
