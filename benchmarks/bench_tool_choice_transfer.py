@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import _bfcl
+from benchmarks._tool_choice_rule import rate_row
 from benchmarks.bench_tool_choice_detection import (
     VECTOR_CACHE_ENV,
     Choice,
@@ -210,21 +211,6 @@ def samples(data: str | Path | None, source: str | Path | None) -> dict[str, Sam
     return out
 
 
-def _row(name: str, measured: tuple[float, float, float], target: str, **extra: Any) -> dict[str, Any]:
-    false_alarms, detected, nearest = measured
-    return {
-        "name": name,
-        "value": round(false_alarms, 4),
-        "unit": "false-alarm share",
-        "baseline": None,
-        "ratio": None,
-        "target": target,
-        "detection_random": round(detected, 4),
-        "detection_nearest": round(nearest, 4),
-        **extra,
-    }
-
-
 DIRECTIONS = (("bfcl", "bfcl_live"), ("bfcl_live", "bfcl"))
 
 
@@ -239,7 +225,7 @@ def run(data: str | Path | None = None, source: str | Path | None = None) -> lis
         normalisation, threshold, tuned = pick(scored[tune_on])
         prefix = f"tool_choice.transfer.{tune_on}_to_{report_on}"
         rows.append(
-            _row(
+            rate_row(
                 f"{prefix}.tuned",
                 tuned,
                 f"pick on {tune_on}: {normalisation.name} < {threshold:g} (seed there: "
@@ -252,7 +238,7 @@ def run(data: str | Path | None = None, source: str | Path | None = None) -> lis
         )
         for candidate, candidate_threshold, measured in operating_points(scored[tune_on]):
             rows.append(
-                _row(
+                rate_row(
                     f"{prefix}.candidates.{candidate.name}@{candidate_threshold:g}",
                     measured,
                     f"on {tune_on}; held out on {report_on}: "
@@ -264,14 +250,14 @@ def run(data: str | Path | None = None, source: str | Path | None = None) -> lis
         for side in (report_on, report_on + ".multi"):
             sample = scored[side]
             seed = rates(sample, seed_flag)
-            rows.append(_row(f"{prefix}.{side}.seed@0.05", seed, "the seed rule on the held-out corpus"))
+            rows.append(rate_row(f"{prefix}.{side}.seed@0.05", seed, "the seed rule on the held-out corpus"))
             goal = f"the pick; goal: nearest >= {seed[2] - 0.01:.3f}, false alarms <= {seed[0] / 2:.3f}"
             measured = rates(sample, flag_of(normalisation, threshold))
             name = normalisation.name
-            rows.append(_row(f"{prefix}.{side}.{name}@{threshold:g}", measured, goal, default=True))
+            rows.append(rate_row(f"{prefix}.{side}.{name}@{threshold:g}", measured, goal, default=True))
             for grid_threshold in normalisation.grid[::4]:
                 rows.append(
-                    _row(
+                    rate_row(
                         f"{prefix}.{side}.{name}@{grid_threshold:g}",
                         rates(sample, flag_of(normalisation, grid_threshold)),
                         "ROC",
