@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._bfcl import Case, _case, source_dir
+from benchmarks._data_files import write_records
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "bfcl_multi_turn_tool_choice.jsonl"
 QUESTIONS = "BFCL_v4_multi_turn_base.json"
@@ -98,9 +99,7 @@ def main(argv: Sequence[str]) -> None:
     if source is None:
         raise SystemExit("bfcl-eval's data not found: install bfcl-eval or name its data folder")
     records = build(source)
-    with DATA_FILE.open("w", encoding="utf-8") as out:
-        for record in records:
-            out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+    write_records(DATA_FILE, records, compact=True)
     print(f"{len(records)} cases written to {DATA_FILE}")
 
 

@@ -36,6 +36,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks._data_files import write_records
+
 _DATA_DIR = Path(__file__).resolve().parent / "data"
 DATA_FILE = _DATA_DIR / "convfinqa_fresh.jsonl"
 SEEN_FILES = ("tatqa_tuning.jsonl", "tatqa_fresh.jsonl", "finqa_fresh.jsonl")
@@ -217,9 +219,7 @@ def main(argv: Sequence[str]) -> None:
     if len(argv) != 2 or argv[0] != "build":
         raise SystemExit("usage: python -m benchmarks._convfinqa build CONVFINQA_DATASET_JSON")
     records = build(Path(argv[1]))
-    with DATA_FILE.open("w", encoding="utf-8") as out:
-        for record in records:
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    write_records(DATA_FILE, records)
     tables = len({json.dumps(record["table"]) for record in records})
     print(f"{len(records)} records on {tables} tables written")
 

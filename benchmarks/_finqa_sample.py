@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._convfinqa import _derivation, _numbers, _over_cells, _page, _rounded, _steps, _value
+from benchmarks._data_files import write_records
 
 _DATA_DIR = Path(__file__).resolve().parent / "data"
 DATA_FILE = _DATA_DIR / "finqa_sample_fresh.jsonl"
@@ -120,9 +121,7 @@ def main(argv: Sequence[str]) -> None:
     if len(argv) != 3 or argv[0] != "build":
         raise SystemExit("usage: python -m benchmarks._finqa_sample build DEV_JSON TRAIN_JSON")
     records = build(Path(argv[1]), Path(argv[2]))
-    with DATA_FILE.open("w", encoding="utf-8") as out:
-        for record in records:
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    write_records(DATA_FILE, records)
     tables = len({json.dumps(record["table"]) for record in records})
     print(f"{len(records)} records on {tables} tables written")
 

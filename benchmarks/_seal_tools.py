@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._bfcl import Case, _case
+from benchmarks._data_files import write_records
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "seal_tools_tool_choice.jsonl"
 SPLITS = ("test_in_domain", "test_out_domain")
@@ -102,9 +103,7 @@ def main(argv: Sequence[str]) -> None:
     if len(argv) != 2 or argv[0] != "build":
         raise SystemExit("usage: python -m benchmarks._seal_tools build SEAL_TOOLS_DATASET_DIR")
     records = build(Path(argv[1]))
-    with DATA_FILE.open("w", encoding="utf-8") as out:
-        for record in records:
-            out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+    write_records(DATA_FILE, records, compact=True)
     print(f"{sum('id' in r for r in records)} cases, {sum('tool' in r for r in records)} tools written")
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._bfcl import Case, _case
+from benchmarks._data_files import write_records
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "toolalpaca_tool_choice.jsonl"
 _PROPERTY_KEYS = ("type", "description", "enum", "default", "example", "examples")
@@ -123,9 +124,7 @@ def main(argv: Sequence[str]) -> None:
     if len(argv) != 3 or argv[0] != "build":
         raise SystemExit("usage: python -m benchmarks._toolalpaca build EVAL_REAL.json EVAL_SIMULATED.json")
     records = build(Path(argv[1]), Path(argv[2]))
-    with DATA_FILE.open("w", encoding="utf-8") as out:
-        for record in records:
-            out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+    write_records(DATA_FILE, records, compact=True)
     print(f"{len(records)} cases written to {DATA_FILE}")
 
 
