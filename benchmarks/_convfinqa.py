@@ -49,7 +49,7 @@ _NUMBER = re.compile(r"-?[0-9][0-9,]*(?:\.[0-9]+)?")
 def build(path: Path, data_dir: Path = _DATA_DIR) -> list[dict[str, Any]]:
     """Every kept turn of ConvFinQA's dev conversations in ``path`` (see the module doc)."""
     conversations = json.loads(path.read_text(encoding="utf-8"))["dev"]
-    seen_pages, seen_tables = _seen(data_dir)
+    seen_pages, seen_tables = _seen(data_dir, SEEN_FILES)
     records = []
     for conversation in conversations:
         page = _page(conversation["id"])
@@ -200,17 +200,21 @@ def _page(conversation: str) -> str:
     return page.rsplit("-", 1)[0] if re.search(r"\.pdf-[0-9]+$", page) else page
 
 
-def _seen(data_dir: Path) -> tuple[set[str], set[tuple[float, ...]]]:
+def _seen(data_dir: Path, names: Sequence[str]) -> tuple[set[str], set[tuple[float, ...]]]:
+    """The FinQA pages and the tables' cell numbers of the data files ``names``: what a new set drops."""
     pages: set[str] = set()
     tables: set[tuple[float, ...]] = set()
-    for name in SEEN_FILES:
+    for name in names:
         for line in (data_dir / name).read_text(encoding="utf-8").splitlines():
             if not line.strip():
                 continue
             record = json.loads(line)
             tables.add(_numbers(record["table"]))
-            if record["id"].startswith("finqa-test-"):
-                pages.add(_page(record["id"].removeprefix("finqa-test-")))
+            identifier = str(record["id"])
+            if identifier.startswith("finqa-test-"):
+                pages.add(_page(identifier.removeprefix("finqa-test-")))
+            elif identifier.startswith("convfinqa-dev-"):
+                pages.add(_page(identifier.removeprefix("convfinqa-dev-").rsplit("-", 1)[0]))
     return pages, tables
 
 

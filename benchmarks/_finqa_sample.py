@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks._convfinqa import _derivation, _numbers, _over_cells, _page, _rounded, _steps, _value
+from benchmarks._convfinqa import _derivation, _numbers, _over_cells, _page, _rounded, _seen, _steps, _value
 from benchmarks._data_files import write_records
 
 _DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -47,7 +47,7 @@ _PERCENT_WORDS = re.compile(r"percent|%|growth rate")
 
 def build(dev: Path, train: Path, data_dir: Path = _DATA_DIR) -> list[dict[str, Any]]:
     """Every kept question of the two samples, dev first (see the module doc)."""
-    seen_pages, seen_tables = _seen(data_dir)
+    seen_pages, seen_tables = _seen(data_dir, SEEN_FILES)
     records = []
     for split, path in (("dev", dev), ("train", train)):
         for entry in json.loads(path.read_text(encoding="utf-8")):
@@ -97,23 +97,6 @@ def _record(
         "scale": "percent" if percent else "",
         "answer_text": f"{answer}%" if percent else str(answer),
     }
-
-
-def _seen(data_dir: Path) -> tuple[set[str], set[tuple[float, ...]]]:
-    pages: set[str] = set()
-    tables: set[tuple[float, ...]] = set()
-    for name in SEEN_FILES:
-        for line in (data_dir / name).read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            tables.add(_numbers(record["table"]))
-            identifier = str(record["id"])
-            if identifier.startswith("finqa-test-"):
-                pages.add(_page(identifier.removeprefix("finqa-test-")))
-            elif identifier.startswith("convfinqa-dev-"):
-                pages.add(_page(identifier.removeprefix("convfinqa-dev-").rsplit("-", 1)[0]))
-    return pages, tables
 
 
 def main(argv: Sequence[str]) -> None:

@@ -648,7 +648,7 @@ def test_the_finqa_sample_report_set_shares_no_page_or_table_with_the_seen_files
         "finqa_fresh.jsonl",
         "convfinqa_fresh.jsonl",
     )
-    seen_pages, seen_tables = _seen(data)
+    seen_pages, seen_tables = _seen(data, SEEN_FILES)
     assert len(seen_pages) > 300
     for record in report:
         split, _, page = str(record["id"]).removeprefix("finqa-").partition("-")
