@@ -635,8 +635,8 @@ def test_the_finqa_sample_report_set_shares_no_page_or_table_with_the_seen_files
     a FinQA page or a table (its cell numbers) of the four seen files."""
     from pathlib import Path
 
-    from benchmarks._convfinqa import _numbers, _page
-    from benchmarks._finqa_sample import SEEN_FILES, _seen
+    from benchmarks._convfinqa import _numbers, _page, _seen
+    from benchmarks._finqa_sample import SEEN_FILES
 
     data = Path(__file__).resolve().parents[3] / "benchmarks" / "data"
     with (data / "finqa_sample_fresh.jsonl").open(encoding="utf-8") as lines:
