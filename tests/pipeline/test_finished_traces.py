@@ -89,14 +89,19 @@ def test_a_trace_whose_spans_are_held_keeps_its_facts_until_they_are_released(we
     provider.shutdown()
 
 
-def test_a_span_ending_after_its_root_within_the_grace_finds_its_facts() -> None:
-    downstream = CountingProcessor()
-    processor, provider, handler, check = _pipeline(downstream)
-    tracer = provider.get_tracer("tests.finished")
+def _root_ended_after_a_tool(tracer: trace.Tracer, handler: TelemetryHandler) -> Context:
+    """A root whose tool execution ended before it did; the context a background task goes on in."""
     root = tracer.start_span("GET /ask")
     inside = trace.set_span_in_context(root)
     execute_tool(handler, call_id="call_1", context=inside)
     root.end()  # the response went out; a background task carries on under it
+    return inside
+
+
+def test_a_span_ending_after_its_root_within_the_grace_finds_its_facts() -> None:
+    processor, provider, handler, check = _pipeline(CountingProcessor())
+    tracer = provider.get_tracer("tests.finished")
+    inside = _root_ended_after_a_tool(tracer, handler)
     chat(handler, answer=ANSWER, context=inside)
     assert processor.force_flush()
     assert processor.counts().facts_dropped == 0
@@ -107,13 +112,9 @@ def test_a_span_ending_after_its_root_within_the_grace_finds_its_facts() -> None
 
 
 def test_past_the_grace_a_late_span_finds_its_trace_forgotten_and_the_loss_is_counted() -> None:
-    downstream = CountingProcessor()
-    processor, provider, handler, check = _pipeline(downstream)
+    processor, provider, handler, check = _pipeline(CountingProcessor())
     tracer = provider.get_tracer("tests.finished")
-    root = tracer.start_span("GET /ask")
-    inside = trace.set_span_in_context(root)
-    execute_tool(handler, call_id="call_1", context=inside)
-    root.end()
+    inside = _root_ended_after_a_tool(tracer, handler)
     for _ in range(KEPT):  # as many other traces finish meanwhile
         with tracer.start_as_current_span("GET /other"):
             tool_turn(handler, tracer)

@@ -115,8 +115,12 @@ def _processor(
         provider.shutdown()
 
 
-def _hold_worker(tracer: Tracer, embedder: _GatedEmbedder) -> None:
-    """Keep the worker evaluating a call of another trace (that chose a tool) until the gate opens."""
+def _hold_worker(tracer: Tracer, embedder: _GatedEmbedder, behind: bool) -> None:
+    """Keep the worker evaluating a call of another trace (that chose a tool) until the gate opens;
+    with ``behind`` false, open the gate: the worker evaluates each span as soon as it is ready."""
+    if not behind:
+        embedder.gate.set()
+        return
     tracer.start_span("warm up", context=Context(), attributes=_chat(CHOICE, "tool_calls")).end()
     assert embedder.entered.wait(10)
 
@@ -142,10 +146,7 @@ def _calls_after_their_parent_ended(*, worker_behind: bool) -> dict[str, dict[st
     call is then final at its end, and the worker evaluates it before the next call ended, or after."""
     embedder = _GatedEmbedder()
     with _processor(embedder) as (tracer, processor, collected):
-        if worker_behind:
-            _hold_worker(tracer, embedder)
-        else:
-            embedder.gate.set()
+        _hold_worker(tracer, embedder, worker_behind)
         agent = tracer.start_span("invoke_agent storage", context=Context())
         under = trace.set_span_in_context(agent)
         asks = tracer.start_span(ASKS, context=under, kind=SpanKind.CLIENT, attributes=_chat(None))
@@ -282,10 +283,7 @@ def _pair_under_a_remote_parent(*, worker_behind: bool) -> dict[str, dict[str, o
     final at its end (no local parent to wait for), evaluated before the response ended or after."""
     embedder = _GatedEmbedder()
     with _processor(embedder) as (tracer, processor, collected):
-        if worker_behind:
-            _hold_worker(tracer, embedder)
-        else:
-            embedder.gate.set()
+        _hold_worker(tracer, embedder, worker_behind)
         remote = SpanContext(0xABC, 0xDEF, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
         under = trace.set_span_in_context(NonRecordingSpan(remote))
         tracer.start_span("chat request", context=under, attributes=_chat(None)).end()
