@@ -117,6 +117,14 @@ class HotPathState:
         self.analyst_parents.clear()
         self.counters.reset()
 
+    def is_local_root(self, parent: SpanContext | None) -> bool:
+        """Whether a span with ``parent`` is a local root: no parent here (none, or a remote one that
+        is not a live span of this process). Only a processor that sees spans start can tell; its
+        trace is then finished (see :class:`~otel_shapecheck.pipeline._trace_store.TraceStore`)."""
+        return self.sees_starts and (
+            parent is None or (parent[IS_REMOTE] and parent[SPAN_ID] not in self.live)
+        )
+
     def concerns(self, span_id: int) -> bool:
         """Whether a span with no classifying key must still go through ``on_end`` (lock-free): ended
         spans are still being recorded, held spans wait for its end, or it has analyst-attempt children."""

@@ -254,9 +254,9 @@ class ShapecheckSpanProcessor(SpanProcessor):
                         return
                 else:
                     span_id = context[SPAN_ID]
-                    # A local root (no parent here: none, or a remote one not live here) finishes its
-                    # trace: the ledger lets go of its facts once enough later roots ended and nothing
-                    # of it is held. Its end is queued only when the trace has facts to let go of.
+                    # A local root finishes its trace: the ledger lets go of its facts once enough later
+                    # roots ended and nothing of it is held. Its end is queued only when the trace has
+                    # facts to let go of. HotPathState.is_local_root() inlined: it runs for every span.
                     parent = span._parent if SPAN_FIELDS else span.parent
                     local_root = state.sees_starts and (
                         parent is None or (parent[IS_REMOTE] and parent[SPAN_ID] not in state.live)

@@ -88,8 +88,7 @@ class SpanRecorder:
                 context,
                 parent,
                 classified,
-                local_root=state.sees_starts
-                and (parent is None or (parent[IS_REMOTE] and parent[SPAN_ID] not in state.live)),
+                local_root=state.is_local_root(parent),
                 names_own_tool_calls=llm_call
                 and (
                     names_own_tool_calls(attributes)
