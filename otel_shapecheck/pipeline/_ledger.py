@@ -37,7 +37,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
 
 from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import ReadableSpan
@@ -53,7 +52,7 @@ from otel_shapecheck.pipeline._facts import (
     approximate_bytes,
 )
 from otel_shapecheck.pipeline._hot_state import HotPathState
-from otel_shapecheck.pipeline._run_book import RunBook
+from otel_shapecheck.pipeline._run_book import UNKNOWN_ANCESTRY, Ancestry, RunBook
 from otel_shapecheck.pipeline._runs import RunTally
 from otel_shapecheck.pipeline._trace_store import TraceStore
 from otel_shapecheck.readers._classify import (
@@ -63,24 +62,6 @@ from otel_shapecheck.readers._classify import (
     ROLE_TOOL_EXECUTION,
     SpanClass,
 )
-
-
-class Ancestry(NamedTuple):
-    """What the processor found among a span's live ancestors: the run it belongs to, and agent spans.
-
-    A named tuple of references: the hot path builds one per LLM call, reads no name, and a tuple costs
-    less than a frozen dataclass.
-    """
-
-    run_id: int | None
-    """The span id of the outermost agent span above it (for an agent span: above it, so it is nested)."""
-    known: bool
-    """Every ancestor was seen (up to the root): ``run_id is None`` then means it belongs to no run."""
-    agents: tuple[ReadableSpan | None, ReadableSpan | None] = (None, None)
-    """The nearest and the outermost agent span above it, live (for the metrics' agent name)."""
-
-
-UNKNOWN_ANCESTRY = Ancestry(None, False)
 
 
 class Ledger:

@@ -22,7 +22,8 @@ from otel_shapecheck.otlp._sdk_fields import (
     span_parent,
 )
 from otel_shapecheck.pipeline._hot_state import IS_REMOTE, SPAN_ID, TRACE_ID, HotPathState
-from otel_shapecheck.pipeline._ledger import UNKNOWN_ANCESTRY, Ancestry, Ledger
+from otel_shapecheck.pipeline._ledger import Ledger
+from otel_shapecheck.pipeline._run_book import UNKNOWN_ANCESTRY, Ancestry
 from otel_shapecheck.readers._classify import (
     OTHER,
     ROLE_AGENT,

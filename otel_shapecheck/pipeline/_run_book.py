@@ -11,6 +11,7 @@ own: the ledger calls it under its lock.
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import NamedTuple
 
 from opentelemetry.sdk.trace import ReadableSpan
 
@@ -19,6 +20,24 @@ from otel_shapecheck.pipeline._runs import RunTally
 
 CLOCK_SLACK_NS = 1_000_000
 """How far past an agent span's time window a member of unknown ancestry may reach and still be its."""
+
+
+class Ancestry(NamedTuple):
+    """What the processor found among a span's live ancestors: the run it belongs to, and agent spans.
+
+    A named tuple of references: the hot path builds one per LLM call, reads no name, and a tuple costs
+    less than a frozen dataclass.
+    """
+
+    run_id: int | None
+    """The span id of the outermost agent span above it (for an agent span: above it, so it is nested)."""
+    known: bool
+    """Every ancestor was seen (up to the root): ``run_id is None`` then means it belongs to no run."""
+    agents: tuple[ReadableSpan | None, ReadableSpan | None] = (None, None)
+    """The nearest and the outermost agent span above it, live (for the metrics' agent name)."""
+
+
+UNKNOWN_ANCESTRY = Ancestry(None, False)
 
 
 class RunBook:
