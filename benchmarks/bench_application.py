@@ -15,6 +15,10 @@ each embedder:
   later full collection walks, and what brings it sooner), how many evaluations finished while the
   loop ran (the worker paces itself while the application is busy) and how long the shutdown took to
   finish the rest;
+- **slowest requests**: what the slowest 1 % of requests (those at or past the p99) spent their time
+  on, on each side: their own CPU, the collector's time on the application's thread, and the CPU each
+  other thread (our evaluation worker and recording thread, the downstream exporter's thread) used
+  while they ran, waiting for the lock meanwhile;
 - **kept alive**: the tracked objects a long stretch of traffic (3 000 runs, pausing now and then as an
   application waiting on its model does) leaves alive once flushed, ours against bare: what every later
   full collection of the application's heap walks.
@@ -30,8 +34,9 @@ import gc
 import json
 import random
 import statistics
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
@@ -58,19 +63,43 @@ class _Discard(SpanExporter):
 
 
 class _Collections:
-    """Garbage-collector time and full collections while it is on (a ``gc.callbacks`` entry)."""
+    """Garbage-collector time and full collections while it is on (a ``gc.callbacks`` entry), and the
+    part of its time spent on the thread that made it (the application's)."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
         self.full = 0
+        self.on_application = 0.0
         self._started = 0.0
+        self._application = threading.get_ident()
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
             self._started = time.perf_counter()
             return
-        self.seconds += time.perf_counter() - self._started
+        spent = time.perf_counter() - self._started
+        self.seconds += spent
         self.full += info["generation"] == 2
+        if threading.get_ident() == self._application:
+            self.on_application += spent
+
+
+class _ThreadClocks:
+    """CPU clocks of the process's other threads (our worker and recorder, the exporter's thread), by
+    name, so a slow request can say which of them ran while it waited (Unix only: none elsewhere)."""
+
+    def __init__(self) -> None:
+        current = threading.current_thread()
+        getclock = getattr(time, "pthread_getcpuclockid", None)
+        self._clocks = {
+            thread.name: getclock(thread.ident)
+            for thread in threading.enumerate()
+            if getclock is not None and thread is not current and thread.ident is not None
+        }
+
+    def read(self) -> dict[str, float]:
+        """Each thread's CPU seconds so far."""
+        return {name: time.clock_gettime(clock) for name, clock in self._clocks.items()}
 
 
 class _Loop:
@@ -81,6 +110,10 @@ class _Loop:
         """Wall-clock milliseconds of each request."""
         self.cpu_ms: list[float] = []
         """The application thread's own CPU milliseconds of each request."""
+        self.collector_ms: list[float] = []
+        """Milliseconds the collector ran on the application's thread during each request."""
+        self.others_ms: list[dict[str, float]] = []
+        """CPU milliseconds each other thread used during each request, by thread name."""
         self.evaluated_in_loop = 0
         """Spans the processor evaluated while the loop ran (the rest at its shutdown, after the loop)."""
         self.process_cpu_s = 0.0
@@ -124,15 +157,21 @@ def request_loop(processor: SpanProcessor, requests: int, seed: int) -> _Loop:
     gc.collect()
     tracked = len(gc.get_objects())
     collections = _Collections()
+    clocks = _ThreadClocks()
     gc.callbacks.append(collections)
     process_cpu = time.process_time()
     try:
         for number in range(requests):
+            others, collected = clocks.read(), collections.on_application
             start, cpu = time.perf_counter(), time.thread_time()
             one_run(number)
             sum(i * i for i in range(APPLICATION_WORK))  # the request's own work
             loop.wall_ms.append(1000 * (time.perf_counter() - start))
             loop.cpu_ms.append(1000 * (time.thread_time() - cpu))
+            loop.collector_ms.append(1000 * (collections.on_application - collected))
+            loop.others_ms.append(
+                {name: 1000 * (used - others[name]) for name, used in clocks.read().items()}
+            )
     finally:
         gc.callbacks.remove(collections)
     loop.process_cpu_s = time.process_time() - process_cpu
@@ -179,6 +218,7 @@ def application_feel(name: str, requests: int = REQUESTS, rounds: int = ROUNDS) 
                     TARGET if kind == "wall" else "report",
                 )
             )
+    rows.append(_slowest_row(name, wrapped, bare))
     round_ratios = [
         sum(ours.wall_ms) / sum(theirs.wall_ms) for ours, theirs in zip(wrapped, bare, strict=True)
     ]
@@ -206,6 +246,48 @@ def application_feel(name: str, requests: int = REQUESTS, rounds: int = ROUNDS) 
         )
     )
     return rows
+
+
+def _slowest_row(name: str, wrapped: Sequence[_Loop], bare: Sequence[_Loop]) -> dict[str, Any]:
+    """What the requests at or past the p99 spent their time on, on each side (means, milliseconds)."""
+
+    def slowest(side: Sequence[_Loop]) -> dict[str, Any]:
+        requests = [
+            (wall, cpu, collector, others)
+            for loop in side
+            for wall, cpu, collector, others in zip(
+                loop.wall_ms, loop.cpu_ms, loop.collector_ms, loop.others_ms, strict=True
+            )
+        ]
+        threshold = _quantile([wall for wall, *_ in requests], 0.99)
+        tail = [request for request in requests if request[0] >= threshold]
+        threads = sorted({thread for *_, others in tail for thread in others})
+        return {
+            "requests": len(tail),
+            "wall_ms": _mean(wall for wall, *_ in tail),
+            "own_cpu_ms": _mean(cpu for _, cpu, *_ in tail),
+            "collector_ms": _mean(collector for _, _, collector, _ in tail),
+            "with_a_collection": sum(collector > 0.2 for _, _, collector, _ in tail),
+            "other_threads_cpu_ms": {
+                thread: _mean(others.get(thread, 0.0) for *_, others in tail) for thread in threads
+            },
+        }
+
+    ours = slowest(wrapped)
+    return row(
+        f"application.slowest_requests_ms[{name}]",
+        ours["wall_ms"],
+        "ms (mean of the requests at or past the p99)",
+        None,
+        "report (what they waited for: the collector on the application's thread, and other threads)",
+        ours=ours,
+        bare=slowest(bare),
+    )
+
+
+def _mean(values: Iterable[float]) -> float:
+    collected = list(values)
+    return round(sum(collected) / len(collected), 3) if collected else 0.0
 
 
 def kept_after_traffic(processor: SpanProcessor, requests: int = STEADY_REQUESTS) -> int:
