@@ -36,6 +36,9 @@ class Subject:
     spans when its own output did not name them. ``analyst_run`` is set for an analyst span.
     ``trace_tool_results`` holds results of tool executions that ended earlier in the same trace.
     ``incomplete`` says a deadline or cap released the span before every awaited fact arrived.
+    ``results_lost`` says spans of its trace that ended before it were let go by a bound (facts per
+    trace, fact bytes, traces kept): a figure found in none of ``trace_tool_results`` may be in one of
+    theirs.
     ``duplicate_of`` is set when another span of the trace already records the same LLM call: such a
     subject is not evaluated (checks never see it).
     """
@@ -47,6 +50,7 @@ class Subject:
     trace_tool_results: tuple[ToolResult, ...] = ()
     incomplete: bool = False
     duplicate_of: str | None = None
+    results_lost: bool = False
 
 
 @dataclass(frozen=True)

@@ -289,6 +289,7 @@ def _figures_summary(
         "skipped": len(reasons),
         "skipped_no_content": reasons.count("no-content"),
         "skipped_no_results": reasons.count("no-results"),
+        "skipped_results_lost": reasons.count("results-lost"),
     }
 
 

@@ -196,7 +196,11 @@ def _figures_skipped(figures: Mapping[str, Any]) -> str:
         return ""
     reasons = [
         f"{figures[key]} {label}"
-        for key, label in (("skipped_no_content", "no-content"), ("skipped_no_results", "no-results"))
+        for key, label in (
+            ("skipped_no_content", "no-content"),
+            ("skipped_no_results", "no-results"),
+            ("skipped_results_lost", "results-lost"),
+        )
         if figures.get(key)
     ]
     style = "yellow"

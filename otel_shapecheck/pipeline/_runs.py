@@ -124,9 +124,10 @@ _SKIPS_FOR_MISSING: frozenset[tuple[str, str]] = frozenset(
         (TOOL_CHOICE_SKIPPED, "no-context"),
         (TOOL_CHOICE_SKIPPED, "no-output"),
         (TOOL_CHOICE_SKIPPED, "incomplete"),
-        # figures (checks/figures/_check.py): no readable answer or input, no tool result
+        # figures (checks/figures/_check.py): no readable answer or input, no tool result, results let go
         (FIGURES_SKIPPED, "no-content"),
         (FIGURES_SKIPPED, "no-results"),
+        (FIGURES_SKIPPED, "results-lost"),
     }
 )
 """Skip reasons that say something the call needed was not captured (the others are verdicts)."""

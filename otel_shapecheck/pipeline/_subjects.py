@@ -269,6 +269,7 @@ def _subject(held: HeldSpan, release: Release, call: LLMCall | None, answer_tool
         analyst_run=_analyst_run(held, release) if held.analyst else None,
         trace_tool_results=results,
         incomplete=held.incomplete,
+        results_lost=release.losses.between(0, end_time),
     )
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_shapecheck.pipeline._facts import ALL_LOST, HeldSpan, Release, TraceFacts
+from otel_shapecheck.pipeline._facts import ALL_LOST, NO_LOSSES, HeldSpan, Release, TraceFacts
 from otel_shapecheck.pipeline._metrics import ProcessorCounters
 
 _FORGOTTEN_PER_KEPT_TRACE = 16
@@ -172,8 +172,11 @@ class TraceStore:
 
     def _release(self, group: tuple[HeldSpan, ...]) -> Release:
         facts = self.traces.get(group[0].trace_id)
-        if facts is None or group[0].run is not None:
+        if group[0].run is not None:
             return Release(group)
+        if facts is None:
+            # Recording a model call starts its trace's facts: a held one that finds none, they were let go.
+            return Release(group, losses=ALL_LOST if any(held.llm_call for held in group) else NO_LOSSES)
         owners = {held.span_id for held in group}
         owners.update(held.parent_id for held in group if held.awaits_parent and held.parent_id is not None)
         content: dict[int, tuple[LogRecord, ...]] = {}

@@ -82,6 +82,7 @@ class TestEventMode:
             "skipped": 0,
             "skipped_no_content": 0,
             "skipped_no_results": 0,
+            "skipped_results_lost": 0,
         }
         # From the traces alone the answer is unreadable: that is said, not passed over in silence.
         alone_figures = alone["summary"]["figures"]  # type: ignore[index]

@@ -135,4 +135,5 @@ def test_the_skip_reasons_for_missing_content_are_the_checks_own() -> None:
         (TOOL_CHOICE_SKIPPED, tool_choice.SKIP_INCOMPLETE),
         (FIGURES_SKIPPED, figures.SKIP_NO_CONTENT),
         (FIGURES_SKIPPED, figures.SKIP_NO_RESULTS),
+        (FIGURES_SKIPPED, figures.SKIP_RESULTS_LOST),
     } == _SKIPS_FOR_MISSING

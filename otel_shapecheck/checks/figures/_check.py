@@ -45,12 +45,19 @@ SKIP_NO_CONTENT: Final = "no-content"
 not captured or could not be read."""
 SKIP_NO_RESULTS: Final = "no-results"
 """The turn called tools, but none of their results was captured: there is nothing to check against."""
+SKIP_RESULTS_LOST: Final = "results-lost"
+"""Some figure is in none of the tool results kept, and spans of the trace that ended before the answer
+were let go by a bound: the figure may be in one of them, so it is not called unsupported."""
 
 _SKIP_EXPLANATIONS: Final = {
     SKIP_NO_CONTENT: (
         "The call ended a turn but its answer or its input was not captured; its figures were not checked."
     ),
     SKIP_NO_RESULTS: "The turn called tools but no tool result was captured; the figures were not checked.",
+    SKIP_RESULTS_LOST: (
+        "Some figures are in none of the tool results kept, but a bound let go of spans of this trace "
+        "that ended before the answer; the figures were not judged."
+    ),
 }
 
 
@@ -68,7 +75,10 @@ class FiguresCheck:
     read is ``skipped = no-content``, and so is an answer offered tools whose input was not read (not
     recorded, hidden, or cut by an attribute length limit) when no tool result is in sight: the input may
     hold results. An answer whose turn called tools of which no result was captured is
-    ``skipped = no-results``.
+    ``skipped = no-results``; one with a figure in none of the results kept, when a bound let go of
+    spans of its trace that ended before it (``Subject.results_lost``), is ``skipped = results-lost``:
+    the figure may be in one of theirs. (An answer whose figures are all supported stays ``grounded``:
+    more results could only support more.)
 
     Configuration (argument, else variable, else default):
 
@@ -154,6 +164,8 @@ class FiguresCheck:
             derivations=self._derivations,
             coincidence=self._coincidence,
         )
+        if finding.unsupported and subject.results_lost:
+            return _skipped(SKIP_RESULTS_LOST, call.response_id)
         return _verdict(finding, call.response_id)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -17,6 +18,7 @@ from otel_shapecheck._attributes import (
     FIGURES_COMPUTED,
     FIGURES_DERIVATIONS,
     FIGURES_INFERRED,
+    FIGURES_SKIPPED,
     FIGURES_TRUNCATED,
     FIGURES_UNSUPPORTED,
     FIGURES_UNSUPPORTED_COUNT,
@@ -156,6 +158,21 @@ class TestVerdict:
         assert verdict.score == pytest.approx(1 / 3)
         assert verdict.explanation.endswith("; 2 are neither.")
         assert "53.2" not in verdict.explanation
+
+    def test_a_figure_in_no_kept_result_is_not_judged_when_results_of_the_trace_were_lost(self) -> None:
+        """Spans of the trace let go by a bound may have held the figure: skipped, not flagged."""
+        answer = "CLUSTER-A01 is 53.2% used, with 1,526.3 TB usable."
+        subject = replace(answer_subject(answer, trace_tool_results=(capacity_result(),)), results_lost=True)
+        verdict = _verdict(subject)
+        assert dict(verdict.attributes) == {FIGURES_SKIPPED: "results-lost"}
+        assert (verdict.label, verdict.flags, verdict.flagged) == ("skipped", (), False)
+
+    def test_an_answer_whose_figures_are_all_supported_stays_grounded_when_results_were_lost(self) -> None:
+        """More results could only support more: a grounded answer is grounded whatever was lost."""
+        answer = "CLUSTER-A01 has 1,526.3 TB usable."
+        subject = replace(answer_subject(answer, trace_tool_results=(capacity_result(),)), results_lost=True)
+        verdict = _verdict(subject)
+        assert (verdict.label, verdict.attributes[FIGURES_COMPUTED]) == ("grounded", 1)
 
     def test_event_and_enrichment_attributes(self) -> None:
         """The verdict becomes the evaluation event and the span's flag attributes of the contract."""
