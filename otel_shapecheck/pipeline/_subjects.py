@@ -27,7 +27,14 @@ from otel_shapecheck.pipeline._duplicates import (
     request_of,
     response_of,
 )
-from otel_shapecheck.pipeline._facts import ALL_LOST, ExecutionFact, HeldSpan, Release, approximate_bytes
+from otel_shapecheck.pipeline._facts import (
+    ALL_LOST,
+    NO_LOSSES,
+    ExecutionFact,
+    HeldSpan,
+    Release,
+    approximate_bytes,
+)
 from otel_shapecheck.readers._answer_tools import is_answer_tool, with_answer_tools
 from otel_shapecheck.readers._classify import SpanClass
 from otel_shapecheck.readers._menus import read_menu
@@ -45,6 +52,8 @@ MAX_READING_BYTES: Final = 64 * 1024 * 1024
 """Estimated bytes the kept readings (their spans and parsed calls) hold at most."""
 MENU_SOURCE_SPAN = "span"
 MENU_SOURCE_ANCESTOR = "ancestor"
+_NEVER: Final = 2**63
+"""Past every end time (ns)."""
 
 
 def build_subjects(release: Release, answer_tools: Sequence[str] = ()) -> list[Subject]:
@@ -53,12 +62,31 @@ def build_subjects(release: Release, answer_tools: Sequence[str] = ()) -> list[S
     ``answer_tools`` are the configured answer-tool names, for calls whose framework declares none.
     """
     calls = _llm_calls(release)
+    partial = _tool_calls_partly_lost(calls, release)
     executions = [execution for execution in map(_read_execution, release.executions) if execution]
     if executions and calls:
         calls = _joined(calls, release, executions)
+    for span_id in partial:  # what was joined is only part of what it called: its tool calls stay unknown
+        calls[span_id] = replace(calls[span_id], tool_calls=None)
     calls = {span_id: with_answer_tools(call, answer_tools) for span_id, call in calls.items()}
-    subjects = [_subject(held, release, calls.get(held.span_id), answer_tools) for held in release.spans]
+    subjects = [
+        _subject(held, release, calls.get(held.span_id), answer_tools, held.span_id in partial)
+        for held in release.spans
+    ]
     return _mark_duplicates(subjects, release, answer_tools)
+
+
+def _tool_calls_partly_lost(calls: dict[int, LLMCall], release: Release) -> frozenset[int]:
+    """Calls whose output did not name their tool calls, when a span of the trace that ended after one
+    was let go by a bound: the executions that would say what it called may be among the lost."""
+    losses = release.losses
+    if losses is NO_LOSSES:
+        return frozenset()
+    return frozenset(
+        span_id
+        for span_id, call in calls.items()
+        if call.tool_calls is None and losses.between(call.end_time_ns or 0, _NEVER)
+    )
 
 
 def _mark_duplicates(subjects: list[Subject], release: Release, answer_tools: Sequence[str]) -> list[Subject]:
@@ -251,7 +279,13 @@ def _llm_calls(release: Release) -> dict[int, LLMCall]:
     return calls
 
 
-def _subject(held: HeldSpan, release: Release, call: LLMCall | None, answer_tools: Sequence[str]) -> Subject:
+def _subject(
+    held: HeldSpan,
+    release: Release,
+    call: LLMCall | None,
+    answer_tools: Sequence[str],
+    tool_calls_lost: bool = False,
+) -> Subject:
     end_time = held.span.end_time or 0
     answer_names = (call.declared_answer_tools if call else None) or answer_tools
     results = tuple(
@@ -268,7 +302,7 @@ def _subject(held: HeldSpan, release: Release, call: LLMCall | None, answer_tool
         llm_call=call,
         analyst_run=_analyst_run(held, release) if held.analyst else None,
         trace_tool_results=results,
-        incomplete=held.incomplete,
+        incomplete=held.incomplete or tool_calls_lost,
         results_lost=release.losses.between(0, end_time),
     )
 

@@ -1,10 +1,13 @@
-"""An answer whose trace lost tool results to a bound is not flagged for a figure the lost ones may hold.
+"""An answer whose trace lost tool results to a bound is not flagged for a figure the lost ones may hold;
+a call whose tool calls are read off its trace's executions is not judged on part of them.
 
 Each bound that lets go of facts is driven for real: a result refused past ``max_facts_per_trace``, a
 trace forgotten past ``max_finished_traces`` before a late answer ends under it, and a trace pushed out
 past ``max_traces`` while its answer waits for the worker. The figures check then says
 ``skipped = results-lost`` instead of calling the figure unsupported, and the run reads as partial;
-an answer whose figures the kept results support stays ``grounded``.
+an answer whose figures the kept results support stays ``grounded``. A call whose output did not name
+its tool calls, when an execution after it was refused, is ``tool_choice.skipped = incomplete`` rather
+than scored on the executions that were kept.
 """
 
 from __future__ import annotations
@@ -17,12 +20,21 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.util.genai.handler import TelemetryHandler
 
-from otel_shapecheck import FiguresCheck, ShapecheckSpanProcessor, Subject, Verdict
+from otel_shapecheck import (
+    FiguresCheck,
+    HashingEmbedder,
+    ShapecheckSpanProcessor,
+    Subject,
+    ToolChoiceCheck,
+    Verdict,
+)
 from otel_shapecheck._attributes import (
     FIGURES_CARRIED,
     FIGURES_SKIPPED,
     FLAGGED,
     RUN_COVERAGE,
+    TOOL_CHOICE_CHOSEN,
+    TOOL_CHOICE_SKIPPED,
 )
 from otel_shapecheck.pipeline._options import ProcessorOptions
 from otel_shapecheck.readers._classify import OPERATION_NAME
@@ -166,3 +178,29 @@ def test_an_answer_whose_trace_was_pushed_out_past_max_traces_while_it_waited_is
     assert lyon.attributes[FIGURES_SKIPPED] == "results-lost"
     assert lyon.attributes[FLAGGED] is False
     provider.shutdown()
+
+
+def _calls_two_tools(max_facts_per_trace: int) -> ReadableSpan:
+    """A chat whose output is not captured runs two tools under its agent span; its enriched copy."""
+    processor, provider, handler, downstream = _pipeline(
+        ToolChoiceCheck(embedder=HashingEmbedder()), max_facts_per_trace=max_facts_per_trace
+    )
+    tracer = provider.get_tracer("tests.lost")
+    with tracer.start_as_current_span("invoke_agent storage", attributes={OPERATION_NAME: "invoke_agent"}):
+        chat(handler, names_output=False)
+        execute_tool(handler, "get_capacity")
+        execute_tool(handler, "get_weather")  # refused when the chat and one execution fill the trace
+    assert processor.force_flush()
+    (copy,) = [span for span in downstream.spans if span.name.startswith("chat")]
+    provider.shutdown()
+    return copy
+
+
+def test_a_call_whose_tool_calls_come_from_executions_is_not_scored_on_part_of_them() -> None:
+    refused = _calls_two_tools(max_facts_per_trace=2)
+    assert refused.attributes is not None
+    assert refused.attributes[TOOL_CHOICE_SKIPPED] == "incomplete"
+    kept = _calls_two_tools(max_facts_per_trace=64)  # the control: both executions kept, both chosen
+    assert kept.attributes is not None
+    assert tuple(kept.attributes[TOOL_CHOICE_CHOSEN]) == ("get_capacity", "get_weather")  # type: ignore[arg-type]
+    assert TOOL_CHOICE_SKIPPED not in kept.attributes
