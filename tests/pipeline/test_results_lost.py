@@ -7,7 +7,8 @@ past ``max_traces`` while its answer waits for the worker. The figures check the
 ``skipped = results-lost`` instead of calling the figure unsupported, and the run reads as partial;
 an answer whose figures the kept results support stays ``grounded``. A call whose output did not name
 its tool calls, when an execution after it was refused, is ``tool_choice.skipped = incomplete`` rather
-than scored on the executions that were kept.
+than scored on the executions that were kept. A result the SDK's attribute length limit cut is read up
+to the cut, and the verdict says its basis was cut.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.util.genai.handler import TelemetryHandler
 
 from otel_shapecheck import (
@@ -31,6 +32,8 @@ from otel_shapecheck import (
 from otel_shapecheck._attributes import (
     FIGURES_CARRIED,
     FIGURES_SKIPPED,
+    FIGURES_TRUNCATED,
+    FIGURES_UNSUPPORTED_COUNT,
     FLAGGED,
     RUN_COVERAGE,
     TOOL_CHOICE_CHOSEN,
@@ -43,7 +46,7 @@ from .agent import ANSWER, CountingProcessor, chat, execute_tool, tool_turn
 
 
 def _pipeline(
-    *checks: object, **options: int
+    *checks: object, span_limits: SpanLimits | None = None, **options: int
 ) -> tuple[ShapecheckSpanProcessor, TracerProvider, TelemetryHandler, CountingProcessor]:
     downstream = CountingProcessor()
     processor = ShapecheckSpanProcessor(
@@ -51,7 +54,7 @@ def _pipeline(
         checks=list(checks) or [FiguresCheck()],  # type: ignore[arg-type]
         options=ProcessorOptions(**options),
     )
-    provider = TracerProvider(shutdown_on_exit=False)
+    provider = TracerProvider(shutdown_on_exit=False, span_limits=span_limits)
     provider.add_span_processor(processor)
     return processor, provider, TelemetryHandler(tracer_provider=provider), downstream
 
@@ -204,3 +207,25 @@ def test_a_call_whose_tool_calls_come_from_executions_is_not_scored_on_part_of_t
     assert kept.attributes is not None
     assert tuple(kept.attributes[TOOL_CHOICE_CHOSEN]) == ("get_capacity", "get_weather")  # type: ignore[arg-type]
     assert TOOL_CHOICE_SKIPPED not in kept.attributes
+
+
+def test_a_result_cut_by_the_sdks_attribute_length_limit_says_the_basis_is_cut() -> None:
+    """The SDK cuts the result's JSON at ``max_span_attribute_length``: the answer's figure past the cut
+    is unsupported on what is left, and the verdict says the basis was cut (it can only flag more)."""
+    processor, provider, handler, downstream = _pipeline(
+        span_limits=SpanLimits(max_span_attribute_length=200)
+    )
+    tracer = provider.get_tracer("tests.lost")
+    _many_results_in_one(handler, tracer, "Pool 9 has 1999 TB usable.")
+    assert processor.force_flush()
+    (answer,) = _answers(downstream, "1999 TB")
+    assert answer.attributes is not None
+    assert (answer.attributes[FIGURES_UNSUPPORTED_COUNT], answer.attributes[FIGURES_TRUNCATED]) == (1, True)
+    provider.shutdown()
+
+
+def _many_results_in_one(handler: TelemetryHandler, tracer: trace.Tracer, answer: str) -> None:
+    with tracer.start_as_current_span("invoke_agent capacity", attributes={OPERATION_NAME: "invoke_agent"}):
+        pools = [{"pool": pool, "usable_tb": 1000 + 111 * pool} for pool in range(10)]
+        execute_tool(handler, result={"pools": pools})
+        chat(handler, answer=answer)

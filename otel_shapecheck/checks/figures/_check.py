@@ -257,7 +257,7 @@ def _explanation(finding: FiguresFinding) -> str:
         unsupported = len(finding.unsupported)
         sentence += f"; {unsupported} {'is' if unsupported == 1 else 'are'} neither"
     if finding.truncated:
-        sentence += ", and the tool results were too large to read in full"
+        sentence += ", and the tool results could not be read in full (too large, or cut short when recorded)"
     if finding.extended_skipped is not None:
         sentence += ", and the extended derivations were not tried (too many numbers)"
     return sentence + "."

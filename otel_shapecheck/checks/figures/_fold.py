@@ -273,6 +273,9 @@ class BasisBuilder(CarriedNumbers):
                 self._stack.append((rest, at, None, depth))
                 self._stack.append((parsed, at, key, depth + 1))
                 return
+            # Read as text from here; if it was cut short when recorded (an attribute length limit
+            # cuts the value, not the document), what it held past the cut is missing from the basis.
+            self.truncated |= _cut_short(stripped)
         if not may_state_a_number(text):
             return
         number = plain_number(normalize_token(text)) if len(text) <= 64 else None
@@ -354,6 +357,26 @@ def _may_carry(text: str) -> bool:
     if DIGIT_RE.search(text) is None:
         return False
     return text.lstrip()[:1] in _JSON_OPENERS or may_state_a_number(text)
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*(")?|[][{}]')
+"""A JSON string (its closing quote, group 1, absent when the text ends inside it) or a bracket."""
+
+
+def _cut_short(text: str) -> bool:
+    """Whether ``text``, which is not JSON, reads as a JSON document cut before its end: its brackets
+    nest, and one is still open (or a string inside one is) where the text stops."""
+    opened: list[str] = []
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token == "{" or token == "[":
+            opened.append("}" if token == "{" else "]")
+        elif token == "}" or token == "]":
+            if not opened or opened.pop() != token or not opened:
+                return False  # mismatched, or the document closed: malformed, not cut
+        elif match.group(1) is None:  # a string the text ends in
+            return bool(opened)
+    return bool(opened)
 
 
 def _json_prefix(text: str) -> tuple[JSONValue, str]:

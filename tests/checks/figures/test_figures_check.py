@@ -224,7 +224,25 @@ class TestVerdict:
         huge = ToolResult(list(range(60_000)))
         verdict = _verdict(answer_subject("It holds 12.5 TB.", tool_results=(huge,)))
         assert verdict.attributes[FIGURES_TRUNCATED] is True
-        assert "too large to read in full" in verdict.explanation
+        assert "could not be read in full (too large" in verdict.explanation
+
+    def test_a_result_cut_short_when_recorded_is_reported_as_a_cut_basis(self) -> None:
+        """A JSON result an attribute length limit cut (its brackets still open) is read as text up to
+        the cut, and the verdict says the basis is cut: the figure may be past it."""
+        rows = json.dumps({"rows": [{"pool": f"p{i}", "usable_tb": 1000 + 111 * i} for i in range(10)]})
+        cut = ToolResult(rows[: len(rows) // 2])
+        verdict = _verdict(answer_subject("Pool p9 has 1999 TB usable.", tool_results=(cut,)))
+        assert verdict.attributes[FIGURES_UNSUPPORTED] == ("1999 TB",)
+        assert verdict.attributes[FIGURES_TRUNCATED] is True
+        assert "cut short when recorded" in verdict.explanation
+        whole = _verdict(answer_subject("Pool p1 has 1111 TB usable.", tool_results=(ToolResult(rows),)))
+        assert (whole.label, whole.attributes[FIGURES_TRUNCATED]) == ("grounded", False)
+
+    def test_malformed_json_that_is_not_cut_is_read_as_text_without_a_cut(self) -> None:
+        """JSON whose brackets all close is malformed, not cut: nothing says "cut"."""
+        malformed = ToolResult('{"usable_tb": 1111,, "total_tb": 2000}')
+        verdict = _verdict(answer_subject("It has 1111 TB, of 2000 TB.", tool_results=(malformed,)))
+        assert verdict.attributes[FIGURES_TRUNCATED] is False
 
 
 class TestConfiguration:
