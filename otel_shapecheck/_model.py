@@ -81,6 +81,10 @@ class LLMCall:
     """The user message of the current turn (the last ``user`` message of the input)."""
     user_texts: tuple[str, ...] = ()
     """Every user message of the input, oldest first (numbers the user supplied are exempt from figures)."""
+    system_texts: tuple[str, ...] = ()
+    """The instructions the application gave the model: system and developer messages of the input and
+    instructions recorded apart from it (``gen_ai.system_instructions``). Numbers in them were supplied,
+    not invented, and are exempt from figures like the user's; they are no choice context."""
     assistant_text: str | None = None
     """The latest assistant text of the current turn that precedes this call, when there is one."""
     tool_results: tuple[ToolResult, ...] = ()
@@ -123,6 +127,7 @@ class LLMCall:
             tool_calls=self.tool_calls if self.tool_calls is not None else other.tool_calls,
             user_text=self.user_text if self.user_text is not None else other.user_text,
             user_texts=self.user_texts or other.user_texts,
+            system_texts=self.system_texts or other.system_texts,
             assistant_text=self.assistant_text if self.assistant_text is not None else other.assistant_text,
             tool_results=self.tool_results or other.tool_results,
             answer_text=self.answer_text if self.answer_text is not None else other.answer_text,

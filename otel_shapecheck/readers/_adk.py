@@ -54,6 +54,8 @@ class _Request:
 
     inputs: tuple[Message, ...] | None
     tools: tuple[OfferedTool, ...] | None
+    instructions: tuple[str, ...] = ()
+    """The text of the config's ``system_instruction`` (a string, a ``Content``, or a list of parts)."""
 
 
 def is_captured(value: object) -> bool:
@@ -78,6 +80,7 @@ def read_adk_content(attributes: Mapping[str, object]) -> CallContent:
         output_messages=outputs,
         offered_tools=request.tools if request is not None else None,
         finish_reasons=finish_reasons,
+        system_texts=request.instructions if request is not None else (),
     )
 
 
@@ -122,7 +125,24 @@ def _request(value: object) -> _Request | None:
     tools = _offered_tools(config) if isinstance(config, dict) else None
     if inputs is not None and tools is None:
         tools = ()  # the whole request was recorded, and it offered no tools
-    return _Request(inputs=inputs, tools=tools)
+    if not isinstance(config, dict):
+        return _Request(inputs=inputs, tools=tools)
+    instruction = _field(config, "system_instruction", "systemInstruction")
+    return _Request(inputs=inputs, tools=tools, instructions=_instruction_texts(instruction))
+
+
+def _instruction_texts(instruction: JSONValue) -> tuple[str, ...]:
+    """The text of a ``system_instruction``: a string, a ``Content`` (its text parts), or a list of them."""
+    if isinstance(instruction, str):
+        return (instruction,) if instruction else ()
+    if isinstance(instruction, dict):
+        if "parts" in instruction:
+            return _message(instruction).texts
+        text = instruction.get("text")  # one part
+        return (text,) if isinstance(text, str) and text else ()
+    if isinstance(instruction, list):
+        return tuple(text for item in instruction for text in _instruction_texts(item))
+    return ()
 
 
 _cached_request: ParseCache[_Request | None] = ParseCache(_request)

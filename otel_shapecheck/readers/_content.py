@@ -17,6 +17,8 @@ from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall, ToolResult
 USER_ROLE = "user"
 ASSISTANT_ROLES = frozenset({"assistant", "model"})
 """Roles of the model's own messages (``model`` is Gemini's name for it)."""
+SYSTEM_ROLES = frozenset({"system", "developer"})
+"""Roles of the application's instructions to the model (``developer`` is OpenAI's newer name)."""
 TOOL_RESULT_ROLES = frozenset({"tool", "function"})
 """Roles of messages that return a tool's result (``function`` is the older OpenAI name)."""
 TOOL_FINISH_REASONS = frozenset({"tool_calls", "tool_call", "function_call", "tool_use", "tool-calls"})
@@ -63,6 +65,8 @@ class CallContent:
     """Output tools the framework declared apart from its function tools (``None``: none declared)."""
     not_a_call: bool = False
     """The span says it is no model call (its recorded output is a request): read it as none."""
+    system_texts: tuple[str, ...] = ()
+    """Instructions recorded apart from the input messages (``gen_ai.system_instructions``)."""
 
 
 def llm_call_from_content(content: CallContent, ref: SpanRef) -> LLMCall:
@@ -81,6 +85,10 @@ def llm_call_from_content(content: CallContent, ref: SpanRef) -> LLMCall:
         tool_calls=tool_calls,
         user_text=_last_user_text(inputs),
         user_texts=tuple(m.text for m in inputs if _is_prompt(m) and m.text is not None),
+        system_texts=(
+            *content.system_texts,
+            *(m.text for m in inputs if m.role in SYSTEM_ROLES and m.text is not None),
+        ),
         assistant_text=_turn_assistant_text(inputs),
         # Results in the output are provider-executed tools' (a web search): the answer saw them too. A
         # result whose content was not captured is no basis (it still counts as a tool turn, below).
@@ -124,6 +132,7 @@ def merge_content(first: CallContent, second: CallContent) -> CallContent:
         response_id=first.response_id or second.response_id,
         answer_tools=first.answer_tools if first.answer_tools is not None else second.answer_tools,
         not_a_call=first.not_a_call or second.not_a_call,
+        system_texts=first.system_texts or second.system_texts,
     )
 
 

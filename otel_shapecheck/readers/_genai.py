@@ -66,7 +66,31 @@ def read_genai_content(attributes: Mapping[str, object]) -> CallContent:
         finish_reasons=read_string_list(attributes.get(FINISH_REASONS)),
         response_id=optional_string(attributes.get(RESPONSE_ID)),
         answer_tools=declared_output_tools(attributes.get(PYDANTIC_AI_REQUEST_PARAMETERS)),
+        system_texts=read_system_instructions(attributes.get(SYSTEM_INSTRUCTIONS)),
     )
+
+
+def read_system_instructions(value: object) -> tuple[str, ...]:
+    """The text parts of ``gen_ai.system_instructions`` (an array of parts, as JSON or structured; a
+    plain string is its own text); other part types are not read."""
+    if value is None:
+        return ()
+    parsed = parse_json_or_text(value)
+    if isinstance(parsed, str):
+        return (parsed,) if parsed else ()
+    if isinstance(parsed, dict):
+        parsed = [parsed]
+    if not isinstance(parsed, list):
+        return ()
+    texts: list[str] = []
+    for part in parsed:
+        if isinstance(part, str) and part:
+            texts.append(part)
+        elif isinstance(part, dict) and part.get("type", "text") == "text":
+            text = part.get("content", part.get("text"))
+            if isinstance(text, str) and text:
+                texts.append(text)
+    return tuple(texts)
 
 
 def declared_output_tools(value: object) -> tuple[str, ...] | None:

@@ -159,7 +159,7 @@ class FiguresCheck:
         finding = check_figures(
             call.answer_text or "",
             tool_results,
-            user_texts,
+            (*user_texts, *call.system_texts),  # supplied to the model, not invented by it
             min_digits=self._min_digits,
             derivations=self._derivations,
             coincidence=self._coincidence,

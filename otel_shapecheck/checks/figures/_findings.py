@@ -111,7 +111,7 @@ class FiguresFinding:
 def check_figures(
     answer: str,
     tool_results: Iterable[ToolResult],
-    user_texts: Iterable[str] = (),
+    supplied_texts: Iterable[str] = (),
     *,
     min_digits: int = DEFAULT_MIN_DIGITS,
     derivations: Derivations = DEFAULT_DERIVATIONS,
@@ -122,7 +122,8 @@ def check_figures(
 ) -> FiguresFinding:
     """Check every figure of ``answer`` against the tool results it could have seen.
 
-    Numbers stated in the user's own messages are exempt (counted as carried). Under
+    Numbers stated in ``supplied_texts`` (the user's own messages, and the instructions the application
+    gave the model) are exempt (counted as carried). Under
     ``derivations="extended"`` a figure no closed derivation explains is asked the extended derivations
     and accepted (inferred) when its coincidence chance is below ``coincidence``. ``pairing="any"``
     pairs any two cells instead of cells sharing a row, column or text (to measure what that adds), and
@@ -144,13 +145,13 @@ def check_figures(
         return FiguresFinding(0, (), (), (), False)
     results = tuple(tool_results)
     basis = figure_basis(results, structure=derivations == "extended")
-    user_numbers = {number for text in user_texts for number in numbers_in_text(text)}
+    supplied_numbers = {number for text in supplied_texts for number in numbers_in_text(text)}
     carried: list[str] = []
     computed: list[ComputedFigure] = []
     left: list[Figure] = []
     for figure in figures:
         number = float(figure.value)
-        if number in user_numbers or basis.carries(number):
+        if number in supplied_numbers or basis.carries(number):
             carried.append(figure.written)
             continue
         derivation = explain_figure(figure.value, basis)
