@@ -89,11 +89,56 @@ def figures_in(answer: str, min_digits: int = DEFAULT_MIN_DIGITS) -> tuple[Figur
         number = match.group("number")
         if sum(char.isdigit() for char in number) < min_digits or any(covered[match.start() : match.end()]):
             continue
+        if _is_calendar_year(answer, match.start(), match.end()):
+            continue
         found.append((match.start(), Figure(number, _plain_value(number), "number")))
     figures: dict[str, Figure] = {}
     for _, figure in sorted(found, key=lambda item: item[0]):
         figures.setdefault(figure.value, figure)
     return tuple(figures.values())
+
+
+_YEAR_RE: Final = re.compile(r"(?:19|20)[0-9]{2}")
+_MONTH = (
+    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?"
+    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+)
+_DATED_BEFORE_RE: Final = re.compile(
+    # a month (with its day: March 15, 2024), a period (Q3 2024, FY 2024, fiscal 2024, the year 2024)
+    rf"\b(?:(?:{_MONTH})\.?(?:\s+[0-9]{{1,2}}(?:st|nd|rd|th)?)?,?|q[1-4]|h[12]|fy|cy|fiscal(?:\s+year)?"
+    r"|(?:calendar|financial|fiscal|the)\s+year|year)\s*$",
+    re.IGNORECASE,
+)
+_WHEN_BEFORE_RE: Final = re.compile(
+    r"\b(?:in|since|until|till|by|during|from|through|thru|before|after|between|as\s+of|circa|early|late"
+    r"|mid|starting|ending)\s+$",
+    re.IGNORECASE,
+)
+_JOIN = r"and|to|through|thru|or|vs\.?|versus|&|–|—"
+"""What joins two years of one range or list (``2022 to 2024``, ``2022 and 2023``)."""
+_JOINED_BEFORE_RE: Final = re.compile(rf"(?<![0-9.,])((?:19|20)[0-9]{{2}})\s*(?:{_JOIN})\s*$", re.IGNORECASE)
+_ENDS_A_CLAUSE_RE: Final = re.compile(rf"\s*(?:$|[,.;:!?)\]]|'s\b|(?:{_JOIN})\s)", re.IGNORECASE)
+_LOOK_BACK: Final = 40
+"""Characters before a year-like number read for what dates it (``Wednesday, September 25,``)."""
+
+
+def _is_calendar_year(text: str, start: int, end: int) -> bool:
+    """Whether the bare number at ``text[start:end]`` is a year of the calendar, which dates something
+    rather than states a quantity: four digits from 1900 to 2099 after a month (``March 15, 2024``) or a
+    period (``Q3 2024``, ``FY 2024``, ``fiscal 2024``), or after a word that places it in time (``in``,
+    ``since``, ``as of``) where a clause or a range goes on (``In 2024, ...``, ``from 2022 to``), or
+    joined to such a year (``2022 and 2023``, ``from 2022 to 2024``). ``in 2048 blocks``, ``2024
+    units`` and ``the 2024 budget`` stay figures: nothing says they are dates."""
+    if not _YEAR_RE.fullmatch(text, start, end):
+        return False
+    before = text[max(0, start - _LOOK_BACK) : start]
+    if _DATED_BEFORE_RE.search(before):
+        return True
+    joined = _JOINED_BEFORE_RE.search(before)
+    if joined is not None:
+        first = max(0, start - _LOOK_BACK) + joined.start(1)
+        return _is_calendar_year(text, first, first + 4)
+    return _WHEN_BEFORE_RE.search(before) is not None and _ENDS_A_CLAUSE_RE.match(text, end) is not None
 
 
 def normalize_token(token: str) -> str:

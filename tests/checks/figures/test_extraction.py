@@ -82,6 +82,37 @@ class TestBareNumbers:
         """Numbers inside identifiers, dates, times, compounds, versions and issue refs are not figures."""
         assert figures_in(text) == ()
 
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "As of 2024, the pool is full.",
+            "It ran on March 15, 2024 and on Wednesday, September 25, 2024.",
+            "In Q3 2024 and in FY 2023 it grew; fiscal 2022 was flat, as was the year 2021.",
+            "from 2022 to 2024, and between 2019 and 2021.",
+            "It has grown since 2019.",
+            "in 15 Mar 2024 terms",
+        ],
+    )
+    def test_calendar_years_date_things_and_are_not_figures(self, text: str) -> None:
+        """A written date's year, a period's, or one a word places in time is no quantity to check."""
+        assert figures_in(text) == ()
+
+    @pytest.mark.parametrize(
+        ("text", "values"),
+        [
+            ("In 2048 blocks we stored 5000.", ["2048", "5000"]),
+            ("Sales: 2024 units, 1999 returned.", ["2024", "1999"]),
+            ("The 2024 budget is 5000.", ["2024", "5000"]),
+            ("We had 2024 incidents in 2023.", ["2024"]),
+            ("fiscal 2023 revenue of 2024", ["2024"]),
+            ("In 2024 EUR it cost 2100.", ["2024", "2100"]),
+            ("in 2100, then 1899.", ["2100", "1899"]),
+        ],
+    )
+    def test_year_like_quantities_stay_figures(self, text: str, values: list[str]) -> None:
+        """Nothing dates these: a count, an amount, or a year outside 1900–2099 stays a figure."""
+        assert [figure.value for figure in figures_in(text)] == values
+
     def test_each_value_is_checked_once(self) -> None:
         """A value written twice is one candidate, kept in its first written form."""
         figures = figures_in("61% now, 61% before, 61 ms")
