@@ -286,6 +286,28 @@ def explain_figure(value: str, basis: FigureBasis) -> Derivation | None:
     return None
 
 
+def percent_of_fraction(value: str, basis: FigureBasis) -> Derivation | None:
+    """A ``%`` figure that is a carried fraction written as a percent (``45.67%`` for a share of
+    ``0.4567``): 100 × a carried number of magnitude at most 1 rounds to ``value`` at its written
+    precision. A unit's conversion, as ``unit-scale`` is, so it needs no coincidence bound."""
+    decimals = written_decimals(value)
+    if decimals is None:
+        return None
+    target = float(value)
+    if not math.isfinite(target) or abs(target) > 100 + 1e-9:
+        return None
+    tolerance = match_tolerance(target, decimals)
+
+    def accept(x: float) -> bool:
+        return abs(x) <= 1 and abs(100 * x - target) <= tolerance
+
+    window = 2 * tolerance / 100
+    position = basis._carried_index.first_within(target / 100 - window, target / 100 + window, accept)
+    if position is None:
+        return None
+    return Derivation("as-percent", f"100 × {basis.carried_at(position)}")
+
+
 def match_tolerance(target: float, decimals: int) -> float:
     """How far a value may lie from a figure written with ``decimals`` digits after the point and match it.
 

@@ -29,7 +29,12 @@ from typing import Final, Literal
 
 from otel_shapecheck._model import ToolResult
 from otel_shapecheck.checks.figures._answer_words import answer_words
-from otel_shapecheck.checks.figures._basis import FigureBasis, explain_figure, figure_basis
+from otel_shapecheck.checks.figures._basis import (
+    FigureBasis,
+    explain_figure,
+    figure_basis,
+    percent_of_fraction,
+)
 from otel_shapecheck.checks.figures._cells import Pairing
 from otel_shapecheck.checks.figures._coincidence import DEFAULT_COINCIDENCE, format_chance
 from otel_shapecheck.checks.figures._extended import NAMED_CAP, NAMED_FACTOR, ExtendedDerivations
@@ -155,6 +160,8 @@ def check_figures(
             carried.append(figure.written)
             continue
         derivation = explain_figure(figure.value, basis)
+        if derivation is None and derivations == "extended" and figure.unit == "%":
+            derivation = percent_of_fraction(figure.value, basis)
         if derivation is None:
             left.append(figure)
         else:

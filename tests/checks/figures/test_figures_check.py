@@ -112,6 +112,22 @@ class TestApplies:
         assert verdict.attributes[FIGURES_COMPUTED] == 1
         assert verdict.flags == ()
 
+    def test_a_fraction_written_as_a_percent_is_a_conversion_under_extended_only(self) -> None:
+        """A tool's share of 0.4567 written as 45.67% (or 46%) is as-percent; the closed set keeps the
+        reference's derivations and flags it; 45.6% is not what it rounds to."""
+        share = (ToolResult(json.dumps({"region": "EMEA", "share": 0.4567})),)
+        verdict = _verdict(answer_subject("EMEA's share was 45.67%, about 46%.", trace_tool_results=share))
+        assert verdict.attributes[FIGURES_DERIVATIONS] == (
+            "45.67 = as-percent: 100 × share",
+            "46 = as-percent: 100 × share",
+        )
+        assert verdict.flags == ()
+        closed = FiguresCheck(derivations="closed")
+        assert _verdict(answer_subject("It was 45.67%.", trace_tool_results=share), closed).flags
+        assert _verdict(answer_subject("It was 45.6%.", trace_tool_results=share)).attributes[
+            FIGURES_UNSUPPORTED
+        ] == ("45.6%",)
+
     def test_result_seen_twice_is_read_once(self) -> None:
         """A result captured both as an input message and as a tool execution is read once."""
         fields = {f"f{i}_tb": float(i + 1) for i in range(64)}
