@@ -1,7 +1,8 @@
 """Numbers in text: the figures of a final answer, and the numbers a tool's or a user's text states.
 
-A *figure* is a number wearing a unit of measure (``53.2%``, ``6.3 TB``, ``41,200 IOPS``) whatever its
-digit count, or a bare number with at least ``min_digits`` digits. Plain numbers keep the precision
+A *figure* is a number wearing a unit of measure (``53.2%``, ``6.3 TB``, ``41,200 IOPS``) or a scale
+(``$1.23M``, ``4.3 million``, ``5k``) whatever its digit count, or a bare number with at least
+``min_digits`` digits. Plain numbers keep the precision
 they were written with (``61.0`` stays ``61.0``), which is what the derivation question compares at.
 """
 
@@ -43,6 +44,14 @@ _NUMBER = r"[-+]?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?"
 _WORD_UNITS = sorted((unit for unit in FIGURE_UNITS if unit != "%"), key=len, reverse=True)
 _UNIT = rf"%|(?:{'|'.join(_WORD_UNITS)})(?:/s)?(?![a-z0-9])"
 _FIGURE_RE: Final = re.compile(rf"(?<![\w.,])(?P<number>{_NUMBER})\s?(?P<unit>{_UNIT})", re.IGNORECASE)
+SCALE_WORDS: Final = ("thousand", "million", "billion", "trillion", "mn", "bn", "tn", "k")
+"""Scales that make a number a figure as a unit does (any case; ``M`` and ``B`` only glued and upper case,
+``1.2M``: a spaced or lower-case ``m`` or ``b`` is as often metres, minutes or bytes). The figure's value
+is the number as written: the derivations already compare it with carried amounts ÷ 1000ᵏ."""
+_SCALED_RE: Final = re.compile(
+    rf"(?<![\w.,])(?P<number>{_NUMBER})(?:\s?(?P<unit>(?i:{'|'.join(SCALE_WORDS)}))|(?P<glued>M|B))"
+    r"(?![A-Za-z0-9])"
+)
 # A bare number stands alone: not part of an identifier, date, time, range, ratio or version.
 _BARE_RE: Final = re.compile(rf"(?<![\w.,/:#@+\-])(?P<number>{_NUMBER})(?![\w/:\-]|[.,][0-9])")
 _PLAIN_NUMBER_RE: Final = re.compile(r"[-+]?([0-9]+)(?:\.([0-9]+))?")
@@ -84,6 +93,17 @@ def figures_in(answer: str, min_digits: int = DEFAULT_MIN_DIGITS) -> tuple[Figur
     for match in _FIGURE_RE.finditer(answer):
         number, unit = _plain_value(match.group("number")), match.group("unit").lower()
         found.append((match.start(), Figure(match.group(0), number, "figure", unit)))
+        covered[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
+    for match in _SCALED_RE.finditer(answer):
+        if any(covered[match.start() : match.end()]):
+            continue
+        scale = match.group("unit") or match.group("glued")
+        found.append(
+            (
+                match.start(),
+                Figure(match.group(0), _plain_value(match.group("number")), "figure", scale.lower()),
+            )
+        )
         covered[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
     for match in _BARE_RE.finditer(answer):
         number = match.group("number")

@@ -45,6 +45,28 @@ class TestFiguresWearingUnits:
         """A unit must end the word and sit glued or one whitespace away; the number must start a word."""
         assert figures_in(text) == ()
 
+    @pytest.mark.parametrize(
+        ("text", "written", "value"),
+        [
+            ("revenue was $1.23M", "1.23M", "1.23"),
+            ("4.3 million users", "4.3 million", "4.3"),
+            ("about 12 thousand", "12 thousand", "12"),
+            ("roughly 5k", "5k", "5"),
+            ("1,234.6K rows", "1,234.6K", "1234.6"),
+            ("3.4bn and 2 BN", "3.4bn", "3.4"),
+            ("a 7 mn budget", "7 mn", "7"),
+            ("$2B deal", "2B", "2"),
+        ],
+    )
+    def test_a_scale_makes_a_figure(self, text: str, written: str, value: str) -> None:
+        """A number with a scale is a figure whatever its digits, its value the number as written."""
+        assert (figures_in(text)[0].written, figures_in(text)[0].value) == (written, value)
+
+    @pytest.mark.parametrize("text", ["ran 5 km in 30 m", "2 B rows", "7 mins", "3 kg", "9 bnb"])
+    def test_scale_lookalikes_are_not_figures(self, text: str) -> None:
+        """Spaced or lower-case m and b, and words that only start with a scale, are not scales."""
+        assert figures_in(text) == ()
+
     def test_written_form_is_kept(self) -> None:
         """A figure keeps its written form (for the flag) apart from its normalised value."""
         (figure,) = figures_in("usable: 1,526.3 TB.")

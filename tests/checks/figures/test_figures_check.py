@@ -128,6 +128,14 @@ class TestApplies:
             FIGURES_UNSUPPORTED
         ] == ("45.6%",)
 
+    def test_a_scaled_amount_is_checked_against_the_raw_one(self) -> None:
+        """$1.23M of a carried 1234567 is unit-scale; an invented $9.87M, silent before, is flagged."""
+        revenue = (ToolResult(json.dumps({"revenue": 1234567})),)
+        verdict = _verdict(answer_subject("Revenue was $1.23M, or 1.2 million.", trace_tool_results=revenue))
+        assert verdict.attributes[FIGURES_COMPUTED] == 2 and verdict.flags == ()
+        invented = _verdict(answer_subject("Revenue was $9.87M.", trace_tool_results=revenue))
+        assert invented.attributes[FIGURES_UNSUPPORTED] == ("9.87M",)
+
     def test_result_seen_twice_is_read_once(self) -> None:
         """A result captured both as an input message and as a tool execution is read once."""
         fields = {f"f{i}_tb": float(i + 1) for i in range(64)}

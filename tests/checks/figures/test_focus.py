@@ -82,11 +82,11 @@ class TestNamedCells:
 
     def test_the_same_figure_bare_stays_flagged(self) -> None:
         """Against every pair of the table, 0.7 is one of many small differences: a coincidence."""
-        assert _finding("The answer is 0.7 million.").unsupported == ("0.7",)  # type: ignore[attr-defined]
+        assert _finding("The answer is 0.7 million.").unsupported == ("0.7 million",)  # type: ignore[attr-defined]
 
     def test_a_wrong_figure_with_the_same_words_stays_flagged(self) -> None:
         finding = _finding("The change in Additions in 2019 from 2018 was 0.9 million.")
-        assert finding.unsupported == ("0.9",)  # type: ignore[attr-defined]
+        assert finding.unsupported == ("0.9 million",)  # type: ignore[attr-defined]
 
     def test_a_two_step_average_over_the_years_named(self) -> None:
         finding = _finding("The average Additions from 2017 to 2019 were 2.43 million.")

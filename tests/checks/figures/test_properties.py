@@ -106,10 +106,12 @@ class TestPerturbedNumbersAreFlagged:
         places = max(0, -int(guess.as_tuple().exponent))
         a, b = float(first), float(second)
         # Two cells of one column: their differences, in larger units for a size figure, and the shares
-        # of a percentage figure, on top of the closed set.
+        # of a percentage figure (and the cells themselves as percents), on top of the closed set.
         derivable = closed_derivable(a, b) + [a - b, b - a]
         derivable += [(a - b) / scale for scale in SCALES] + [(b - a) / scale for scale in SCALES]
         derivable += [100 * x / y for x, y in ((a, a + b), (b, a + b), (a, b), (b, a)) if y]
+        if unit == "%":  # a carried fraction written as a percent
+            derivable += [100 * x for x in (a, b) if abs(x) <= 1]
         assume(all(abs(float(guess) - candidate) > tolerance(places) * 1.001 for candidate in derivable))
         rows = [{"reading": a}, {"reading": b}]
         finding = check_figures(f"It reads {guess}{unit}.", [ToolResult(json.dumps(rows))], coincidence=1.0)
