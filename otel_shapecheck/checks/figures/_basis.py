@@ -308,6 +308,26 @@ def percent_of_fraction(value: str, basis: FigureBasis) -> Derivation | None:
     return Derivation("as-percent", f"100 × {basis.carried_at(position)}")
 
 
+def magnitude_of_negative(value: str, basis: FigureBasis) -> Derivation | None:
+    """An unsigned figure that is the magnitude of a carried negative number (``fell 5.2%`` for a
+    carried −5.2, or an accounting ``(1,234)`` written ``1,234``): the answer's words carry the sign."""
+    decimals = written_decimals(value)
+    if decimals is None or value.startswith("-"):
+        return None
+    target = float(value)
+    if not math.isfinite(target) or target <= 0:
+        return None
+    tolerance = match_tolerance(target, decimals)
+
+    def accept(x: float) -> bool:
+        return x < 0 and abs(x + target) <= tolerance
+
+    position = basis._carried_index.first_within(-target - 2 * tolerance, -target + 2 * tolerance, accept)
+    if position is None:
+        return None
+    return Derivation("magnitude", f"|{basis.carried_at(position)}|")
+
+
 def match_tolerance(target: float, decimals: int) -> float:
     """How far a value may lie from a figure written with ``decimals`` digits after the point and match it.
 

@@ -33,6 +33,7 @@ from otel_shapecheck.checks.figures._basis import (
     FigureBasis,
     explain_figure,
     figure_basis,
+    magnitude_of_negative,
     percent_of_fraction,
 )
 from otel_shapecheck.checks.figures._cells import Pairing
@@ -160,8 +161,11 @@ def check_figures(
             carried.append(figure.written)
             continue
         derivation = explain_figure(figure.value, basis)
-        if derivation is None and derivations == "extended" and figure.unit == "%":
-            derivation = percent_of_fraction(figure.value, basis)
+        if derivation is None and derivations == "extended":  # two conversions of a carried number
+            if figure.unit == "%":
+                derivation = percent_of_fraction(figure.value, basis)
+            if derivation is None and "decrease" in answer_words(answer, figure.written).operations:
+                derivation = magnitude_of_negative(figure.value, basis)  # its sentence names a fall
         if derivation is None:
             left.append(figure)
         else:

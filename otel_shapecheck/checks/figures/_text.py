@@ -54,6 +54,8 @@ _SCALED_RE: Final = re.compile(
 )
 # A bare number stands alone: not part of an identifier, date, time, range, ratio or version.
 _BARE_RE: Final = re.compile(rf"(?<![\w.,/:#@+\-])(?P<number>{_NUMBER})(?![\w/:\-]|[.,][0-9])")
+_MINUS: Final = str.maketrans({"\u2212": "-"})
+"""The typographic minus sign (U+2212) read as a minus: ``−5.2%`` is −5.2, not 5.2."""
 _PLAIN_NUMBER_RE: Final = re.compile(r"[-+]?([0-9]+)(?:\.([0-9]+))?")
 _THOUSANDS_RE: Final = re.compile(r"-?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?")
 _TOKEN_RE: Final = re.compile(r"(?:[A-Za-z0-9:_\-/.%+@#$]|(?<=[0-9]),(?=[0-9]))+")
@@ -88,11 +90,12 @@ def figures_in(answer: str, min_digits: int = DEFAULT_MIN_DIGITS) -> tuple[Figur
         ValueError: ``min_digits`` is not a whole number ≥ 1.
     """
     _require_min_digits(min_digits)
+    written, answer = answer, answer.translate(_MINUS)  # one character for one: positions hold
     found: list[tuple[int, Figure]] = []
     covered = bytearray(len(answer))
     for match in _FIGURE_RE.finditer(answer):
         number, unit = _plain_value(match.group("number")), match.group("unit").lower()
-        found.append((match.start(), Figure(match.group(0), number, "figure", unit)))
+        found.append((match.start(), Figure(written[match.start() : match.end()], number, "figure", unit)))
         covered[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
     for match in _SCALED_RE.finditer(answer):
         if any(covered[match.start() : match.end()]):
@@ -101,7 +104,12 @@ def figures_in(answer: str, min_digits: int = DEFAULT_MIN_DIGITS) -> tuple[Figur
         found.append(
             (
                 match.start(),
-                Figure(match.group(0), _plain_value(match.group("number")), "figure", scale.lower()),
+                Figure(
+                    written[match.start() : match.end()],
+                    _plain_value(match.group("number")),
+                    "figure",
+                    scale.lower(),
+                ),
             )
         )
         covered[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
@@ -111,7 +119,9 @@ def figures_in(answer: str, min_digits: int = DEFAULT_MIN_DIGITS) -> tuple[Figur
             continue
         if _is_calendar_year(answer, match.start(), match.end()):
             continue
-        found.append((match.start(), Figure(number, _plain_value(number), "number")))
+        found.append(
+            (match.start(), Figure(written[match.start() : match.end()], _plain_value(number), "number"))
+        )
     figures: dict[str, Figure] = {}
     for _, figure in sorted(found, key=lambda item: item[0]):
         figures.setdefault(figure.value, figure)
@@ -167,7 +177,7 @@ def normalize_token(token: str) -> str:
     This is the reference's ``normalizeToken`` without its last step (re-printing plain numbers through
     a float), so ``61.0`` stays ``61.0`` and keeps its written precision.
     """
-    text = token.lower().strip().lstrip(_LEADING_STRIP).rstrip(_TRAILING_STRIP)
+    text = token.translate(_MINUS).lower().strip().lstrip(_LEADING_STRIP).rstrip(_TRAILING_STRIP)
     if "," in text and _THOUSANDS_RE.fullmatch(text):
         text = text.replace(",", "")
     return text
@@ -220,6 +230,7 @@ def numbers_in_text(text: str) -> Iterator[float]:
     tokens that can start a number are visited, so a long text costs one regex scan, not a Python loop
     over every word.
     """
+    text = text.translate(_MINUS)
     for start in _NUMBER_TOKEN_START_RE.finditer(text):
         position = start.start()
         if (

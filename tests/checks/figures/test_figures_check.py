@@ -136,6 +136,26 @@ class TestApplies:
         invented = _verdict(answer_subject("Revenue was $9.87M.", trace_tool_results=revenue))
         assert invented.attributes[FIGURES_UNSUPPORTED] == ("9.87M",)
 
+    def test_a_negative_is_read_with_its_typographic_minus_and_as_a_magnitude_under_words(self) -> None:
+        """−5.2% (U+2212) is −5.2, carried; "fell 5.2%" and an accounting (1,234) in a sentence naming a
+        fall state a carried negative's magnitude (extended only); 5.3% is neither, nor 5.2% unworded."""
+        changes = (ToolResult(json.dumps({"change_pct": -5.2, "delta": -1234})),)
+        signed = _verdict(
+            answer_subject("It fell \u22125.2%, a delta of \u22121,234.", trace_tool_results=changes)
+        )
+        assert (signed.attributes[FIGURES_CARRIED], signed.flags) == (2, ())
+        unsigned = _verdict(answer_subject("It fell 5.2%, a delta of (1,234).", trace_tool_results=changes))
+        assert unsigned.attributes[FIGURES_DERIVATIONS] == (
+            "5.2 = magnitude: |change_pct|",
+            "1234 = magnitude: |delta|",
+        )
+        closed = FiguresCheck(derivations="closed")
+        assert _verdict(answer_subject("It fell 5.2%.", trace_tool_results=changes), closed).flags
+        wrong = _verdict(answer_subject("It fell 5.3%.", trace_tool_results=changes))
+        assert wrong.attributes[FIGURES_UNSUPPORTED] == ("5.3%",)
+        unworded = _verdict(answer_subject("It was 5.2%.", trace_tool_results=changes))  # no fall named
+        assert unworded.attributes[FIGURES_UNSUPPORTED] == ("5.2%",)
+
     def test_result_seen_twice_is_read_once(self) -> None:
         """A result captured both as an input message and as a tool execution is read once."""
         fields = {f"f{i}_tb": float(i + 1) for i in range(64)}

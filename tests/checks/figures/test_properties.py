@@ -105,13 +105,14 @@ class TestPerturbedNumbersAreFlagged:
         """Under the extended derivations too, a figure outside every candidate's window is flagged."""
         places = max(0, -int(guess.as_tuple().exponent))
         a, b = float(first), float(second)
-        # Two cells of one column: their differences, in larger units for a size figure, and the shares
-        # of a percentage figure (and the cells themselves as percents), on top of the closed set.
+        # Two cells of one column: their differences, in larger units for a size figure, the shares of a
+        # percentage figure, the cells as percents and negatives' magnitudes, on top of the closed set.
         derivable = closed_derivable(a, b) + [a - b, b - a]
         derivable += [(a - b) / scale for scale in SCALES] + [(b - a) / scale for scale in SCALES]
         derivable += [100 * x / y for x, y in ((a, a + b), (b, a + b), (a, b), (b, a)) if y]
         if unit == "%":  # a carried fraction written as a percent
             derivable += [100 * x for x in (a, b) if abs(x) <= 1]
+        derivable += [-x for x in (a, b) if x < 0]  # a carried negative's magnitude
         assume(all(abs(float(guess) - candidate) > tolerance(places) * 1.001 for candidate in derivable))
         rows = [{"reading": a}, {"reading": b}]
         finding = check_figures(f"It reads {guess}{unit}.", [ToolResult(json.dumps(rows))], coincidence=1.0)
