@@ -18,6 +18,7 @@ from otel_shapecheck.readers._content import (
     SpanRef,
     optional_string,
 )
+from otel_shapecheck.readers._content_parts import content_blocks
 from otel_shapecheck.readers._lenient_json import (
     parse_json_list,
     parse_json_object,
@@ -76,21 +77,7 @@ def read_system_instructions(value: object) -> tuple[str, ...]:
     if value is None:
         return ()
     parsed = parse_json_or_text(value)
-    if isinstance(parsed, str):
-        return (parsed,) if parsed else ()
-    if isinstance(parsed, dict):
-        parsed = [parsed]
-    if not isinstance(parsed, list):
-        return ()
-    texts: list[str] = []
-    for part in parsed:
-        if isinstance(part, str) and part:
-            texts.append(part)
-        elif isinstance(part, dict) and part.get("type", "text") == "text":
-            text = part.get("content", part.get("text"))
-            if isinstance(text, str) and text:
-                texts.append(text)
-    return tuple(texts)
+    return content_blocks([parsed] if isinstance(parsed, dict) else parsed).texts
 
 
 def declared_output_tools(value: object) -> tuple[str, ...] | None:

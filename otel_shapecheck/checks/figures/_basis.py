@@ -254,13 +254,10 @@ def explain_figure(value: str, basis: FigureBasis) -> Derivation | None:
     The order is the reference's: rounded, unit-scale (÷ 1000^k or 1024^k, k = 1…5), complement of a
     percentage, a column derivation, then a unit-scaled column sum.
     """
-    decimals = written_decimals(value)
-    if decimals is None:
+    written = _written_target(value)
+    if written is None:
         return None
-    target = float(value)
-    if not math.isfinite(target):
-        return None  # 309 digits or more: no finite carried number rounds to it
-    tolerance = match_tolerance(target, decimals)
+    target, tolerance = written
 
     def near(x: float) -> bool:
         return abs(x - target) <= tolerance
@@ -290,13 +287,10 @@ def percent_of_fraction(value: str, basis: FigureBasis) -> Derivation | None:
     """A ``%`` figure that is a carried fraction written as a percent (``45.67%`` for a share of
     ``0.4567``): 100 × a carried number of magnitude at most 1 rounds to ``value`` at its written
     precision. A unit's conversion, as ``unit-scale`` is, so it needs no coincidence bound."""
-    decimals = written_decimals(value)
-    if decimals is None:
+    written = _written_target(value)
+    if written is None or abs(written[0]) > 100 + 1e-9:
         return None
-    target = float(value)
-    if not math.isfinite(target) or abs(target) > 100 + 1e-9:
-        return None
-    tolerance = match_tolerance(target, decimals)
+    target, tolerance = written
 
     def accept(x: float) -> bool:
         return abs(x) <= 1 and abs(100 * x - target) <= tolerance
@@ -311,13 +305,10 @@ def percent_of_fraction(value: str, basis: FigureBasis) -> Derivation | None:
 def magnitude_of_negative(value: str, basis: FigureBasis) -> Derivation | None:
     """An unsigned figure that is the magnitude of a carried negative number (``fell 5.2%`` for a
     carried −5.2, or an accounting ``(1,234)`` written ``1,234``): the answer's words carry the sign."""
-    decimals = written_decimals(value)
-    if decimals is None or value.startswith("-"):
+    written = _written_target(value)
+    if written is None or value.startswith("-") or written[0] <= 0:
         return None
-    target = float(value)
-    if not math.isfinite(target) or target <= 0:
-        return None
-    tolerance = match_tolerance(target, decimals)
+    target, tolerance = written
 
     def accept(x: float) -> bool:
         return x < 0 and abs(x + target) <= tolerance
@@ -326,6 +317,18 @@ def magnitude_of_negative(value: str, basis: FigureBasis) -> Derivation | None:
     if position is None:
         return None
     return Derivation("magnitude", f"|{basis.carried_at(position)}|")
+
+
+def _written_target(value: str) -> tuple[float, float] | None:
+    """A plain number as written and how far a value may lie from it and match (``None`` for other
+    text, and for 309 digits or more: no finite carried number rounds to it)."""
+    decimals = written_decimals(value)
+    if decimals is None:
+        return None
+    target = float(value)
+    if not math.isfinite(target):
+        return None
+    return target, match_tolerance(target, decimals)
 
 
 def match_tolerance(target: float, decimals: int) -> float:

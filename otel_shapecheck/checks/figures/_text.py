@@ -49,7 +49,7 @@ SCALE_WORDS: Final = ("thousand", "million", "billion", "trillion", "mn", "bn", 
 ``1.2M``: a spaced or lower-case ``m`` or ``b`` is as often metres, minutes or bytes). The figure's value
 is the number as written: the derivations already compare it with carried amounts ÷ 1000ᵏ."""
 _SCALED_RE: Final = re.compile(
-    rf"(?<![\w.,])(?P<number>{_NUMBER})(?:\s?(?P<unit>(?i:{'|'.join(SCALE_WORDS)}))|(?P<glued>M|B))"
+    rf"(?<![\w.,])(?P<number>{_NUMBER})\s?(?P<unit>(?i:{'|'.join(SCALE_WORDS)})|(?<=[0-9])(?:M|B))"
     r"(?![A-Za-z0-9])"
 )
 # A bare number stands alone: not part of an identifier, date, time, range, ratio or version.
@@ -93,26 +93,13 @@ def figures_in(answer: str, min_digits: int = DEFAULT_MIN_DIGITS) -> tuple[Figur
     written, answer = answer, answer.translate(_MINUS)  # one character for one: positions hold
     found: list[tuple[int, Figure]] = []
     covered = bytearray(len(answer))
-    for match in _FIGURE_RE.finditer(answer):
-        number, unit = _plain_value(match.group("number")), match.group("unit").lower()
-        found.append((match.start(), Figure(written[match.start() : match.end()], number, "figure", unit)))
-        covered[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
-    for match in _SCALED_RE.finditer(answer):
-        if any(covered[match.start() : match.end()]):
+    for match in (*_FIGURE_RE.finditer(answer), *_SCALED_RE.finditer(answer)):  # units first
+        start, end = match.span()
+        if any(covered[start:end]):
             continue
-        scale = match.group("unit") or match.group("glued")
-        found.append(
-            (
-                match.start(),
-                Figure(
-                    written[match.start() : match.end()],
-                    _plain_value(match.group("number")),
-                    "figure",
-                    scale.lower(),
-                ),
-            )
-        )
-        covered[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
+        number, unit = _plain_value(match.group("number")), match.group("unit").lower()
+        found.append((start, Figure(written[start:end], number, "figure", unit)))
+        covered[start:end] = b"\x01" * (end - start)
     for match in _BARE_RE.finditer(answer):
         number = match.group("number")
         if sum(char.isdigit() for char in number) < min_digits or any(covered[match.start() : match.end()]):
