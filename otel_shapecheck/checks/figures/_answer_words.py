@@ -4,6 +4,7 @@ it names, read the same way for an answer's sentence and a table's labels (:mod:
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from typing import Final
@@ -207,30 +208,58 @@ MAX_CONTEXT_SENTENCES: Final = 6
 """Sentences before the figure's own that its context reaches back to."""
 
 
+class AnswerSentences:
+    """One answer cut into sentences once, so that reading the sentence around each of its figures costs
+    that sentence, not the whole answer (a long answer writes many figures)."""
+
+    def __init__(self, answer: str) -> None:
+        self._answer = answer
+        breaks = [match.span() for match in _SENTENCE_END.finditer(answer)]
+        self._break_starts = [start for start, _ in breaks]
+        self._break_ends = [end for _, end in breaks]
+        self._cached: tuple[tuple[int, int], AnswerWords] | None = None
+        """The last sentence read: figures come in order, and several share one sentence."""
+
+    def own(self, at: int, length: int) -> AnswerWords:
+        """The words of the sentence written over ``answer[at:at + length]`` (of the whole answer if
+        ``at`` is negative), without the sentences before it."""
+        return self._words(*self._sentence(at, length)[:2])
+
+    def around(self, at: int, length: int) -> AnswerWords:
+        """:meth:`own`, with the sentences before it as its :attr:`~AnswerWords.context`."""
+        start, end, before = self._sentence(at, length)
+        own = self._words(start, end)
+        if before == 0:
+            return own
+        starts = [0, *self._break_ends[:before]]
+        context = tuple(
+            _with_operations(_sentence_words(self._answer[starts[before - back] : end]), own.operations)
+            for back in range(1, min(before, MAX_CONTEXT_SENTENCES) + 1)
+        )
+        return AnswerWords(own.words, own.years, own.operations, own.phrase, context)
+
+    def _sentence(self, at: int, length: int) -> tuple[int, int, int]:
+        """Start and end of the sentence over the span, and how many sentence breaks come before it.
+
+        A break inside the span does not end the sentence."""
+        if at < 0:
+            return 0, len(self._answer), 0
+        before = bisect.bisect_right(self._break_ends, at)
+        after = bisect.bisect_left(self._break_starts, at + length)
+        start = self._break_ends[before - 1] if before else 0
+        end = self._break_starts[after] if after < len(self._break_starts) else len(self._answer)
+        return start, end, before
+
+    def _words(self, start: int, end: int) -> AnswerWords:
+        if self._cached is None or self._cached[0] != (start, end):
+            self._cached = ((start, end), _sentence_words(self._answer[start:end]))
+        return self._cached[1]
+
+
 def answer_words(answer: str, written: str) -> AnswerWords:
     """The words of the sentence of ``answer`` in which ``written`` first appears (the whole answer if
     it does not), with the sentences before it as its :attr:`~AnswerWords.context`."""
-    at = answer.find(written)
-    sentence = answer
-    starts = [0]
-    if at >= 0:
-        for match in _SENTENCE_END.finditer(answer):
-            if match.end() <= at:
-                starts.append(match.end())
-            elif match.start() >= at + len(written):
-                sentence = answer[starts[-1] : match.start()]
-                break
-        else:
-            sentence = answer[starts[-1] :]
-    own = _sentence_words(sentence)
-    if at < 0 or len(starts) < 2:
-        return own
-    end = starts[-1] + len(sentence)
-    context = tuple(
-        _with_operations(_sentence_words(answer[starts[-1 - back] : end]), own.operations)
-        for back in range(1, min(len(starts) - 1, MAX_CONTEXT_SENTENCES) + 1)
-    )
-    return AnswerWords(own.words, own.years, own.operations, own.phrase, context)
+    return AnswerSentences(answer).around(answer.find(written), len(written))
 
 
 def _with_operations(words: AnswerWords, operations: frozenset[str]) -> AnswerWords:

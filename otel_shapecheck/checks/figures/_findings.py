@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from otel_shapecheck._model import ToolResult
-from otel_shapecheck.checks.figures._answer_words import answer_words
+from otel_shapecheck.checks.figures._answer_words import AnswerSentences
 from otel_shapecheck.checks.figures._basis import (
     FigureBasis,
     explain_figure,
@@ -152,6 +152,7 @@ def check_figures(
     results = tuple(tool_results)
     basis = figure_basis(results, structure=derivations == "extended")
     supplied_numbers = {number for text in supplied_texts for number in numbers_in_text(text)}
+    sentences = AnswerSentences(answer)
     carried: list[str] = []
     computed: list[ComputedFigure] = []
     left: list[Figure] = []
@@ -164,7 +165,7 @@ def check_figures(
         if derivation is None and derivations == "extended":  # two conversions of a carried number
             if figure.unit == "%":
                 derivation = percent_of_fraction(figure.value, basis)
-            if derivation is None and "decrease" in answer_words(answer, figure.written).operations:
+            if derivation is None and "decrease" in sentences.own(figure.at, len(figure.written)).operations:
                 derivation = magnitude_of_negative(figure.value, basis)  # its sentence names a fall
         if derivation is None:
             left.append(figure)
@@ -176,7 +177,7 @@ def check_figures(
     skipped: str | None = None
     if left and derivations == "extended":
         inferred, skipped = _infer(
-            left, basis, (coincidence, named_factor, named_cap), pairing, answer, results
+            left, basis, (coincidence, named_factor, named_cap), pairing, sentences, results
         )
     explained = {figure.written for figure in inferred}
     unsupported = tuple(figure.written for figure in left if figure.written not in explained)
@@ -196,7 +197,7 @@ def _infer(
     basis: FigureBasis,
     bounds: tuple[float, float, float],
     pairing: Pairing,
-    answer: str,
+    sentences: AnswerSentences,
     tool_results: Sequence[ToolResult],
 ) -> tuple[list[InferredFigure], str | None]:
     """The figures the extended derivations explain below the bound, and why the layer was skipped."""
@@ -205,7 +206,7 @@ def _infer(
         return [], extended.skipped
     inferred = []
     for figure in figures:
-        inference = extended.infer(figure, answer_words(answer, figure.written), *bounds)
+        inference = extended.infer(figure, sentences.around(figure.at, len(figure.written)), *bounds)
         if inference is not None and inference.accepted:
             inferred.append(
                 InferredFigure(

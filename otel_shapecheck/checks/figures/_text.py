@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Literal
 
 FIGURE_UNITS: Final = (
@@ -81,6 +81,8 @@ class Figure:
     """``figure`` for a number wearing a unit, ``number`` for a long bare number."""
     unit: str = ""
     """The unit it wears, lower case (``%``, ``tb``, ``gb/s``); empty for a bare number."""
+    at: int = field(default=-1, compare=False)
+    """Where in the answer it is first written (-1: not known)."""
 
 
 def figures_in(answer: str, min_digits: int = DEFAULT_MIN_DIGITS) -> tuple[Figure, ...]:
@@ -98,17 +100,15 @@ def figures_in(answer: str, min_digits: int = DEFAULT_MIN_DIGITS) -> tuple[Figur
         if any(covered[start:end]):
             continue
         number, unit = _plain_value(match.group("number")), match.group("unit").lower()
-        found.append((start, Figure(written[start:end], number, "figure", unit)))
+        found.append((start, Figure(written[start:end], number, "figure", unit, start)))
         covered[start:end] = b"\x01" * (end - start)
     for match in _BARE_RE.finditer(answer):
-        number = match.group("number")
-        if sum(char.isdigit() for char in number) < min_digits or any(covered[match.start() : match.end()]):
+        number, (start, end) = match.group("number"), match.span()
+        if sum(char.isdigit() for char in number) < min_digits or any(covered[start:end]):
             continue
-        if _is_calendar_year(answer, match.start(), match.end()):
+        if _is_calendar_year(answer, start, end):
             continue
-        found.append(
-            (match.start(), Figure(written[match.start() : match.end()], _plain_value(number), "number"))
-        )
+        found.append((start, Figure(written[start:end], _plain_value(number), "number", at=start)))
     figures: dict[str, Figure] = {}
     for _, figure in sorted(found, key=lambda item: item[0]):
         figures.setdefault(figure.value, figure)

@@ -149,3 +149,13 @@ class TestBareNumbers:
         """min_digits below one is a ValueError naming the setting."""
         with pytest.raises(ValueError, match="min_digits"):
             figures_in("12345", min_digits=min_digits)
+
+
+def test_each_figure_knows_where_it_is_written() -> None:
+    # "4500" is inside "14500" too: the figure's place is where it is written as a figure
+    answer = "Stock was 14500 units, 4500 of them sold, and 14500 remain at 12.5 %."
+    assert [(figure.value, figure.at) for figure in figures_in(answer)] == [
+        ("14500", answer.index("14500")),
+        ("4500", answer.index(" 4500") + 1),
+        ("12.5", answer.index("12.5")),
+    ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from otel_shapecheck._model import ToolResult
-from otel_shapecheck.checks.figures._answer_words import answer_words
+from otel_shapecheck.checks.figures._answer_words import AnswerSentences, answer_words
 from otel_shapecheck.checks.figures._basis import figure_basis
 from otel_shapecheck.checks.figures._cells import Cells, read_cells
 from otel_shapecheck.checks.figures._extended import FOCUSED, NAMED_CAP, NAMED_FACTOR, named_limit
@@ -49,6 +49,26 @@ class TestAnswerWords:
         assert answer_words("Additions as a percentage of the total: 50.82%", "50.82%").operations >= {
             "quotient"
         }
+
+    def test_each_figure_reads_its_own_sentence_and_those_before_it(self) -> None:
+        answer = "Additions rose. Disposals fell by 0.6 million; transfers were 1.2. Totals hold 6.1 in all."
+        sentences = AnswerSentences(answer)
+        disposals = sentences.around(answer.index("0.6"), 3)
+        assert "disposal" in disposals.words and "transfer" not in disposals.words
+        assert [("addition" in context.words) for context in disposals.context] == [True]
+        assert "decrease" in disposals.operations and disposals.context[0].operations == disposals.operations
+        totals = sentences.around(answer.index("6.1"), 3)
+        assert "total" in totals.words and len(totals.context) == 3  # a semicolon ends a sentence too
+        assert sentences.own(answer.index("1.2"), 3).words >= {"transfer"}
+
+    def test_a_break_inside_the_figure_does_not_end_its_sentence(self) -> None:
+        answer = "Pools hold 5.\nTB of space in all. Bye."
+        at = answer.index("5.")
+        assert "space" in AnswerSentences(answer).own(at, len("5.\nTB")).words
+
+    def test_an_unknown_position_reads_the_whole_answer(self) -> None:
+        whole = AnswerSentences("Additions rose. Disposals fell.").around(-1, 3)
+        assert {"addition", "disposal"} <= whole.words and whole.context == ()
 
 
 class TestLabels:
