@@ -238,6 +238,16 @@ HOSTILE_CASES: dict[str, dict[str, Any]] = {
         ),
         "answer": "".join(f"Pool {i} holds {i * 1.5} TB. " + "z" * 80 for i in range(100_000)),
     },
+    "a-hundred-thousand-figures-over-a-table": {
+        # every figure is left to the extended derivations, each a search of the rows its sentence names
+        "tool_result": json.dumps(
+            [
+                ["", "2019", "2018"],
+                *([f"Item {i} revenue", f"{100 + i}.5", f"{90 + i}.5"] for i in range(300)),
+            ],
+        ),
+        "answer": "".join(f"Item {i % 300} revenue grew {i}.25% from 2018 to 2019. " for i in range(100_000)),
+    },
     "extreme-and-non-finite-numbers": {
         "chat": {
             "gen_ai.usage.input_tokens": math.nan,

@@ -59,6 +59,11 @@ MAX_EXTENDED_CELLS: Final = 20_000
 MAX_PAIRS: Final = 100_000
 """Ordered pairs of cells the extended derivations try; past it the layer is skipped (and says so)."""
 
+MAX_EXTENDED_FIGURES: Final = 2_000
+"""Figures of one answer the extended derivations weigh; past it the layer is skipped (and says so). Each
+costs a search of the rows its sentence names, so an answer of a hundred thousand figures would hold the
+worker for minutes."""
+
 OPERATIONS: Final = (
     "difference",
     "percent-change",

@@ -38,7 +38,12 @@ from otel_shapecheck.checks.figures._basis import (
 )
 from otel_shapecheck.checks.figures._cells import Pairing
 from otel_shapecheck.checks.figures._coincidence import DEFAULT_COINCIDENCE, format_chance
-from otel_shapecheck.checks.figures._extended import NAMED_CAP, NAMED_FACTOR, ExtendedDerivations
+from otel_shapecheck.checks.figures._extended import (
+    MAX_EXTENDED_FIGURES,
+    NAMED_CAP,
+    NAMED_FACTOR,
+    ExtendedDerivations,
+)
 from otel_shapecheck.checks.figures._text import (
     DEFAULT_MIN_DIGITS,
     Figure,
@@ -201,6 +206,11 @@ def _infer(
     tool_results: Sequence[ToolResult],
 ) -> tuple[list[InferredFigure], str | None]:
     """The figures the extended derivations explain below the bound, and why the layer was skipped."""
+    if len(figures) > MAX_EXTENDED_FIGURES:
+        return [], (
+            f"{len(figures)} figures to derive, "
+            f"over the {MAX_EXTENDED_FIGURES} the extended derivations weigh"
+        )
     extended = ExtendedDerivations(basis, pairing, tool_results)
     if extended.skipped is not None:
         return [], extended.skipped

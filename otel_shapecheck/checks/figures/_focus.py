@@ -64,15 +64,18 @@ def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus |
     # Years name rows only in a table whose headers carry none of them (years down the first column).
     by_year = labels.year_scores(words.years) if not words.years & labels.header_years else {}
     year_rows = set(by_year)
+    # Only a word few rows carry scores a row, so only the rows carrying such a word are scored: a long
+    # table whose every label shares a word ("Item 1 revenue", …) costs its named rows, not all of them.
+    rare = {
+        word: len(labels.rows_by_word[word])
+        for word in remaining
+        if 0 < len(labels.rows_by_word.get(word, ())) <= MAX_ROW_DOCUMENT_FREQUENCY
+    }
     scored: list[tuple[float, int, str]] = []
-    for row in candidates:
-        if row in quoted:
-            continue
-        frequency = {word: len(labels.rows_by_word[word]) for word in labels.row_vocabulary[row] & remaining}
-        shared = sorted(word for word, count in frequency.items() if count <= MAX_ROW_DOCUMENT_FREQUENCY)
-        if shared:
-            score = math.fsum(1.0 / frequency[word] for word in shared) + by_year.pop(row, 0.0)
-            scored.append((-score, labels.row_order[row], row))
+    for row in sorted({row for word in rare for row in labels.rows_by_word[word]} - quoted.keys()):
+        shared = sorted(labels.row_vocabulary[row] & rare.keys())
+        score = math.fsum(1.0 / rare[word] for word in shared) + by_year.pop(row, 0.0)
+        scored.append((-score, labels.row_order[row], row))
     if not quoted:
         scored += _quoted_single_labels(words, labels)
     named = {row for _, _, row in (*first, *scored)}

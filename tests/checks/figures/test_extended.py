@@ -27,6 +27,7 @@ from otel_shapecheck.checks.figures._coincidence import (
 )
 from otel_shapecheck.checks.figures._extended import (
     MAX_EXTENDED_CELLS,
+    MAX_EXTENDED_FIGURES,
     MAX_EXTENDED_NUMBERS,
     MAX_PAIRS,
     ExtendedDerivations,
@@ -257,6 +258,21 @@ class TestCost:
         text = " ".join(f"{index % 7}.5" for index in range(MAX_EXTENDED_CELLS + 1))
         extended = ExtendedDerivations(figure_basis([ToolResult(text)], structure=True))
         assert extended.skipped is not None and "carried numbers" in extended.skipped
+
+    @pytest.mark.parametrize("figures", [MAX_EXTENDED_FIGURES, MAX_EXTENDED_FIGURES + 1])
+    def test_past_the_figure_cap_the_layer_is_skipped_and_says_so(self, figures: int) -> None:
+        """An answer with more figures left to derive than the layer weighs: none inferred, and said."""
+        others = " ".join(f"A site holds {900_000 + i}.25 units." for i in range(figures - 1))
+        finding = check_figures(f"Total assets grew 14.16% from 2018 to 2019. {others}", [table(ASSETS)])
+        assert finding.checked == figures  # the years are dates
+        if figures <= MAX_EXTENDED_FIGURES:
+            assert [figure.written for figure in finding.inferred] == ["14.16%"]
+            assert finding.extended_skipped is None
+        else:
+            assert finding.inferred == () and "14.16%" in finding.unsupported
+            assert finding.extended_skipped == (
+                f"{figures} figures to derive, over the {MAX_EXTENDED_FIGURES} the extended derivations weigh"
+            )
 
     def test_large_groups_are_not_paired(self) -> None:
         """A column of more than MAX_GROUP_CELLS cells forms no group."""
