@@ -248,6 +248,13 @@ HOSTILE_CASES: dict[str, dict[str, Any]] = {
         ),
         "answer": "".join(f"Item {i % 300} revenue grew {i}.25% from 2018 to 2019. " for i in range(100_000)),
     },
+    "figures-after-a-ten-megabyte-sentence": {
+        # each figure's sentence is read with the ones before it: the long one once, not once per figure
+        "tool_result": json.dumps([["", "2019", "2018"], ["Revenue", "120.5", "110.2"]]),
+        "answer": "revenue " * (TEN_MB // 8)
+        + ". "
+        + " ".join(f"{1000 + i}.37% growth" for i in range(1_999)),
+    },
     "extreme-and-non-finite-numbers": {
         "chat": {
             "gen_ai.usage.input_tokens": math.nan,

@@ -217,8 +217,10 @@ class AnswerSentences:
         breaks = [match.span() for match in _SENTENCE_END.finditer(answer)]
         self._break_starts = [start for start, _ in breaks]
         self._break_ends = [end for _, end in breaks]
-        self._cached: tuple[tuple[int, int], AnswerWords] | None = None
-        """The last sentence read: figures come in order, and several share one sentence."""
+        # The last sentence read, alone and with its context: figures come in order, and several share
+        # one sentence, which may follow a long one.
+        self._own: tuple[tuple[int, int], AnswerWords] | None = None
+        self._around: tuple[tuple[int, int], AnswerWords] | None = None
 
     def own(self, at: int, length: int) -> AnswerWords:
         """The words of the sentence written over ``answer[at:at + length]`` (of the whole answer if
@@ -231,12 +233,19 @@ class AnswerSentences:
         own = self._words(start, end)
         if before == 0:
             return own
-        starts = [0, *self._break_ends[:before]]
-        context = tuple(
-            _with_operations(_sentence_words(self._answer[starts[before - back] : end]), own.operations)
-            for back in range(1, min(before, MAX_CONTEXT_SENTENCES) + 1)
-        )
-        return AnswerWords(own.words, own.years, own.operations, own.phrase, context)
+        if self._around is None or self._around[0] != (start, end):
+            reads = (
+                self._answer[self._start_of(before - back) : end]
+                for back in range(1, min(before, MAX_CONTEXT_SENTENCES) + 1)
+            )
+            context = tuple(_with_operations(_sentence_words(read), own.operations) for read in reads)
+            words = AnswerWords(own.words, own.years, own.operations, own.phrase, context)
+            self._around = ((start, end), words)
+        return self._around[1]
+
+    def _start_of(self, sentence: int) -> int:
+        """Where the answer's ``sentence``-th sentence (from 0) starts."""
+        return self._break_ends[sentence - 1] if sentence else 0
 
     def _sentence(self, at: int, length: int) -> tuple[int, int, int]:
         """Start and end of the sentence over the span, and how many sentence breaks come before it.
@@ -246,14 +255,14 @@ class AnswerSentences:
             return 0, len(self._answer), 0
         before = bisect.bisect_right(self._break_ends, at)
         after = bisect.bisect_left(self._break_starts, at + length)
-        start = self._break_ends[before - 1] if before else 0
+        start = self._start_of(before)
         end = self._break_starts[after] if after < len(self._break_starts) else len(self._answer)
         return start, end, before
 
     def _words(self, start: int, end: int) -> AnswerWords:
-        if self._cached is None or self._cached[0] != (start, end):
-            self._cached = ((start, end), _sentence_words(self._answer[start:end]))
-        return self._cached[1]
+        if self._own is None or self._own[0] != (start, end):
+            self._own = ((start, end), _sentence_words(self._answer[start:end]))
+        return self._own[1]
 
 
 def answer_words(answer: str, written: str) -> AnswerWords:

@@ -216,6 +216,8 @@ class ExtendedDerivations:
         self._basis = basis
         self._tool_results = tool_results
         self._labels: TableLabels | None = None
+        self._last_focus: tuple[AnswerWords, Focus | None] | None = None
+        """The focus of the last words asked: the figures of one sentence share its words."""
         self.skipped: str | None = None
         self._totals: list[float] = []
         """The totals share-of-total candidates divide by: column sums and largest cells."""
@@ -317,13 +319,18 @@ class ExtendedDerivations:
         before it names, nearest first; failing those, the one column the sentence (or its context)
         names."""
         assert self._labels is not None
+        if self._last_focus is not None and self._last_focus[0] is words:
+            return self._last_focus[1]
         column_focus = None
         for read in (words, *words.context):
             focus = find_focus(read, self._labels, self._cells)
             if focus is not None and not focus.by_column:
-                return focus
+                break
             column_focus = column_focus or focus
-        return column_focus
+        else:
+            focus = column_focus
+        self._last_focus = (words, focus)
+        return focus
 
     def _kind(self, name: str) -> _Candidates:
         """The candidates of one kind (``percent``, ``plain``, ``large``), built on first use."""
