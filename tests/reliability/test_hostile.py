@@ -255,6 +255,14 @@ HOSTILE_CASES: dict[str, dict[str, Any]] = {
         + ". "
         + " ".join(f"{1000 + i}.37% growth" for i in range(1_999)),
     },
+    "rows-of-distinct-field-names": {
+        # each row its own fields: the columns are built in one pass, not one pass of the rows per field
+        "tool_result": json.dumps([{f"f{i}_{j}": i + j for j in range(40)} for i in range(5_000)]),
+    },
+    "numbers-under-a-twenty-kilobyte-key": {
+        # a number's path holds its container's path cut to a bound, not a copy of the whole key
+        "tool_result": json.dumps({"K" * 20_000: [i + 0.5 for i in range(40_000)]}),
+    },
     "extreme-and-non-finite-numbers": {
         "chat": {
             "gen_ai.usage.input_tokens": math.nan,
@@ -296,6 +304,62 @@ def test_hostile_turn_is_survived(case: str) -> None:
             span.attributes.get(TOOL_CHOICE_OFFERED_COUNT) for span in outcome.forwarded if span.attributes
         ]
         assert 20_000 in menus
+
+
+_FIGURES_PEAK = """
+import json, resource, sys
+from otel_shapecheck._model import ToolResult
+from otel_shapecheck.checks.figures._findings import check_figures
+content = sys.stdin.read()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+check_figures("We have 12345.25 TB and 7.5%.", [ToolResult(content)])
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+"""
+FIGURES_PEAK_BOUND_BYTES = 200 * 1024 * 1024
+"""Peak resident growth allowed while one figures check reads a hostile tool result of up to 10 MB."""
+
+
+def figures_peak_growth(content: str) -> int:
+    """Peak resident growth (``ru_maxrss``, so no sampling can miss a spike) of a fresh process while
+    the figures check reads ``content`` as a tool result, after the content is held."""
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-c", _FIGURES_PEAK],
+        input=content,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=EVALUATION_BOUND_SECONDS,
+    )
+    return int(run.stdout) * 1024  # kilobytes on Linux
+
+
+def _deep_long_keys(depth: int, key_chars: int, numbers: int) -> dict[str, Any]:
+    """Objects ``depth`` deep, each under a key of ``key_chars``, around a list of ``numbers`` numbers."""
+    node: Any = [i + 0.5 for i in range(numbers)]
+    for level in range(depth):
+        node = {"k" * key_chars + str(level): node}
+    return dict(node)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        # a regular expression repeated over each character of a string kept ~115 bytes per character
+        pytest.param('{"rows": [1, "' + "x" * TEN_MB, id="unterminated-ten-megabyte-string"),
+        pytest.param('{"rows": [1, "' + "\\n" * (TEN_MB // 2), id="unterminated-string-of-escapes"),
+        # every number's path copied the key above it
+        pytest.param(
+            json.dumps({"K" * 100_000: [i + 0.5 for i in range(2_500)]}), id="numbers-under-a-long-key"
+        ),
+        pytest.param(json.dumps(_deep_long_keys(40, 250, 50_000)), id="numbers-under-deep-long-keys"),
+    ],
+)
+def test_figures_peak_memory_is_bounded(content: str) -> None:
+    """A hostile tool result costs the figures check bounded memory, measured at its true peak."""
+    assert figures_peak_growth(content) < FIGURES_PEAK_BOUND_BYTES
 
 
 def test_hundred_thousand_tool_menu_is_scored_within_the_memory_bound() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import zlib
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Final, NamedTuple, overload
@@ -25,6 +26,13 @@ MAX_DERIVED: Final = 50_000
 
 MAX_LABEL_CHARS: Final = 60
 """Characters kept of a row's label (its first text), which names the row in an inferred derivation."""
+
+MAX_PATH_STEP_CHARS: Final = 256
+"""Characters of a field name kept as a step of a path; a longer name is cut and a digest of it added."""
+
+MAX_PATH_CHARS: Final = 1_024
+"""Characters of a container's path kept for its children's paths; a longer path is cut likewise, so a
+number's path costs bounded memory whatever the names above it (every carried number holds one)."""
 
 MARK_TEXT: Final = 1
 """A carried number read out of a longer text, not a value of its own (structure mode only)."""
@@ -46,6 +54,23 @@ CarriedPath = str | tuple[str, str]
 def path_text(path: CarriedPath) -> str:
     """A carried number's path as text (``rows[0].used_pct``)."""
     return path if isinstance(path, str) else f"{path[0]}.{path[1]}"
+
+
+def path_step(name: str) -> str:
+    """``name`` as a step of a path: itself, or past :data:`MAX_PATH_STEP_CHARS` its start and a digest
+    of the whole (distinct names stay distinct paths)."""
+    return name if len(name) <= MAX_PATH_STEP_CHARS else _cut(name, MAX_PATH_STEP_CHARS)
+
+
+def bounded_path(path: str) -> str:
+    """A container's path as its children's paths start: itself, or past :data:`MAX_PATH_CHARS` its start
+    and a digest of the whole."""
+    return path if len(path) <= MAX_PATH_CHARS else _cut(path, MAX_PATH_CHARS)
+
+
+def _cut(text: str, keep: int) -> str:
+    digest = zlib.crc32(text.encode("utf-8", "surrogatepass"))
+    return f"{text[:keep]}…{digest:08x}"
 
 
 class CarriedPaths(Sequence[CarriedPath]):
@@ -163,7 +188,11 @@ class CarriedNumbers:
     def _carry_column(
         self, name: str, cells: list[float | None], row_paths: list[str], gaps: bool
     ) -> list[float]:
-        """Carry a column of JSON numbers (nulls and gaps allowed); returns it with NaN for the gaps."""
+        """Carry a column of JSON numbers (nulls and gaps allowed); returns it with NaN for the gaps.
+
+        ``cells`` and ``row_paths`` may be those of only the rows that have the field (a sparse column).
+        """
+        step = path_step(name)
         if not gaps and len(cells) <= MAX_BASIS_NUMBERS - len(self.values):
             try:
                 numbers = list(map(float, cells))  # type: ignore[arg-type]  # no gaps: no None
@@ -172,7 +201,7 @@ class CarriedNumbers:
             else:
                 if math.isfinite(sum(numbers)):  # hence every number is finite: all of them are carried
                     self.values.extend(numbers)
-                    self.paths.add_column(row_paths, name)
+                    self.paths.add_column(row_paths, step)
                     self.keys.extend([name] * len(numbers))
                     return numbers
         try:
@@ -188,10 +217,10 @@ class CarriedNumbers:
             present = present[: max(room, 0)]
         if len(present) == len(column):
             self.values.extend(column)
-            self.paths.add_column(row_paths, name)
+            self.paths.add_column(row_paths, step)
         else:
             self.values.extend([column[index] for index in present])
-            self.paths.add_column([row_paths[index] for index in present], name)
+            self.paths.add_column([row_paths[index] for index in present], step)
         self.keys.extend([name] * len(present))
         return column
 

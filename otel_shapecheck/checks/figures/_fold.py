@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from operator import itemgetter
-from typing import Final, cast
+from typing import Final, TypeVar, cast
 
 from otel_shapecheck._model import JSONValue
 from otel_shapecheck.checks.figures._bounded_json import STRUCTURED_DEPTH, TALLY_DEPTH, read_bounded_json
@@ -23,10 +23,17 @@ from otel_shapecheck.checks.figures._carried import (
     MARK_TEXT,
     MAX_BASIS_NUMBERS,
     CarriedNumbers,
+    bounded_path,
     finite_or_nan,
+    path_step,
     text_label,
 )
-from otel_shapecheck.checks.figures._columns import RowTable
+from otel_shapecheck.checks.figures._columns import (
+    MAX_GROUP_FIELDS,
+    MAX_GROUP_VALUES,
+    MIN_GROUP_VALUES,
+    RowTable,
+)
 from otel_shapecheck.checks.figures._text import (
     may_state_a_number,
     normalize_token,
@@ -57,20 +64,25 @@ element's nesting, and the levels the fold adds), kept under :data:`MAX_DEPTH`."
 _LONE_NUMBER_RE: Final = re.compile(r"[\s$€£¥(+\-]*[0-9][0-9,]*(?:\.[0-9]+)?[\s)%]*")
 """A string that is one number and currency or sign punctuation around it (``"$ 1,997.8"``): a cell."""
 _JSON_OPENERS: Final = frozenset("[{")
+T = TypeVar("T")
 _NUMBER_KINDS: Final = frozenset({int, float, type(None)})
 
 
 class _ChildPaths:
-    """Paths and field names of a container's children, built only for the children that need one."""
+    """Paths and field names of a container's children, built only for the children that need one.
+
+    A child's path is its container's (:func:`bounded_path`) and its own step (:func:`path_step`), so it
+    costs bounded memory however long the names above it: every number carried holds its path.
+    """
 
     def __init__(self, at: str, keyed: bool) -> None:
         self.at = at
-        """The container's own path."""
+        """The container's own path (bounded)."""
         self._prefix = f"{at}." if at else ""
         self._keyed = keyed
 
     def path(self, name: str | int) -> str:
-        return f"{self._prefix}{name}" if self._keyed else f"{self.at}[{name}]"
+        return f"{self._prefix}{path_step(name)}" if self._keyed else f"{self.at}[{name}]"  # type: ignore[arg-type]
 
     def key(self, name: str | int) -> str | None:
         return str(name) if self._keyed else None
@@ -139,6 +151,7 @@ class BasisBuilder(CarriedNumbers):
             self.truncated = True
         self._nodes += min(len(node), room)
         children: Iterator[tuple[str | int, JSONValue]]
+        at = bounded_path(at)
         keyed = isinstance(node, dict)
         if isinstance(node, dict):
             is_rows = len(node) >= 2 and _all_dicts(node.values())
@@ -154,7 +167,10 @@ class BasisBuilder(CarriedNumbers):
             rows: list[tuple[str, str | None, JSONValue]]
             if keyed:  # _ChildPaths.path() and .key(), inline: a row each
                 prefix = f"{at}." if at else ""
-                rows = [(f"{prefix}{name}", str(name), row) for name, row in islice(children, MAX_ROWS)]
+                rows = [
+                    (f"{prefix}{path_step(name)}", str(name), row)  # type: ignore[arg-type]
+                    for name, row in islice(children, MAX_ROWS)
+                ]
             else:
                 rows = [(f"{at}[{name}]", None, row) for name, row in islice(children, MAX_ROWS)]
             self._read_rows(rows, at or "result", depth + 1)
@@ -206,20 +222,27 @@ class BasisBuilder(CarriedNumbers):
         containers: list[tuple[JSONValue, str, str | None, int]] = []
         row_dicts = [row for _, row in table]
         row_paths = [path for path, _ in table]
+        row_count = len(table)
         names, shared = _field_names(row_dicts)
         self._note_names(names)
-        for name, cells in zip(names, _columns(row_dicts, names, shared), strict=True):
+        for name, present, cells in _columns(row_dicts, names, shared):
             kinds = set(map(type, cells))
+            paths = row_paths if present is None else [row_paths[index] for index in present]
+            gaps = present is not None and len(present) < row_count
             if kinds <= _NUMBER_KINDS and kinds & _NUMBER_KINDS - {type(None)}:
-                column = self._carry_column(name, cells, row_paths, type(None) in kinds)  # type: ignore[arg-type]
+                column = self._carry_column(name, cells, paths, gaps or type(None) in kinds)  # type: ignore[arg-type]
+                if len(numeric) < MAX_NUMERIC_FIELDS:
+                    column = _dense(column, present, row_count, math.nan)
                 self._add_column(numeric, name, column)
             elif kinds <= {str, type(None)}:
                 strings = cast("list[str | None]", cells)
-                texts[name] = [text or None for text in strings]
+                if _may_group(strings, row_count) and len(texts) <= MAX_GROUP_FIELDS:
+                    texts[name] = _dense([text or None for text in strings], present, row_count, None)
                 may_carry = {text: _may_carry(text) for text in set(strings) if text}
                 labels = self.labels if self.structure else None
                 label_of: dict[str, str | None] = {}  # a column repeats its texts: each is judged once
-                for path, text in zip(row_paths, strings, strict=True):
+                step = path_step(name)
+                for path, text in zip(paths, strings, strict=True):
                     if text and labels is not None and path not in labels and len(labels) < MAX_BASIS_NUMBERS:
                         if text not in label_of:
                             label_of[text] = text_label(text)
@@ -227,10 +250,12 @@ class BasisBuilder(CarriedNumbers):
                         if row_label is not None:
                             labels[path] = row_label
                     if text and may_carry[text]:
-                        self._read_string(text, f"{path}.{name}", name, depth + 1)
+                        self._read_string(text, f"{path}.{step}", name, depth + 1)
             else:
-                mixed = self._read_mixed_column(name, cells, table, depth + 1, containers)
+                mixed = self._read_mixed_column(name, cells, paths, depth + 1, containers)
                 if mixed is not None:
+                    if len(numeric) < MAX_NUMERIC_FIELDS:
+                        mixed = _dense(mixed, present, row_count, math.nan)
                     self._add_column(numeric, name, mixed)
         self._stack.extend(reversed(containers))
         self._fold(RowTable(numeric, texts, len(table)), label)
@@ -245,22 +270,24 @@ class BasisBuilder(CarriedNumbers):
         self,
         name: str,
         cells: Sequence[JSONValue],
-        table: list[tuple[str, dict[str, JSONValue]]],
+        paths: Sequence[str],
         depth: int,
         containers: list[tuple[JSONValue, str, str | None, int]],
     ) -> list[float] | None:
-        """Read a column of mixed values cell by cell; its numbers still form a column."""
+        """Read a column of mixed values cell by cell (``paths`` are the cells' rows); its numbers still
+        form a column."""
         column = [math.nan] * len(cells)
         has_numbers = False
-        for index, ((path, _), cell) in enumerate(zip(table, cells, strict=True)):
+        step = path_step(name)
+        for index, (path, cell) in enumerate(zip(paths, cells, strict=True)):
             if isinstance(cell, int | float) and not isinstance(cell, bool):
                 column[index] = finite_or_nan(cell)
                 has_numbers = True
-                self._carry(cell, (path, name), name)
+                self._carry(cell, (path, step), name)
             elif isinstance(cell, dict | list):
-                containers.append((cell, f"{path}.{name}", name, depth))
+                containers.append((cell, f"{path}.{step}", name, depth))
             else:
-                self._visit_scalar(cell, f"{path}.{name}", name, depth)
+                self._visit_scalar(cell, f"{path}.{step}", name, depth)
         return column if has_numbers else None
 
     def _read_string(self, text: str, at: str, key: str | None, depth: int) -> None:
@@ -327,11 +354,42 @@ def _field_names(rows: list[dict[str, JSONValue]]) -> tuple[list[str], bool]:
 
 def _columns(
     rows: list[dict[str, JSONValue]], names: list[str], shared: bool
-) -> Iterable[Sequence[JSONValue]]:
-    """Each field's cells down the rows (``None`` where a row lacks it), in the order of ``names``."""
-    if shared and len(names) > 1:  # every row has every field: one C-level transpose
-        return zip(*map(itemgetter(*names), rows), strict=True)
-    return ([row.get(name) for row in rows] for name in names)
+) -> Iterator[tuple[str, list[int] | None, Sequence[JSONValue]]]:
+    """Each field, in the order of ``names``, with the rows that have it (``None``: every row) and its
+    cells in them, built in one pass over the rows: rows of different fields cost their cells, not
+    fields × rows."""
+    if shared:
+        if len(names) > 1:  # every row has every field: one C-level transpose
+            columns: Iterable[Sequence[JSONValue]] = zip(*map(itemgetter(*names), rows), strict=True)
+        else:
+            columns = ([row[name] for row in rows] for name in names)
+        for name, cells in zip(names, columns, strict=True):
+            yield name, None, cells
+        return
+    present: dict[str, list[int]] = {name: [] for name in names}
+    cells_of: dict[str, list[JSONValue]] = {name: [] for name in names}
+    for index, row in enumerate(rows):
+        for name, cell in row.items():
+            present[name].append(index)
+            cells_of[name].append(cell)
+    for name in names:
+        yield name, present[name], cells_of[name]
+
+
+def _dense(column: list[T], present: list[int] | None, rows: int, gap: T) -> list[T]:
+    """A sparse column's cells down all ``rows`` (``gap`` where a row lacks the field)."""
+    if present is None or len(present) == rows:
+        return column
+    dense = [gap] * rows
+    for index, cell in zip(present, column, strict=True):
+        dense[index] = cell
+    return dense
+
+
+def _may_group(strings: list[str | None], rows: int) -> bool:
+    """Whether a text column can group its rows (:meth:`RowTable.groupings` reads only those)."""
+    distinct = len({text for text in strings if text})
+    return MIN_GROUP_VALUES <= distinct <= MAX_GROUP_VALUES and distinct < rows
 
 
 def _may_add(node: JSONValue, depth: int) -> bool:
@@ -359,24 +417,50 @@ def _may_carry(text: str) -> bool:
     return text.lstrip()[:1] in _JSON_OPENERS or may_state_a_number(text)
 
 
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*(")?|[][{}]')
-"""A JSON string (its closing quote, group 1, absent when the text ends inside it) or a bracket."""
+_JSON_TOKEN: Final = re.compile(r'[][{}"]')
+"""A bracket, or the quote opening a JSON string."""
+_STRING_STOP: Final = re.compile(r'["\\]')
+"""Where a JSON string's plain run stops: its closing quote or an escape."""
 
 
 def _cut_short(text: str) -> bool:
     """Whether ``text``, which is not JSON, reads as a JSON document cut before its end: its brackets
-    nest, and one is still open (or a string inside one is) where the text stops."""
+    nest, and one is still open (or a string inside one is) where the text stops.
+
+    Strings are skipped by searching for their quote or next escape, never by one pattern repeated over
+    their characters: a regular expression's repetition keeps a backtracking record per character, about
+    a hundred bytes each, so an unterminated ten-megabyte string cost a gigabyte.
+    """
     opened: list[str] = []
-    for match in _JSON_TOKEN.finditer(text):
+    position = 0
+    while (match := _JSON_TOKEN.search(text, position)) is not None:
         token = match.group()
+        if token == '"':
+            end = _string_end(text, match.end())
+            if end < 0:  # a string the text ends in
+                return bool(opened)
+            position = end
+            continue
+        position = match.end()
         if token == "{" or token == "[":
             opened.append("}" if token == "{" else "]")
-        elif token == "}" or token == "]":
-            if not opened or opened.pop() != token or not opened:
-                return False  # mismatched, or the document closed: malformed, not cut
-        elif match.group(1) is None:  # a string the text ends in
-            return bool(opened)
+        elif not opened or opened.pop() != token or not opened:
+            return False  # mismatched, or the document closed: malformed, not cut
     return bool(opened)
+
+
+def _string_end(text: str, start: int) -> int:
+    """Where the JSON string whose content starts at ``start`` ends (past its closing quote), or ``-1``
+    when the text ends inside it (or an escape escapes nothing: a line break, or the end)."""
+    position = start
+    while (stop := _STRING_STOP.search(text, position)) is not None:
+        if stop.group() == '"':
+            return stop.end()
+        escaped = stop.end()
+        if escaped >= len(text) or text[escaped] == "\n":
+            return -1
+        position = escaped + 1
+    return -1
 
 
 def _json_prefix(text: str) -> tuple[JSONValue, str]:

@@ -12,6 +12,7 @@ from typing import Final
 
 from otel_shapecheck._model import ToolResult
 from otel_shapecheck.checks.figures._answer_words import content_words, phrase_text, years_in
+from otel_shapecheck.checks.figures._carried import path_step
 from otel_shapecheck.checks.figures._cells import Cells, split_path
 
 MAX_ROW_DOCUMENT_FREQUENCY: Final = 3
@@ -169,7 +170,7 @@ def _list_table_headers(
             continue
         tables = [("", parsed)]
         if isinstance(parsed, dict):
-            tables = [(str(key), value) for key, value in parsed.items()]
+            tables = [(path_step(str(key)), value) for key, value in parsed.items()]  # as the fold names them
         for path, table in tables:
             if isinstance(table, list) and table and all(isinstance(row, list) for row in table):
                 for column, text in _headers_of(table).items():
