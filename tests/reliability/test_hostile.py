@@ -263,6 +263,12 @@ HOSTILE_CASES: dict[str, dict[str, Any]] = {
         # a number's path holds its container's path cut to a bound, not a copy of the whole key
         "tool_result": json.dumps({"K" * 20_000: [i + 0.5 for i in range(40_000)]}),
     },
+    "ten-megabyte-runs-of-numbers": {
+        # one token and one number each ten megabytes long, and one figure written 2.6 million times
+        "chat": {"gen_ai.system_instructions": "1" + ",000" * (TEN_MB // 4)},
+        "tool_result": "9" * TEN_MB + " and " + "7,000" * (TEN_MB // 5),
+        "answer": "12% " * (TEN_MB // 4),
+    },
     "extreme-and-non-finite-numbers": {
         "chat": {
             "gen_ai.usage.input_tokens": math.nan,

@@ -27,6 +27,7 @@ from otel_shapecheck.checks.figures._findings import (
     FiguresFinding,
     check_figures,
 )
+from otel_shapecheck.checks.figures._text import MAX_ANSWER_FIGURES
 from otel_shapecheck.readers._content import stopped_for_tools
 
 logger = logging.getLogger(__name__)
@@ -225,7 +226,7 @@ def _verdict(finding: FiguresFinding, response_id: str | None) -> Verdict:
             *(figure.describe() for figure in finding.computed),
             *(figure.describe() for figure in finding.inferred),
         ),
-        FIGURES_TRUNCATED: finding.truncated or finding.extended_skipped is not None,
+        FIGURES_TRUNCATED: finding.truncated or finding.extended_skipped is not None or finding.figures_cut,
     }
     flagged = bool(finding.unsupported)
     return Verdict(
@@ -260,4 +261,8 @@ def _explanation(finding: FiguresFinding) -> str:
         sentence += ", and the tool results could not be read in full (too large, or cut short when recorded)"
     if finding.extended_skipped is not None:
         sentence += ", and the extended derivations were not tried (too many numbers)"
+    if finding.figures_cut:
+        sentence += (
+            f", and the answer was read only as far as its first {MAX_ANSWER_FIGURES} distinct figures"
+        )
     return sentence + "."

@@ -47,9 +47,9 @@ from otel_shapecheck.checks.figures._extended import (
 from otel_shapecheck.checks.figures._text import (
     DEFAULT_MIN_DIGITS,
     Figure,
-    figures_in,
     is_number_text,
     numbers_in_text,
+    read_figures,
 )
 
 MAX_CONCLUSION_VALUES: Final = 8
@@ -110,6 +110,9 @@ class FiguresFinding:
     """Figures an extended derivation explains below the coincidence bound."""
     extended_skipped: str | None = None
     """Why the extended layer was not tried although a figure needed it (a bound); ``None`` otherwise."""
+    figures_cut: bool = False
+    """The answer holds more than :data:`~._text.MAX_ANSWER_FIGURES` distinct figures: the rest of it was
+    not read, so figures written past them are neither checked nor flagged."""
 
     @property
     def supported_share(self) -> float:
@@ -151,7 +154,7 @@ def check_figures(
         raise ValueError(f"named_factor={named_factor!r} is not a valid value: it must be a number ≥ 0")
     if isinstance(named_cap, bool) or not isinstance(named_cap, int | float) or not 0 <= named_cap <= 1:
         raise ValueError(f"named_cap={named_cap!r} is not a valid value: it must be a number in [0, 1]")
-    figures = figures_in(answer, min_digits)
+    figures, figures_cut = read_figures(answer, min_digits)
     if not figures:
         return FiguresFinding(0, (), (), (), False)
     results = tuple(tool_results)
@@ -194,6 +197,7 @@ def check_figures(
         basis.truncated,
         tuple(inferred),
         skipped,
+        figures_cut,
     )
 
 

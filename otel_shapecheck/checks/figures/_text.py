@@ -40,27 +40,44 @@ DEFAULT_MIN_DIGITS: Final = 4
 
 Shape = Literal["figure", "number"]
 
-_NUMBER = r"[-+]?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?"
+MAX_THOUSANDS_GROUPS: Final = 102
+"""Thousands groups a number written with separators may have (``1,234,567`` has 2): one with more
+(over 300 digits, so at least 10³⁰⁹, past any double) is not read as a number. The bound keeps the
+regular expression from holding a backtracking frame per group of a long run (``1,000,000,…``)."""
+_GROUPS = rf"(?:,[0-9]{{3}}){{1,{MAX_THOUSANDS_GROUPS}}}(?!,[0-9]{{3}})"
+_NUMBER = rf"[-+]?(?:[0-9]{{1,3}}{_GROUPS}|[0-9]+)(?:\.[0-9]+)?"
 _WORD_UNITS = sorted((unit for unit in FIGURE_UNITS if unit != "%"), key=len, reverse=True)
 _UNIT = rf"%|(?:{'|'.join(_WORD_UNITS)})(?:/s)?(?![a-z0-9])"
-_FIGURE_RE: Final = re.compile(rf"(?<![\w.,])(?P<number>{_NUMBER})\s?(?P<unit>{_UNIT})", re.IGNORECASE)
 SCALE_WORDS: Final = ("thousand", "million", "billion", "trillion", "mn", "bn", "tn", "k")
 """Scales that make a number a figure as a unit does (any case; ``M`` and ``B`` only glued and upper case,
 ``1.2M``: a spaced or lower-case ``m`` or ``b`` is as often metres, minutes or bytes). The figure's value
 is the number as written: the derivations already compare it with carried amounts ÷ 1000ᵏ."""
-_SCALED_RE: Final = re.compile(
-    rf"(?<![\w.,])(?P<number>{_NUMBER})\s?(?P<unit>(?i:{'|'.join(SCALE_WORDS)})|(?<=[0-9])(?:M|B))"
+_FIGURE = rf"(?<![\w.,])(?P<figure>{_NUMBER})\s?(?P<unit>(?i:{_UNIT}))"
+_SCALED = (
+    rf"(?<![\w.,])(?P<scaled>{_NUMBER})\s?(?P<scale>(?i:{'|'.join(SCALE_WORDS)})|(?<=[0-9])(?:M|B))"
     r"(?![A-Za-z0-9])"
 )
 # A bare number stands alone: not part of an identifier, date, time, range, ratio or version.
-_BARE_RE: Final = re.compile(rf"(?<![\w.,/:#@+\-])(?P<number>{_NUMBER})(?![\w/:\-]|[.,][0-9])")
+_BARE = rf"(?<![\w.,/:#@+\-])(?P<bare>{_NUMBER})(?![\w/:\-]|[.,][0-9])"
+_ANSWER_FIGURE_RE: Final = re.compile(f"{_FIGURE}|{_SCALED}|{_BARE}")
+"""A number wearing a unit, else one wearing a scale, else a bare number, in one left-to-right pass.
+
+No match of one kind can start inside a match of another (each starts where no number goes on), so
+trying them in that order at each place finds what reading units first, then scales, then bare numbers
+over the whole answer would find, without holding every match of the answer at once."""
+MAX_ANSWER_FIGURES: Final = 10_000
+"""Distinct figures read from one answer: past them the rest of the answer is not read (and the finding
+says so)."""
 _MINUS: Final = str.maketrans({"\u2212": "-"})
 """The typographic minus sign (U+2212) read as a minus: ``−5.2%`` is −5.2, not 5.2."""
 _PLAIN_NUMBER_RE: Final = re.compile(r"[-+]?([0-9]+)(?:\.([0-9]+))?")
-_THOUSANDS_RE: Final = re.compile(r"-?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?")
-_TOKEN_RE: Final = re.compile(r"(?:[A-Za-z0-9:_\-/.%+@#$]|(?<=[0-9]),(?=[0-9]))+")
-"""A token, ending at the first comma that is not between digits (so one match never reads past its
-token: a long comma-joined line costs one pass, not one pass per number in it)."""
+_THOUSANDS_RE: Final = re.compile(rf"-?[0-9]{{1,3}}{_GROUPS}(?:\.[0-9]+)?")
+_TOKEN_PIECES: Final = 64
+_TOKEN_RE: Final = re.compile(rf"(?:[A-Za-z0-9:_\-/.%+@#$]+|(?<=[0-9]),(?=[0-9])){{1,{_TOKEN_PIECES}}}")
+"""Up to 64 pieces of a token: runs of its characters and the commas between digits that join them. A
+token ends at the first comma that is not between digits (so one match never reads past its token: a
+long comma-joined line costs one pass, not one pass per number in it); a token of more pieces is read
+64 at a time, so the expression never holds a backtracking frame per comma of a long run."""
 _NUMBER_TEXT_RE: Final = re.compile(rf"{_NUMBER}(?:\s?(?:{_UNIT}))?", re.IGNORECASE)
 _FIGURE_TOKEN_RE: Final = re.compile(rf"(?P<number>{_NUMBER})(?:{_UNIT})", re.IGNORECASE)
 _LEADING_STRIP: Final = "$#@+'\"`([{<"
@@ -86,33 +103,49 @@ class Figure:
 
 
 def figures_in(answer: str, min_digits: int = DEFAULT_MIN_DIGITS) -> tuple[Figure, ...]:
-    """The candidate figures of ``answer`` in order of appearance, one per distinct value.
+    """The candidate figures of ``answer`` in order of appearance, one per distinct value: at most
+    :data:`MAX_ANSWER_FIGURES` of them (:func:`read_figures` says whether the answer held more).
+
+    Raises:
+        ValueError: ``min_digits`` is not a whole number ≥ 1.
+    """
+    return read_figures(answer, min_digits)[0]
+
+
+def read_figures(answer: str, min_digits: int = DEFAULT_MIN_DIGITS) -> tuple[tuple[Figure, ...], bool]:
+    """The candidate figures of ``answer`` (as :func:`figures_in`), and whether the answer held more
+    than :data:`MAX_ANSWER_FIGURES` distinct ones, so that the rest of it was not read.
+
+    Each figure is the first place its value is written (its ``at``); the answer's matches are read one
+    at a time, and only a value not seen before makes a :class:`Figure`, so memory follows the distinct
+    figures, not the figures written.
 
     Raises:
         ValueError: ``min_digits`` is not a whole number ≥ 1.
     """
     _require_min_digits(min_digits)
     written, answer = answer, answer.translate(_MINUS)  # one character for one: positions hold
-    found: list[tuple[int, Figure]] = []
-    covered = bytearray(len(answer))
-    for match in (*_FIGURE_RE.finditer(answer), *_SCALED_RE.finditer(answer)):  # units first
-        start, end = match.span()
-        if any(covered[start:end]):
-            continue
-        number, unit = _plain_value(match.group("number")), match.group("unit").lower()
-        found.append((start, Figure(written[start:end], number, "figure", unit, start)))
-        covered[start:end] = b"\x01" * (end - start)
-    for match in _BARE_RE.finditer(answer):
-        number, (start, end) = match.group("number"), match.span()
-        if sum(char.isdigit() for char in number) < min_digits or any(covered[start:end]):
-            continue
-        if _is_calendar_year(answer, start, end):
-            continue
-        found.append((start, Figure(written[start:end], _plain_value(number), "number", at=start)))
     figures: dict[str, Figure] = {}
-    for _, figure in sorted(found, key=lambda item: item[0]):
-        figures.setdefault(figure.value, figure)
-    return tuple(figures.values())
+    for match in _ANSWER_FIGURE_RE.finditer(answer):
+        start, end = match.span()
+        bare = match["bare"]
+        shape: Shape = "figure" if bare is None else "number"
+        number = bare or match["figure"] or match["scaled"]
+        unit = "" if bare is not None else match["unit"] or match["scale"]
+        value = _plain_value(number)
+        if value in figures:
+            continue
+        if bare is not None and (_digit_count(bare) < min_digits or _is_calendar_year(answer, start, end)):
+            continue
+        if len(figures) == MAX_ANSWER_FIGURES:
+            return tuple(figures.values()), True
+        figures[value] = Figure(written[start:end], value, shape, unit.lower(), start)
+    return tuple(figures.values()), False
+
+
+def _digit_count(number: str) -> int:
+    """Digits of a number as written (``-1,234.5`` has 5): the rest are signs, separators and a point."""
+    return len(number) - number.count(",") - number.count(".") - number.count("-") - number.count("+")
 
 
 _YEAR_RE: Final = re.compile(r"(?:19|20)[0-9]{2}")
@@ -227,15 +260,25 @@ def numbers_in_text(text: str) -> Iterator[float]:
             and _is_digit(text[position])
         ):
             continue  # inside a number such as 1,234
-        token = _TOKEN_RE.match(text, position)
-        piece = token.group(0) if token else ""
-        normalized = normalize_token(piece)
+        normalized = normalize_token(text[position : _token_end(text, position)])
         number = plain_number(normalized)
         if number is None:
             figure = _FIGURE_TOKEN_RE.fullmatch(normalized)
             number = plain_number(_plain_value(figure.group("number"))) if figure else None
         if number is not None:
             yield number
+
+
+def _token_end(text: str, start: int) -> int:
+    """Where the token starting at ``start`` ends, read :data:`_TOKEN_PIECES` pieces at a time."""
+    end = start
+    while True:
+        token = _TOKEN_RE.match(text, end)
+        if token is None:
+            return end
+        end = token.end()
+        if text[end - 1] != "," and not text.startswith(",", end):  # at a character no token holds
+            return end
 
 
 def _is_digit(char: str) -> bool:
