@@ -239,7 +239,7 @@ HOSTILE_CASES: dict[str, dict[str, Any]] = {
         "answer": "".join(f"Pool {i} holds {i * 1.5} TB. " + "z" * 80 for i in range(100_000)),
     },
     "a-hundred-thousand-figures-over-a-table": {
-        # every figure is left to the extended derivations, each a search of the rows its sentence names
+        # its first 10 000 distinct figures (the answer bound) are left to the extended derivations
         "tool_result": json.dumps(
             [
                 ["", "2019", "2018"],
