@@ -200,6 +200,16 @@ def _nested_object(depth: int) -> str:
     return '{"a":' * depth + "1" + "}" * depth
 
 
+def _letters(index: int) -> str:
+    """``a``, ``b``, …, ``z``, ``ba``, …: a word per row that no other row carries."""
+    letters = ""
+    while True:
+        letters += chr(ord("a") + index % 26)
+        index //= 26
+        if not index:
+            return letters
+
+
 def _menu(size: int) -> dict[str, Any]:
     """A chat offering ``size`` tools and choosing one of them."""
     tools = [
@@ -268,6 +278,17 @@ HOSTILE_CASES: dict[str, dict[str, Any]] = {
         "chat": {"gen_ai.system_instructions": "1" + ",000" * (TEN_MB // 4)},
         "tool_result": "9" * TEN_MB + " and " + "7,000" * (TEN_MB // 5),
         "answer": "12% " * (TEN_MB // 4),
+    },
+    "sentences-naming-a-word-ten-thousand-rows-share": {
+        # each sentence names no row on its own, so it and its six windows of context are each matched to
+        # the table: the rows a read can quote, not every row carrying "item" or "revenue" per read
+        "tool_result": json.dumps(
+            [
+                ["", "2019", "2018"],
+                *([f"Item {_letters(i)} revenue", f"{i % 4000}.5", f"{i % 4000}.25"] for i in range(9_600)),
+            ]
+        ),
+        "answer": " ".join(f"Item revenue {'and so on ' * 20}grew {i}.37%." for i in range(1000, 3000)),
     },
     "extreme-and-non-finite-numbers": {
         "chat": {

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Final
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’]+")
@@ -195,13 +196,22 @@ class AnswerWords:
     """``difference``, ``average``, ``sum``, ``quotient``, ``product``: the families the sentence names
     (none: all);
     ``decrease`` beside ``difference`` when it names a fall."""
-    phrase: str = ""
-    """The sentence as :func:`phrase_text` writes it, to find a row label it quotes whole."""
+    source: tuple[str, int, int] | None = field(default=None, repr=False)
+    """The answer and the span of it read (for :attr:`phrase`)."""
     context: tuple[AnswerWords, ...] = ()
     """The sentence read with the one before it, then the two before it…, up to
     :data:`MAX_CONTEXT_SENTENCES`: asked in turn when the sentence alone names no cells ("and in 2012?
     so what was the difference?" names its row two sentences back). Each keeps the sentence's own
     operation words: they say what the figure is."""
+
+    @cached_property
+    def phrase(self) -> str:
+        """The sentence as :func:`phrase_text` writes it, to find a row label it quotes whole; written on
+        first use (most reads never quote one)."""
+        if self.source is None:
+            return ""
+        answer, start, end = self.source
+        return phrase_text(answer[start:end])
 
 
 MAX_CONTEXT_SENTENCES: Final = 6
@@ -221,6 +231,10 @@ class AnswerSentences:
         # one sentence, which may follow a long one.
         self._own: tuple[tuple[int, int], AnswerWords] | None = None
         self._around: tuple[tuple[int, int], AnswerWords] | None = None
+        self._pieces: dict[int, tuple[frozenset[str], frozenset[int], bool]] = {}
+        """The words, years and change words of each sentence read as context, by its number."""
+        self._across: list[tuple[int, int]] | None = None
+        """The spans of the answer's "percentage change"s that run across a sentence break."""
 
     def own(self, at: int, length: int) -> AnswerWords:
         """The words of the sentence written over ``answer[at:at + length]`` (of the whole answer if
@@ -234,14 +248,48 @@ class AnswerSentences:
         if before == 0:
             return own
         if self._around is None or self._around[0] != (start, end):
-            reads = (
-                self._answer[self._start_of(before - back) : end]
-                for back in range(1, min(before, MAX_CONTEXT_SENTENCES) + 1)
-            )
-            context = tuple(_with_operations(_sentence_words(read), own.operations) for read in reads)
-            words = AnswerWords(own.words, own.years, own.operations, own.phrase, context)
+            # A window's words, years and change words are those of its sentences together: they are
+            # parted by spaces, which no word or year reads across, and a "percentage change" written
+            # across a break is looked for apart. So each sentence is read once, not once per window it
+            # falls in; a window's phrase is written only if a label is looked for in it.
+            words_in, change = own.words, "difference" in own.operations
+            years_in_ = frozenset(years_in(self._answer[start:end]))
+            if before < len(self._break_starts) and end == self._break_starts[before]:
+                self._pieces[before] = (words_in, years_in_, change)  # a later sentence's context
+            context = []
+            for back in range(1, min(before, MAX_CONTEXT_SENTENCES) + 1):
+                sentence = before - back
+                if sentence not in self._pieces:
+                    piece = (self._start_of(sentence), self._break_starts[sentence])
+                    self._pieces[sentence] = self._parts(*piece)
+                piece_words, piece_years, piece_change = self._pieces[sentence]
+                words_in, years_in_ = words_in | piece_words, years_in_ | piece_years
+                window = self._start_of(sentence)
+                change = change or piece_change or self._change_across(window, end)
+                years = _year_range(set(years_in_), change)
+                source = (self._answer, window, end)
+                context.append(AnswerWords(words_in, frozenset(years), own.operations, source))
+            words = AnswerWords(own.words, own.years, own.operations, own.source, tuple(context))
             self._around = ((start, end), words)
+            # Only the sentences a later figure's windows can still reach are kept.
+            for sentence in [key for key in self._pieces if key < before - MAX_CONTEXT_SENTENCES]:
+                del self._pieces[sentence]
         return self._around[1]
+
+    def _parts(self, start: int, end: int) -> tuple[frozenset[str], frozenset[int], bool]:
+        text = self._answer[start:end]
+        return frozenset(content_words(text)), frozenset(years_in(text)), _names_change(text)
+
+    def _change_across(self, start: int, end: int) -> bool:
+        """Whether a "percentage change" runs across a sentence break within ``answer[start:end]``."""
+        if self._across is None:
+            self._across = []
+            for match in _PERCENT_CHANGE.finditer(self._answer):
+                at = bisect.bisect_left(self._break_starts, match.start())
+                if at < len(self._break_starts) and self._break_starts[at] < match.end():
+                    self._across.append(match.span())
+        at = bisect.bisect_left(self._across, (start, -1))
+        return at < len(self._across) and self._across[at][1] <= end
 
     def _start_of(self, sentence: int) -> int:
         """Where the answer's ``sentence``-th sentence (from 0) starts."""
@@ -261,7 +309,7 @@ class AnswerSentences:
 
     def _words(self, start: int, end: int) -> AnswerWords:
         if self._own is None or self._own[0] != (start, end):
-            self._own = ((start, end), _sentence_words(self._answer[start:end]))
+            self._own = ((start, end), _sentence_words(self._answer, start, end))
         return self._own[1]
 
 
@@ -271,11 +319,8 @@ def answer_words(answer: str, written: str) -> AnswerWords:
     return AnswerSentences(answer).around(answer.find(written), len(written))
 
 
-def _with_operations(words: AnswerWords, operations: frozenset[str]) -> AnswerWords:
-    return AnswerWords(words.words, words.years, operations, words.phrase)
-
-
-def _sentence_words(sentence: str) -> AnswerWords:
+def _sentence_words(answer: str, start: int, end: int) -> AnswerWords:
+    sentence = answer[start:end]
     lowered = {word.lower() for word in _WORD.findall(_PERCENT_CHANGE.sub(" change ", sentence))}
     operations = set()
     if {word.lower() for word in _WORD.findall(sentence)} & DECREASE_WORDS:
@@ -289,14 +334,24 @@ def _sentence_words(sentence: str) -> AnswerWords:
     ):
         if lowered & family:
             operations.add(name)
-    years = years_in(sentence)
-    if len(years) > 1 and max(years) - min(years) <= 10:  # "from 2017 to 2019" covers 2018 too
-        years = set(range(min(years), max(years) + 1))
-    elif len(years) == 1 and "difference" in operations:
-        years.add(min(years) - 1)  # "the growth in 2010" is a change from 2009
+    years = _year_range(years_in(sentence), "difference" in operations)
     return AnswerWords(
-        frozenset(content_words(sentence)), frozenset(years), frozenset(operations), phrase_text(sentence)
+        frozenset(content_words(sentence)), frozenset(years), frozenset(operations), (answer, start, end)
     )
+
+
+def _names_change(sentence: str) -> bool:
+    """Whether :func:`_sentence_words` finds a difference word in ``sentence``."""
+    lowered = {word.lower() for word in _WORD.findall(_PERCENT_CHANGE.sub(" change ", sentence))}
+    return bool(lowered & DIFFERENCE_WORDS)
+
+
+def _year_range(years: set[int], change: bool) -> set[int]:
+    if len(years) > 1 and max(years) - min(years) <= 10:  # "from 2017 to 2019" covers 2018 too
+        return set(range(min(years), max(years) + 1))
+    if len(years) == 1 and change:
+        years.add(min(years) - 1)  # "the growth in 2010" is a change from 2009
+    return years
 
 
 _NOT_WORD = re.compile(r"[^a-z0-9]+")

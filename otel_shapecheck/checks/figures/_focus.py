@@ -54,9 +54,8 @@ def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus |
     if not words.words and not labels.wordless_rows:
         return None
     by_row = labels.by_row
-    candidates = labels.rows_sharing(words.words)
-    quotable = sorted([*candidates, *labels.wordless_rows], key=labels.row_order.__getitem__)
-    quoted = _quoted_rows(words, labels, quotable)
+    quoted_labels = _quoted_labels(words, labels)
+    quoted = _quoted_rows(words, labels, quoted_labels)
     first = sorted((-float(len(label)), labels.row_order[row], row) for row, label in quoted.items())
     # A quoted label names its row; the sentence's other words still name the rows it is taken with
     # ("the portion of the total purchase price related to stock awards"), ranked after it.
@@ -77,7 +76,7 @@ def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus |
         score = math.fsum(1.0 / rare[word] for word in shared) + by_year.pop(row, 0.0)
         scored.append((-score, labels.row_order[row], row))
     if not quoted:
-        scored += _quoted_single_labels(words, labels)
+        scored += _quoted_single_labels(words, labels, quoted_labels)
     named = {row for _, _, row in (*first, *scored)}
     scored += [(-score, labels.row_order[row], row) for row, score in by_year.items() if row not in named]
     if not first and not scored:
@@ -110,32 +109,80 @@ def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus |
     return Focus(tuple(members), names, columns)
 
 
-def _quoted_rows(words: AnswerWords, labels: TableLabels, rows: Sequence[str]) -> dict[str, str]:
-    """Of ``rows``, those whose whole label (at least two words) the sentence quotes, except a label that
-    is part of another quoted one ("assets" inside "total assets")."""
-    if not words.phrase:
+SMALL_QUOTABLE: Final = 32
+"""Up to this many candidate rows, each label is looked for in the sentence itself; past it, the
+sentence's words are scanned once for every label (:class:`~._table_labels.LabelQuotes`)."""
+
+
+def _quoted_labels(words: AnswerWords, labels: TableLabels) -> set[str] | None:
+    """Every row label the phrase contains, from one scan of its words, or ``None`` when the rows that
+    could be quoted are few enough to test one by one."""
+    if words.source is None:  # no phrase: nothing is quoted
+        return set()
+    if labels.rows_sharing_count(words.words) + len(labels.wordless_rows) <= SMALL_QUOTABLE:
+        return None
+    return labels.quotes.found_in(words.phrase)
+
+
+def _quoted_rows(words: AnswerWords, labels: TableLabels, quoted_labels: set[str] | None) -> dict[str, str]:
+    """The rows whose whole label (at least two words) the sentence quotes, except a label that is part of
+    another quoted one ("assets" inside "total assets"). Only a row carrying one of the sentence's words,
+    or no content word at all, is quoted."""
+    if words.source is None:
         return {}
-    found = {}
-    for row in rows:
-        label = labels.row_phrases[row]
-        if label in words.phrase and len(label.split()) >= 2:
-            found[row] = label
-    return {
+    if quoted_labels is None:
+        quotable = sorted(
+            [*labels.rows_sharing(words.words), *labels.wordless_rows], key=labels.row_order.__getitem__
+        )
+        found = {}
+        for row in quotable:
+            label = labels.row_phrases[row]
+            if len(label.split()) >= 2 and label in words.phrase:
+                found[row] = label
+        return {
+            row: label
+            for row, label in found.items()
+            if not any(label != other and label in other for other in found.values())
+        }
+    rows = labels.quotes.rows_by_phrase
+    found = {
         row: label
-        for row, label in found.items()
-        if not any(label != other and label in other for other in found.values())
+        for label in quoted_labels
+        if len(label.split()) >= 2
+        for row in rows[label]
+        if not labels.row_vocabulary[row] or labels.row_vocabulary[row] & words.words
+    }
+    within = labels.quotes.contained(set(found.values()))
+    return {
+        row: found[row] for row in sorted(found, key=labels.row_order.__getitem__) if found[row] not in within
     }
 
 
-def _quoted_single_labels(words: AnswerWords, labels: TableLabels) -> list[tuple[float, int, str]]:
+def _quoted_single_labels(
+    words: AnswerWords, labels: TableLabels, quoted_labels: set[str] | None
+) -> list[tuple[float, int, str]]:
     """Rows labelled by one common word the sentence quotes ("Total", "Net"), scored as a word that names
     one row: "the percentage change in the total" names the Total row, beside the rows its other words name.
     Only when at most :data:`MAX_ROW_DOCUMENT_FREQUENCY` rows carry that label."""
     by_label: dict[str, list[str]] = {}
-    for row in labels.wordless_rows:
+    if quoted_labels is None:
+        candidates: Sequence[str] = labels.wordless_rows
+    else:
+        rows_by_phrase = labels.quotes.rows_by_phrase
+        candidates = sorted(
+            (
+                row
+                for label in quoted_labels
+                if len(label.split()) == 1
+                for row in rows_by_phrase[label]
+                if not labels.row_vocabulary[row]
+            ),
+            key=labels.row_order.__getitem__,
+        )
+    for row in candidates:
         label = labels.row_phrases[row]
         # A row named only by its path ("[0]") has no label to quote: its digits would be the figure's.
-        if len(label.split()) == 1 and label in words.phrase and not label.strip().isdigit():
+        if len(label.split()) == 1 and not label.strip().isdigit() and label in words.phrase:
             by_label.setdefault(label, []).append(row)
     return [
         (-1.0 / len(rows), labels.row_order[row], row)
@@ -147,14 +194,11 @@ def _quoted_single_labels(words: AnswerWords, labels: TableLabels) -> list[tuple
 
 def _column_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus | None:
     """When no row is named: the cells of the one column the words or years name ("the sum of all …")."""
-    named = [
-        (header, members)
-        for header, members in labels.by_column.items()
-        if labels.column_words[members[0]] & words.words or labels.column_years[members[0]] & words.years
-    ]
+    named = labels.columns_naming(words.words, words.years)
     if len(named) != 1:
         return None
-    ((header, members),) = named
+    (header,) = named
+    members = labels.by_column[header]
     if not 2 <= len(members) <= MAX_FOCUS_CELLS:
         return None
     rows = tuple(dict.fromkeys(labels.row_names[labels.rows[position]] for position in members))

@@ -134,6 +134,36 @@ class TableLabels:
         """Each column name's cell positions, reading order."""
         for position, name in enumerate(self.column_names):
             self.by_column.setdefault(name, []).append(position)
+        self.columns_by_word: dict[str, set[str]] = {}
+        """The column names whose (first cell's) header carries each word."""
+        self.columns_by_year: dict[int, set[str]] = {}
+        """The column names whose (first cell's) header carries each year."""
+        for name, members in self.by_column.items():
+            for word in self.column_words[members[0]]:
+                self.columns_by_word.setdefault(word, set()).add(name)
+            for year in self.column_years[members[0]]:
+                self.columns_by_year.setdefault(year, set()).add(name)
+        self._quotes: LabelQuotes | None = None
+
+    @property
+    def quotes(self) -> LabelQuotes:
+        """The row labels found in a phrase by one scan of it, built on first use."""
+        if self._quotes is None:
+            self._quotes = LabelQuotes(self.row_phrases)
+        return self._quotes
+
+    def rows_sharing_count(self, words: frozenset[str]) -> int:
+        """An upper bound on the number of :meth:`rows_sharing` ``words``, without collecting them."""
+        return sum(len(self.rows_by_word.get(word, ())) for word in words)
+
+    def columns_naming(self, words: frozenset[str], years: frozenset[int]) -> set[str]:
+        """The column names whose header carries any of ``words`` or ``years``."""
+        found: set[str] = set()
+        for word in words:
+            found.update(self.columns_by_word.get(word, ()))
+        for year in years:
+            found.update(self.columns_by_year.get(year, ()))
+        return found
 
     def rows_sharing(self, words: frozenset[str]) -> list[str]:
         """The rows that carry any of ``words``, in reading order: only they can be named."""
@@ -150,6 +180,89 @@ class TableLabels:
                 for row in rows:
                     scores[row] = scores.get(row, 0.0) + 1.0 / len(rows)
         return scores
+
+
+class LabelQuotes:
+    """The row labels (:func:`phrase_text` strings) a phrase quotes, found in one scan of its words.
+
+    An Aho–Corasick automaton over the labels' words: a phrase of *n* words costs *n* steps and the
+    labels found, however many labels the table has, where testing each label against the phrase costs
+    the rows times the phrase. ``label in phrase`` holds exactly when the label's words run, in order,
+    in the phrase's words (both are words joined by single spaces between a leading and a trailing one).
+    """
+
+    def __init__(self, phrases: dict[str, str]) -> None:
+        self.rows_by_phrase: dict[str, list[str]] = {}
+        """The rows carrying each label of at least one word, reading order."""
+        for row, phrase in phrases.items():
+            if phrase.split():
+                self.rows_by_phrase.setdefault(phrase, []).append(row)
+        self._goto: list[dict[str, int]] = [{}]
+        self._label: list[str | None] = [None]
+        for phrase in self.rows_by_phrase:
+            node = 0
+            for word in phrase.split():
+                following = self._goto[node].get(word)
+                if following is None:
+                    following = len(self._goto)
+                    self._goto[node][word] = following
+                    self._goto.append({})
+                    self._label.append(None)
+                node = following
+            self._label[node] = phrase
+        self._fail = [0] * len(self._goto)
+        self._output = [0] * len(self._goto)
+        """The nearest node down the failure links that ends a label (0: none)."""
+        queue = list(self._goto[0].values())
+        for node in queue:  # breadth first: a node's failure link is shallower, so already set
+            for word, child in self._goto[node].items():
+                fallback = self._fail[node]
+                while fallback and word not in self._goto[fallback]:
+                    fallback = self._fail[fallback]
+                target = self._goto[fallback].get(word, 0)
+                self._fail[child] = target if target != child else 0
+                link = self._fail[child]
+                self._output[child] = link if self._label[link] is not None else self._output[link]
+                queue.append(child)
+
+    def found_in(self, phrase: str) -> set[str]:
+        """The labels ``phrase`` contains."""
+        return self._scan(phrase.split(), set(), skip=0)
+
+    def contained(self, labels: set[str]) -> set[str]:
+        """The labels that are part of another of ``labels`` (any label, not only those given)."""
+        within: set[str] = set()
+        for label in labels:
+            self._scan(label.split(), within, skip=self._node_of(label))
+        return within
+
+    def _node_of(self, label: str) -> int:
+        node = 0
+        for word in label.split():
+            node = self._goto[node][word]
+        return node
+
+    def _scan(self, words: list[str], found: set[str], skip: int) -> set[str]:
+        """Add to ``found`` every label in ``words``, except the one ending at node ``skip``. A label
+        already in ``found`` has had every label it ends with added too, so the walk down the output
+        links stops there."""
+        goto, fail, output, label_of = self._goto, self._fail, self._output, self._label
+        node = 0
+        for word in words:
+            while node and word not in goto[node]:
+                node = fail[node]
+            node = goto[node].get(word, 0)
+            at = node if label_of[node] is not None else output[node]
+            if at == skip and at:
+                at = output[at]
+            while at:
+                label = label_of[at]
+                assert label is not None
+                if label in found:
+                    break
+                found.add(label)
+                at = output[at]
+        return found
 
 
 def _list_table_headers(
