@@ -10,10 +10,10 @@ become tool results that the later calls saw, under the id of the tool call they
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
 
-from otel_shapecheck._model import LLMCall, ToolCall, ToolExecution, ToolResult
+from otel_shapecheck._model import JSONValue, LLMCall, ToolCall, ToolExecution, ToolResult
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ def join_tool_executions(calls: Sequence[LLMCall], executions: Sequence[ToolExec
     _join_by_call_id(calls, pending, joined)
     _join_by_name_and_order(calls, pending, joined)
     _assign_to_calls_without_output(calls, pending, joined)
-    return [_completed(index, calls, joined) for index in range(len(calls))]
+    return _completed_calls(calls, joined)
 
 
 def _join_by_call_id(
@@ -88,26 +88,102 @@ def _assign_to_calls_without_output(
         joined[index].extend(_Joined(execution) for execution in taken)
 
 
-def _completed(index: int, calls: Sequence[LLMCall], joined: list[list[_Joined]]) -> LLMCall:
-    call = calls[index]
-    if call.tool_calls is None and joined[index]:
-        requested = (
-            ToolCall(p.execution.name, p.execution.call_id, p.execution.arguments) for p in joined[index]
-        )
-        call = replace(call, tool_calls=tuple(requested))
-    results = list(call.tool_results)
-    for earlier in joined[:index]:
-        for pair in earlier:
-            result = pair.result()
-            if pair.execution.result is not None and not any(_same_result(result, seen) for seen in results):
-                results.append(result)
-    return replace(call, tool_results=tuple(results)) if len(results) != len(call.tool_results) else call
+def _completed_calls(calls: Sequence[LLMCall], joined: list[list[_Joined]]) -> list[LLMCall]:
+    """Each call with its own tool calls completed and the results of the executions joined before it.
+
+    A call keeps its own results and gains, in order, each earlier joined result it does not hold yet.
+    The earlier results are read once per call and looked up by id and by a key of their content
+    (:class:`_SeenResults`), not compared with every result held; and a call with no results of its own
+    gains exactly the earlier results without repeats, kept as one running tuple. A trace of *n* calls
+    each answered once costs ``n`` look-ups and ``n²`` results copied, not ``n³`` comparisons.
+    """
+    earlier: list[tuple[ToolResult, Hashable]] = []
+    running = _SeenResults(())
+    distinct: tuple[ToolResult, ...] = ()
+    completed = []
+    for index, call in enumerate(calls):
+        if call.tool_calls is None and joined[index]:
+            requested = (
+                ToolCall(p.execution.name, p.execution.call_id, p.execution.arguments) for p in joined[index]
+            )
+            call = replace(call, tool_calls=tuple(requested))
+        if not call.tool_results:
+            if distinct:
+                call = replace(call, tool_results=distinct)
+        elif earlier:
+            seen = _SeenResults(call.tool_results)
+            added = [result for result, key in earlier if seen.add_new(result, key)]
+            if added:
+                call = replace(call, tool_results=(*call.tool_results, *added))
+        completed.append(call)
+        fresh = []
+        for pair in joined[index]:
+            if pair.execution.result is not None:
+                result = pair.result()
+                key = _content_key(result.content)
+                earlier.append((result, key))
+                if running.add_new(result, key):
+                    fresh.append(result)
+        if fresh:
+            distinct = (*distinct, *fresh)
+    return completed
 
 
-def _same_result(result: ToolResult, seen: ToolResult) -> bool:
-    if result.call_id and seen.call_id:
-        return result.call_id == seen.call_id
-    return result.content == seen.content
+class _SeenResults:
+    """The results a call holds, looked up as the join compares results.
+
+    Two results are the same when both have an id and the ids are equal, or when either has none and
+    their contents are equal. Contents are bucketed by :func:`_content_key` (equal contents have equal
+    keys) and compared with ``==`` within a bucket, so the look-up decides exactly as the comparison.
+    """
+
+    def __init__(self, results: Sequence[ToolResult]) -> None:
+        self._ids: set[str] = set()
+        self._without_id: dict[Hashable, list[JSONValue]] = {}
+        self._every: dict[Hashable, list[JSONValue]] = {}
+        for result in results:
+            self._add(result, _content_key(result.content))
+
+    def add_new(self, result: ToolResult, key: Hashable) -> bool:
+        """Add ``result`` unless the same result is held; whether it was added."""
+        if result.call_id:
+            if result.call_id in self._ids:
+                return False
+            contents = self._without_id.get(key, ())
+        else:
+            contents = self._every.get(key, ())
+        if any(result.content == content for content in contents):
+            return False
+        self._add(result, key)
+        return True
+
+    def _add(self, result: ToolResult, key: Hashable) -> None:
+        if result.call_id:
+            self._ids.add(result.call_id)
+        else:
+            self._without_id.setdefault(key, []).append(result.content)
+        self._every.setdefault(key, []).append(result.content)
+
+
+_KEY_DEPTH = 4
+"""Nesting levels of a content its key reads; deeper values share one key (and are told apart by ``==``)."""
+
+
+def _content_key(content: JSONValue, depth: int = 0) -> Hashable:
+    """A hashable key of a JSON content, equal for equal contents (``1``, ``1.0`` and ``True`` alike)."""
+    if isinstance(content, float) and content != content:
+        return "nan"  # NaN equals nothing; a key all NaNs share is told apart by ``==``
+    if content is None or isinstance(content, str | int | float):
+        return content
+    if isinstance(content, list):
+        if depth >= _KEY_DEPTH:
+            return ("list",)
+        return ("list", *(_content_key(item, depth + 1) for item in content))
+    if isinstance(content, dict):
+        if depth >= _KEY_DEPTH:
+            return ("dict",)
+        return ("dict", frozenset((key, _content_key(value, depth + 1)) for key, value in content.items()))
+    return ("other",)  # not a JSON value: compared by ``==`` alone
 
 
 def _next_end(calls: Sequence[LLMCall], index: int) -> float:

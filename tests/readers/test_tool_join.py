@@ -7,7 +7,9 @@ one agent span; the plain-data tests pin the ordering rules.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -19,7 +21,7 @@ from otel_shapecheck._model import LLMCall, ToolCall, ToolExecution, ToolResult
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
 from otel_shapecheck.readers._classify import SpanRole
 from otel_shapecheck.readers._read import read_tool_execution
-from otel_shapecheck.readers._tool_join import join_tool_executions
+from otel_shapecheck.readers._tool_join import _completed_calls, _Joined, join_tool_executions
 
 from .telemetry import (
     CALL_ID,
@@ -226,3 +228,95 @@ def test_join_keeps_calls_in_order_and_only_adds(
     assert joined[:1] == [] or joined[0].tool_results == calls[0].tool_results, (
         "nothing precedes the first call"
     )
+
+
+def _reference_completion(calls: list[LLMCall], joined: list[list[_Joined]]) -> list[LLMCall]:
+    """The completion step as first written: every earlier joined result compared with every result held."""
+
+    def same(result: ToolResult, seen: ToolResult) -> bool:
+        if result.call_id and seen.call_id:
+            return result.call_id == seen.call_id
+        return bool(result.content == seen.content)
+
+    completed = []
+    for index, call in enumerate(calls):
+        if call.tool_calls is None and joined[index]:
+            requested = tuple(
+                ToolCall(p.execution.name, p.execution.call_id, p.execution.arguments) for p in joined[index]
+            )
+            call = replace(call, tool_calls=requested)
+        results = list(call.tool_results)
+        for earlier in joined[:index]:
+            for pair in earlier:
+                result = pair.result()
+                if pair.execution.result is not None and not any(same(result, seen) for seen in results):
+                    results.append(result)
+        completed.append(replace(call, tool_results=tuple(results)))
+    return completed
+
+
+_CONTENTS = st.sampled_from(
+    [None, "r", "", 1, 1.0, True, 0, False, math.nan, [1, 2], [1.0, 2], {"a": 1}, {"a": True},
+     {"a": [1, {"b": "x"}]}, {"a": [1, {"b": "y"}]}, [[[[[1]]]]], [[[[[1.0]]]]], [[[[[2]]]]]]
+)  # fmt: skip
+_IDS = st.sampled_from([None, "", "c1", "c2", "c3"])
+_RESULTS = st.builds(ToolResult, content=_CONTENTS, call_id=_IDS, name=st.sampled_from(["t", "u"]))
+_EXECUTIONS = st.builds(
+    ToolExecution,
+    span_id=st.just("e" * 16),
+    trace_id=st.just("a" * 32),
+    name=st.sampled_from(["t", "u"]),
+    call_id=_IDS,
+    result=_CONTENTS,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.lists(_RESULTS, max_size=3),
+            st.booleans(),
+            st.lists(st.tuples(_EXECUTIONS, st.booleans()), max_size=3),
+        ),
+        max_size=6,
+    )
+)
+def test_completion_adds_the_results_the_pairwise_comparison_adds(
+    rows: list[tuple[list[ToolResult], bool, list[tuple[ToolExecution, bool]]]],
+) -> None:
+    """Results found by id and content key are the ones comparing every pair finds, in the same order:
+    ids against ids, contents otherwise (1, 1.0 and True alike, NaN equal to nothing, nesting past the
+    key's depth), with and without results of the call's own."""
+    calls = [
+        LLMCall(
+            span_id=f"{i:016x}", trace_id="a" * 32, tool_calls=None if bare else (), tool_results=tuple(own)
+        )
+        for i, (own, bare, _) in enumerate(rows)
+    ]
+    joined = [
+        [
+            _Joined(execution, ToolCall(execution.name, "c9") if answered else None)
+            for execution, answered in pairs
+        ]
+        for _, _, pairs in rows
+    ]
+    got, want = _completed_calls(calls, joined), _reference_completion(calls, joined)
+    assert repr(got) == repr(want)  # repr: NaN is not equal to itself
+
+
+def test_a_thousand_calls_each_see_every_earlier_result_once() -> None:
+    """Each of 1 000 calls answered by id sees the results of all the calls before it, once each."""
+    calls = [
+        LLMCall(
+            span_id=f"{i:016x}", trace_id="a" * 32, tool_calls=(ToolCall("t", f"c{i}"),), end_time_ns=10 * i
+        )
+        for i in range(1000)
+    ]
+    executions = [
+        ToolExecution(f"e{i:015x}", "a" * 32, "t", call_id=f"c{i}", result=f"r{i}", end_time_ns=10 * i + 5)
+        for i in range(1000)
+    ]
+    joined = join_tool_executions(calls, executions)
+    assert [len(call.tool_results) for call in joined] == list(range(1000))
+    assert [result.call_id for result in joined[-1].tool_results] == [f"c{i}" for i in range(999)]
