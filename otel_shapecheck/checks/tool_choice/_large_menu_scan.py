@@ -28,6 +28,8 @@ from otel_shapecheck.embedding._vectors import FloatMatrix
 
 INDEX_MENU_TOOLS: Final = 2048
 """Menus with more tools than this are scored through a :class:`MenuIndex` (smaller ones rank whole)."""
+EXACT_CHUNK: Final = 4096
+"""Columns scored exactly per product: bounds the float64 copy of a re-scoring (12 MiB at 384 dims)."""
 _SPARSE_SHARE: Final = 0.5
 """A context vector with fewer non-zero dimensions than this share of all is scanned over those only."""
 
@@ -72,23 +74,43 @@ class ToolMatrix:
     """One kind of tool vector of a menu: a ``(dims, tools)`` float32 matrix and each tool's inverse norm.
 
     Columns, not rows, so that a sparse context reads only the rows of its own dimensions, each one
-    contiguous; a dense context reads the whole matrix once.
+    contiguous; a dense context reads the whole matrix once. ``layout``, when given, says which distinct
+    text each column holds the vector of (columns of one text are equal): an exact score is computed
+    once per text, so a menu whose tools share a few texts is re-scored for those few.
     """
 
-    def __init__(self, columns: FloatMatrix, inverse_norms: FloatArray) -> None:
+    def __init__(
+        self, columns: FloatMatrix, inverse_norms: FloatArray, layout: Positions | None = None
+    ) -> None:
         self.columns = columns
         self.inverse_norms = inverse_norms
+        self.layout = layout
 
     @property
     def nbytes(self) -> int:
-        """Bytes the vectors and norms hold."""
-        return int(self.columns.nbytes + self.inverse_norms.nbytes)
+        """Bytes the vectors, norms and layout hold."""
+        layout = self.layout.nbytes if self.layout is not None else 0
+        return int(self.columns.nbytes + self.inverse_norms.nbytes + layout)
 
     def exact(self, context: FloatMatrix, positions: Positions) -> FloatArray:
-        """Cosines at ``positions`` exactly as :func:`cosine_scores` gives them over the whole menu."""
+        """Cosines at ``positions`` exactly as :func:`cosine_scores` gives them over the whole menu.
+
+        One column per distinct text among ``positions`` is scored (each row's cosine does not depend on
+        the rows scored with it), :data:`EXACT_CHUNK` columns at a time, so the float64 copy this needs
+        stays bounded however many positions tie.
+        """
         if not np.any(context):  # a context with no vector scores 0 against every tool
             return np.zeros(len(positions))
-        return cosine_scores(context, self.columns[:, positions].T)
+        scored, spread = positions, None
+        if self.layout is not None and len(positions) > 1:
+            texts, first, inverse = np.unique(self.layout[positions], return_index=True, return_inverse=True)
+            if len(texts) < len(positions):
+                scored, spread = positions[first], inverse.reshape(-1)
+        scores = np.empty(len(scored))
+        for start in range(0, len(scored), EXACT_CHUNK):
+            chunk = scored[start : start + EXACT_CHUNK]
+            scores[start : start + len(chunk)] = cosine_scores(context, self.columns[:, chunk].T)
+        return scores[spread] if spread is not None else scores
 
     def approximate(self, unit: npt.NDArray[np.float32], nonzero: Positions) -> FloatArray:
         """Every tool's cosine with the unit context, within :func:`cosine_error` of the exact one."""

@@ -82,7 +82,10 @@ def embed_by_column(
             local = layout[positions] - start
             matrix[:, positions] = part[local].T
             norms_of[positions] = part_inverse[local]
-    return [ToolMatrix(matrix, norms_of) for matrix, norms_of in zip(columns, inverse, strict=True)]
+    return [
+        ToolMatrix(matrix, norms_of, layout)
+        for matrix, norms_of, layout in zip(columns, inverse, layouts, strict=True)
+    ]
 
 
 class _View:

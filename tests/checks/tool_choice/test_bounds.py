@@ -11,8 +11,9 @@ from otel_shapecheck import HashingEmbedder, Subject, ToolChoiceCheck
 from otel_shapecheck._attributes import TOOL_CHOICE_SKIPPED, TOOL_CHOICE_TRUNCATED
 from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall, ToolParameter
 from otel_shapecheck.checks._builtin import build_checks, builtin_checks
-from otel_shapecheck.checks.tool_choice import _batch_scorer
+from otel_shapecheck.checks.tool_choice import _batch_scorer, _large_menu_scan
 from otel_shapecheck.checks.tool_choice._large_menu_scan import (
+    EXACT_CHUNK,
     INDEX_MENU_TOOLS,
     Query,
     ToolMatrix,
@@ -293,6 +294,50 @@ class TestMenuScan:
             open_scores = np.where(excluded, -np.inf, exact)
             assert best is not None and best.score == open_scores.max()
             assert best.position == int(np.flatnonzero(open_scores == open_scores.max())[0])
+
+    @pytest.mark.parametrize("tools", [1, EXACT_CHUNK, EXACT_CHUNK + 1, 3 * EXACT_CHUNK + 7])
+    def test_exact_scores_one_column_per_text_in_chunks(
+        self, tools: int, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Tools sharing texts (names apart only in ``_`` and ``-``) are re-scored once per text, at most
+        :data:`EXACT_CHUNK` columns per product, and every position gets the score scoring it alone gives;
+        without a layout, every position is scored, still in chunks."""
+        rng = np.random.default_rng(tools)
+        vectors = rng.standard_normal((5, 48)).astype(np.float32)
+        layout = rng.integers(0, 5, tools).astype(np.intp)
+        layout[: min(tools, 5)] = np.arange(min(tools, 5))
+        columns = np.ascontiguousarray(vectors[layout].T)
+        context = rng.standard_normal(48).astype(np.float32)
+        alone = np.asarray([cosine_scores(context, columns[:, [i]].T)[0] for i in range(tools)])
+        rows: list[int] = []
+
+        def counted(query: object, candidates: object) -> object:
+            rows.append(len(np.asarray(candidates)))
+            return cosine_scores(query, candidates)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(_large_menu_scan, "cosine_scores", counted)
+        positions = np.arange(tools, dtype=np.intp)
+        shared = ToolMatrix(columns, np.ones(tools), layout).exact(context, positions)
+        assert np.array_equal(shared, alone) and rows == [min(tools, 5)]
+        rows.clear()
+        whole = ToolMatrix(columns, np.ones(tools)).exact(context, positions)
+        assert np.array_equal(whole, alone)
+        assert sum(rows) == tools and max(rows) <= EXACT_CHUNK and len(rows) == -(-tools // EXACT_CHUNK)
+
+    def test_ties_over_one_text_go_to_the_earliest_open_tool(self) -> None:
+        """A menu of one text tied everywhere: the best other tool is the first not excluded."""
+        tools = 2 * EXACT_CHUNK + 3
+        matrix = ToolMatrix(
+            np.ones((8, tools), dtype=np.float32), np.full(tools, 8**-0.5), np.zeros(tools, dtype=np.intp)
+        )
+        query = Query.of(np.ones(8, dtype=np.float32))
+        excluded = np.zeros(tools, dtype=bool)
+        excluded[:EXACT_CHUNK] = True
+        context = np.ones(8, dtype=np.float32)
+        best = best_excluding(
+            matrix.approximate(query.unit, query.nonzero), excluded, 1e-6, lambda p: matrix.exact(context, p)
+        )
+        assert best is not None and best.position == EXACT_CHUNK and best.score == pytest.approx(1.0)
 
     def test_everything_excluded_has_no_best(self) -> None:
         """A menu whose every tool is chosen has no best other tool."""
