@@ -35,7 +35,7 @@ from otel_shapecheck.pipeline._facts import (
     Release,
     approximate_bytes,
 )
-from otel_shapecheck.readers._answer_tools import is_answer_tool, with_answer_tools
+from otel_shapecheck.readers._answer_tools import AnswerToolNames, with_answer_tools
 from otel_shapecheck.readers._classify import SpanClass
 from otel_shapecheck.readers._menus import read_menu
 from otel_shapecheck.readers._parse_cache import parsed_bytes
@@ -287,14 +287,14 @@ def _subject(
     tool_calls_lost: bool = False,
 ) -> Subject:
     end_time = held.span.end_time or 0
-    answer_names = (call.declared_answer_tools if call else None) or answer_tools
+    answer_names = AnswerToolNames((call.declared_answer_tools if call else None) or answer_tools)
     results = tuple(
         _result(execution)
         for fact in release.trace_executions
         if (fact.span.end_time or 0) <= end_time
         and (execution := _read_execution(fact)) is not None
         and execution.result is not None
-        and not is_answer_tool(execution.name, answer_names)  # an answer is no basis for itself
+        and not answer_names.matches(execution.name)  # an answer is no basis for itself
     )
     return Subject(
         span_id=span_id_hex(held.span_id),

@@ -11,6 +11,7 @@ in ``answer_tool`` and has its answer text read from the call's arguments.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -28,12 +29,34 @@ _MAX_MENU_BYTES = 16 * 1024 * 1024
 
 def is_answer_tool(name: str, names: Sequence[str]) -> bool:
     """Whether ``name`` is one of ``names`` (a name ending in ``*`` matches every name with that prefix)."""
-    for pattern in names:
-        if pattern.endswith("*") and name.startswith(pattern[:-1]):
+    return AnswerToolNames(names).matches(name)
+
+
+class AnswerToolNames:
+    """Answer-tool names ready to match many tool names: exact names in a set, ``*`` prefixes sorted.
+
+    Of prefixes where one starts with another only the shorter is kept; then the only prefix that can
+    begin a name is the greatest one not after it, found by bisection. A match costs a set look-up and
+    ``log`` of the prefixes, so a menu of *n* tools against *m* declared names costs ``(n + m) log m``,
+    not ``n · m``.
+    """
+
+    __slots__ = ("_exact", "_prefixes")
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self._exact = frozenset(names)
+        prefixes: list[str] = []
+        for prefix in sorted({pattern[:-1] for pattern in self._exact if pattern.endswith("*")}):
+            if not prefixes or not prefix.startswith(prefixes[-1]):
+                prefixes.append(prefix)
+        self._prefixes = prefixes
+
+    def matches(self, name: str) -> bool:
+        """Whether ``name`` is one of the names or begins with one of the prefixes."""
+        if name in self._exact:
             return True
-        if name == pattern:
-            return True
-    return False
+        at = bisect_right(self._prefixes, name)
+        return at > 0 and name.startswith(self._prefixes[at - 1])
 
 
 def with_answer_tools(call: LLMCall, configured: Sequence[str]) -> LLMCall:
@@ -41,15 +64,16 @@ def with_answer_tools(call: LLMCall, configured: Sequence[str]) -> LLMCall:
     names = call.declared_answer_tools if call.declared_answer_tools is not None else configured
     if not names:
         return call
-    offered = _menus.without(call.offered_tools, tuple(names))
-    answers = [tool_call for tool_call in call.tool_calls or () if is_answer_tool(tool_call.name, names)]
+    matcher = AnswerToolNames(names)
+    offered = _menus.without(call.offered_tools, tuple(names), matcher)
+    answers = [tool_call for tool_call in call.tool_calls or () if matcher.matches(tool_call.name)]
     if not answers:
         return call if offered is call.offered_tools else replace(call, offered_tools=offered)
     texts = [text for tool_call in answers if (text := arguments_text(tool_call.arguments))]
     return replace(
         call,
         tool_calls=tuple(
-            tool_call for tool_call in call.tool_calls or () if not is_answer_tool(tool_call.name, names)
+            tool_call for tool_call in call.tool_calls or () if not matcher.matches(tool_call.name)
         ),
         offered_tools=offered,
         answer_tool=answers[0].name,
@@ -73,19 +97,27 @@ class _MenusWithout:
         ] = BoundedLRU(max_entries, max_bytes)
 
     def without(
-        self, offered: tuple[OfferedTool, ...] | None, names: tuple[str, ...]
+        self,
+        offered: tuple[OfferedTool, ...] | None,
+        names: tuple[str, ...],
+        matcher: AnswerToolNames | None = None,
     ) -> tuple[OfferedTool, ...] | None:
-        """``offered`` without the tools ``names`` match (``None`` stays ``None``)."""
+        """``offered`` without the tools ``names`` match (``None`` stays ``None``).
+
+        ``matcher`` is ``names`` ready to match, when the caller has it already.
+        """
         if not offered:
             return offered
         key = (id(offered), names)
         entry = self._kept.get(key)
         if entry is not None and entry[0] is offered:
             return entry[1]
-        kept = tuple(tool for tool in offered if not is_answer_tool(tool.name, names))
+        matcher = matcher if matcher is not None else AnswerToolNames(names)
+        kept = tuple(tool for tool in offered if not matcher.matches(tool.name))
         if len(kept) == len(offered):
             return offered
-        self._kept.put(key, (offered, kept), parsed_bytes(offered) + parsed_bytes(kept))
+        cost = parsed_bytes(offered) + parsed_bytes(kept) + parsed_bytes(names)  # the key keeps names too
+        self._kept.put(key, (offered, kept), cost)
         return kept
 
 

@@ -5,13 +5,20 @@ from __future__ import annotations
 import json
 
 import openai
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import SpanContext, TraceFlags
 
 from otel_shapecheck._model import LLMCall, OfferedTool, ToolCall, ToolResult
 from otel_shapecheck.cli.demo._script import ScriptedReply, ScriptedToolCall
 from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
-from otel_shapecheck.readers._answer_tools import arguments_text, is_answer_tool, with_answer_tools
+from otel_shapecheck.readers._answer_tools import (
+    AnswerToolNames,
+    arguments_text,
+    is_answer_tool,
+    with_answer_tools,
+)
 from otel_shapecheck.readers._classify import names_own_tool_calls
 from otel_shapecheck.readers._genai_events import events_name_tool_calls
 from otel_shapecheck.readers._menus import read_menu
@@ -185,6 +192,47 @@ class TestAnswerTools:
         """A framework that declares its output tools (none here) is not second-guessed by the names."""
         call = self._call(ToolCall("final_answer", "c", {"answer": "x"}), declared=())
         assert with_answer_tools(call, ("final_answer",)) is call
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        names=st.lists(
+            st.sampled_from(["", "*", "a", "a*", "ab", "ab*", "abc*", "b*", "b", "a*b", "final_*"])
+        ),
+        name=st.sampled_from(["", "a", "ab", "abc", "abd", "b", "ba", "a*b", "*", "final_", "final_x", "c"]),
+    )
+    def test_prefix_bisection_matches_the_pattern_loop(self, names: list[str], name: str) -> None:
+        """Exact names and ``*`` prefixes (nested, empty, overlapping) decide as trying each pattern does."""
+        looped = any(
+            (pattern.endswith("*") and name.startswith(pattern[:-1])) or name == pattern for pattern in names
+        )
+        assert AnswerToolNames(names).matches(name) is looped
+
+    def test_a_prefix_inside_another_keeps_the_shorter(self) -> None:
+        """``final*`` covers ``final_result_*``; the greatest prefix before a name is the one to try."""
+        names = AnswerToolNames(("final_result_*", "final*", "zeta"))
+        assert names.matches("final") and names.matches("finalize") and names.matches("final_result_X")
+        assert not names.matches("fina") and not names.matches("zet") and not names.matches("zeta_")
+        between = AnswerToolNames(("a*", "ab_x", "b*"))
+        assert between.matches("ab_x") and between.matches("az") and between.matches("b")
+        assert not between.matches("") and not between.matches("_a")
+
+    def test_a_large_menu_against_as_many_declared_tools(self) -> None:
+        """16 000 declared output tools against a 16 000-tool menu: exactly the declared ones leave it."""
+        menu = tuple(OfferedTool(f"tool_{i}") for i in range(16_000))
+        declared = tuple(f"tool_{i}" for i in range(0, 32_000, 2))
+        call = with_answer_tools(
+            LLMCall(
+                span_id="b2",
+                trace_id="a1",
+                offered_tools=menu,
+                tool_calls=(ToolCall("tool_1"), ToolCall("tool_2", "c", {"answer": "Done."})),
+                declared_answer_tools=declared,
+            ),
+            (),
+        )
+        assert call.offered_tools == menu[1::2]
+        assert call.tool_calls == (ToolCall("tool_1"),)
+        assert call.answer_tool == "tool_2" and call.answer_text == "Done."
 
     def test_patterns_and_structured_arguments(self) -> None:
         """A trailing * matches a prefix; numbers in structured arguments keep their keys."""
