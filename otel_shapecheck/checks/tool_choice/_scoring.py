@@ -27,7 +27,7 @@ compared on every call.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Final
 
@@ -72,6 +72,16 @@ MAX_SEGMENTS: Final = 8
 _CLAUSE_BREAK = re.compile(
     r"(?<=[.?!;])\s+|\n+|,?\s+(?:and also|and then|as well as|also|then|and)\s+", re.IGNORECASE
 )
+"""Where a context splits into clauses. Inside a run of *k* spaces the last alternative is tried at
+each space and reads to the run's end, ``k²`` in all; a text with a long run is split by
+:func:`_clause_breaks` instead, which finds the same breaks reading each run once."""
+_LONG_SPACE_RUN: Final = 32
+"""Spaces in a row past which a text is split by :func:`_clause_breaks` rather than the regex."""
+_HAS_LONG_SPACE_RUN = re.compile(rf"\s{{{_LONG_SPACE_RUN + 1}}}")
+_SPACE_RUN = re.compile(r"\s+")
+_NEWLINE_RUN = re.compile(r"\n+")
+_CONJUNCTION = re.compile(r"(?:and also|and then|as well as|also|then|and)\s+", re.IGNORECASE)
+_SENTENCE_END = frozenset(".?!;")
 
 
 def default_threshold(scoring: str) -> float:
@@ -85,9 +95,63 @@ def context_segments(text: str | None, *, limit: int = MAX_SEGMENTS) -> tuple[st
     Clauses of fewer than two words are dropped; a text that does not split gives ``()`` (the whole
     context is scored anyway). At most ``limit`` clauses, first ones first.
     """
-    parts = [part.strip(" ,") for part in _CLAUSE_BREAK.split(text or "")]
+    parts = [part.strip(" ,") for part in clause_split(text or "")]
     clauses = list(dict.fromkeys(part for part in parts if len(part.split()) >= 2))
     return tuple(clauses[:limit]) if len(clauses) > 1 else ()
+
+
+def clause_split(text: str) -> list[str]:
+    """``text`` split at :data:`_CLAUSE_BREAK`, as ``_CLAUSE_BREAK.split(text)``, in time linear in it."""
+    if not _HAS_LONG_SPACE_RUN.search(text):
+        return _CLAUSE_BREAK.split(text)
+    parts = []
+    end = 0
+    for start, stop in _clause_breaks(text):
+        parts.append(text[end:start])
+        end = stop
+    parts.append(text[end:])
+    return parts
+
+
+def _clause_breaks(text: str) -> Iterator[tuple[int, int]]:
+    """The spans :data:`_CLAUSE_BREAK` matches in ``text``, left to right, each run of spaces read once.
+
+    A break starts only at a comma before a run of spaces or inside such a run. Its last alternative
+    there needs a conjunction right after the run (a conjunction starts with a letter, so the spaces
+    before it are the run's end), the same wherever in the run it is tried: it is looked up once per
+    run. The regex tries, at each position: a sentence end before the run's first space, newlines, then
+    that conjunction; where none matches it moves on, here straight to the run's next newline.
+    """
+    end = 0  # where the last break ended
+    for run in _SPACE_RUN.finditer(text):
+        start, stop = run.span()
+        if start < end:  # a run inside the last break (a conjunction's own spaces, or after it)
+            continue
+        conjunction = _CONJUNCTION.match(text, stop)
+        follows = conjunction.end() if conjunction is not None else None
+        before = text[start - 1] if start > 0 else ""
+        if before == "," and follows is not None and start - 1 >= end:
+            yield start - 1, follows
+            end = follows
+            continue
+        if before in _SENTENCE_END:
+            yield start, stop
+            end = stop
+            continue
+        at = start
+        while at < stop:
+            newlines = _NEWLINE_RUN.match(text, at)
+            if newlines is not None:
+                yield at, newlines.end()
+                end = at = newlines.end()
+                continue
+            if follows is not None:
+                yield at, follows
+                end = follows
+                break
+            at = text.find("\n", at, stop)
+            if at < 0:
+                break
 
 
 def segment_texts(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from embedding.embedders import CountingEmbedder, PlantedEmbedder
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from otel_shapecheck import HashingEmbedder, Subject, ToolChoiceCheck
 from otel_shapecheck._attributes import (
@@ -24,9 +26,13 @@ from otel_shapecheck.checks.tool_choice._margin import (
     score_margin,
 )
 from otel_shapecheck.checks.tool_choice._scoring import (
+    _CLAUSE_BREAK,
+    _LONG_SPACE_RUN,
     CALIBRATED_LEXICAL_WEIGHT,
     CALIBRATED_MARGIN_THRESHOLD,
+    _clause_breaks,
     calibrated_margin,
+    clause_split,
     context_segments,
     segment_texts,
 )
@@ -111,6 +117,63 @@ class TestSegments:
             "assistant: First the sum.",
             "assistant: Then the clock.",
         )
+
+    @settings(max_examples=500, deadline=None)
+    @given(
+        st.lists(
+            st.sampled_from(
+                [
+                    " ",
+                    "  ",
+                    "\t",
+                    "\n",
+                    "\n\n",
+                    "\u2003",
+                    ",",
+                    ".",
+                    ";",
+                    "?",
+                    "a",
+                    "xy",
+                    "and",
+                    "AND",
+                    "also",
+                    "then",
+                    "and also",
+                    "And Then",
+                    "as well as",
+                    "alſo",
+                    "andy",
+                    " " * 33,
+                    "\n" * 40,
+                    " \n" * 20,
+                ]
+            ),  # fmt: skip
+            max_size=24,
+        )
+    )
+    def test_the_linear_split_finds_the_breaks_the_regex_finds(self, atoms: list[str]) -> None:
+        """Sentence ends, newlines and conjunctions after commas, spaces, tabs and newlines in any runs:
+        the same spans as the regex, and the same split on either side of the long-run bound."""
+        text = "".join(atoms)
+        assert list(_clause_breaks(text)) == [match.span() for match in _CLAUSE_BREAK.finditer(text)]
+        assert clause_split(text) == _CLAUSE_BREAK.split(text)
+
+    @pytest.mark.parametrize("run", [_LONG_SPACE_RUN - 1, _LONG_SPACE_RUN, _LONG_SPACE_RUN + 1, 20_000])
+    def test_clauses_around_a_long_space_run(self, run: int) -> None:
+        """Runs at, just past and far past the bound where the linear split takes over split the same."""
+        spaces = " " * run
+        newlines = "\n" * run
+        text = f"Book a hotel in Rome,{spaces}and then send me{newlines}the summary."
+        text += f"{spaces}Thanks{spaces}a lot"
+        assert context_segments(text) == (
+            "Book a hotel in Rome",
+            "send me",
+            "the summary.",
+            f"Thanks{spaces}a lot",
+        )
+        if run < 1000:  # past that the regex itself is the slow reference this split replaces
+            assert clause_split(text) == _CLAUSE_BREAK.split(text)
 
 
 # Three orthogonal directions: a hotel request, a flight request, an unrelated email tool.
