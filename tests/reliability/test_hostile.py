@@ -127,15 +127,25 @@ def _hostile_turn(chat: Mapping[str, Any], tool_result: Any, answer: str, provid
 
 
 def run_hostile(
-    chat: Mapping[str, Any] | None = None, tool_result: Any = "{}", answer: str = ANSWER
+    chat: Mapping[str, Any] | None = None,
+    tool_result: Any = "{}",
+    answer: str = ANSWER,
+    max_slot_chars: int | None = None,
 ) -> Outcome:
-    """One hostile turn and one ordinary turn through the processor with every built-in check."""
+    """One hostile turn and one ordinary turn through the processor with every built-in check.
+
+    ``max_slot_chars`` raises (or lowers) the tool-choice check's context slots from their default.
+    """
     memory = InMemorySpanExporter()
     forwarded = IdRecorder(SimpleSpanProcessor(memory))
     originals = IdRecorder(keep=lambda span: True)
     processor = ShapecheckSpanProcessor(
         forwarded,
-        checks=[ToolChoiceCheck(HashingEmbedder()), ConformanceCheck(), FiguresCheck()],
+        checks=[
+            ToolChoiceCheck(HashingEmbedder(), max_slot_chars=max_slot_chars),
+            ConformanceCheck(),
+            FiguresCheck(),
+        ],
         options=ProcessorOptions(schedule_delay_millis=20),
     )
     provider = TracerProvider(shutdown_on_exit=False)
@@ -222,6 +232,42 @@ def _menu(size: int) -> dict[str, Any]:
             "gen_ai.tool.definitions": json.dumps(tools),
             "gen_ai.output.messages": messages("assistant", request, "tool_calls"),
         }
+    }
+
+
+def _declared_output_tools(size: int) -> dict[str, Any]:
+    """A ``size``-tool menu whose call declares as many output tools (pydantic-ai's request parameters)."""
+    case = _menu(size)
+    outputs = [{"name": f"final_result_{i}"} for i in range(size)]
+    case["chat"]["model_request_parameters"] = json.dumps({"output_tools": outputs})
+    return case
+
+
+def _long_space_run(spaces: int) -> dict[str, Any]:
+    """Two of three tools chosen for a request with a run of ``spaces`` spaces, its slot raised to hold it.
+
+    Two chosen tools have the request split into clauses; the run ends in no conjunction.
+    """
+    tools = [
+        {"type": "function", "name": name, "description": description}
+        for name, description in (
+            ("book_hotel", "Book a hotel room"),
+            ("book_flight", "Book a flight"),
+            ("send_email", "Send an email"),
+        )
+    ]
+    request = "Book a hotel in Rome" + " " * spaces + "for two nights and book a flight to Rome."
+    chosen = [
+        {"type": "tool_call", "id": f"call_{i}", "name": name, "arguments": {}}
+        for i, name in enumerate(("book_hotel", "book_flight"))
+    ]
+    return {
+        "chat": {
+            "gen_ai.tool.definitions": json.dumps(tools),
+            "gen_ai.input.messages": messages("user", [{"type": "text", "content": request}]),
+            "gen_ai.output.messages": messages("assistant", chosen, "tool_calls"),
+        },
+        "max_slot_chars": 2 * spaces,
     }
 
 
@@ -313,6 +359,10 @@ HOSTILE_CASES: dict[str, dict[str, Any]] = {
     },
     "largest-scored-menu": _menu(1024),
     "twenty-thousand-tool-menu": _menu(20_000),
+    # every tool of the menu is looked up among the declared output tools, not compared with each
+    "fifty-thousand-tools-and-declared-output-tools": _declared_output_tools(50_000),
+    # the clause split reads a long run of spaces once, not once from each of its spaces
+    "a-long-space-run-in-a-raised-context-slot": _long_space_run(200_000),
 }
 
 
