@@ -268,6 +268,15 @@ def test_mutated_documents_are_refused_or_read_alike(data: st.DataObject) -> Non
     assert new == old
 
 
+def test_a_character_beyond_the_bmp_beside_an_unpaired_surrogate_reads_alike() -> None:
+    """json.dumps writes 𐀀 as an escaped surrogate pair: only the unpaired one beside it is refused."""
+    record = {"timeUnixNano": 0, "eventName": "\U00010000", "attributes": ["\ud800"]}
+    document = {"resourceLogs": [{"scopeLogs": [{"logRecords": [record]}]}]}
+    new, old = read_both(json.dumps(document).encode())
+    assert new == old
+    assert "\U00010000" in repr(new)
+
+
 _OTLP_KEYS = [
     "resourceSpans",
     "scopeSpans",
