@@ -46,6 +46,7 @@ from otel_shapecheck._attributes import (
 from otel_shapecheck.checks.tool_choice._labels import SKIP_MENU_TOO_LARGE
 from otel_shapecheck.pipeline._options import ProcessorOptions
 
+from .fresh_process import run_fresh
 from .telemetry import ANSWER, IdRecorder, agent_turn, chat_attributes, messages, tool_attributes
 
 APPLICATION_BOUND_SECONDS = 1.5
@@ -399,18 +400,9 @@ FIGURES_PEAK_BOUND_BYTES = 200 * 1024 * 1024
 def figures_peak_growth(content: str) -> int:
     """Peak resident growth (``ru_maxrss``, so no sampling can miss a spike) of a fresh process while
     the figures check reads ``content`` as a tool result, after the content is held."""
-    import subprocess
-    import sys
-
-    run = subprocess.run(
-        [sys.executable, "-c", _FIGURES_PEAK],
-        input=content,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=EVALUATION_BOUND_SECONDS,
-    )
-    return int(run.stdout) * 1024  # kilobytes on Linux
+    return (
+        int(run_fresh(_FIGURES_PEAK, stdin=content, timeout=EVALUATION_BOUND_SECONDS)) * 1024
+    )  # KiB on Linux
 
 
 def _deep_long_keys(depth: int, key_chars: int, numbers: int) -> dict[str, Any]:

@@ -9,10 +9,8 @@ distinct menus it reads, and once they are cleared no parsed tool object is left
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+
+from .fresh_process import run_fresh
 
 MENUS = 800
 TOOLS_PER_MENU = 100
@@ -110,18 +108,7 @@ provider.shutdown()
 
 def test_distinct_menus_are_held_to_the_cache_bounds_and_freed_by_clearing() -> None:
     """800 distinct 100-tool menus (about 180 MB parsed): RSS bounded, nothing left alive after clearing."""
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(MENUS), str(TOOLS_PER_MENU)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = json.loads(run_fresh(_CHILD, str(MENUS), str(TOOLS_PER_MENU)).strip().splitlines()[-1])
     print(result)
     assert result["evaluated"] == MENUS
     assert result["scored"] > 0

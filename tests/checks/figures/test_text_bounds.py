@@ -4,10 +4,6 @@ one number, long tokens read in pieces, and peak memory that stays flat on ten-m
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -23,6 +19,7 @@ from otel_shapecheck.checks.figures._text import (
     numbers_in_text,
     read_figures,
 )
+from tests.reliability.fresh_process import run_fresh
 
 from .fixtures import capacity_result
 from .test_figures_check import answer_subject
@@ -142,16 +139,5 @@ print(json.dumps({"growth_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxr
 def test_ten_megabyte_runs_keep_peak_memory_flat(case: str) -> None:
     """A ten-megabyte token or run of figures: peak RSS (ru_maxrss, in a fresh process, so a spike inside
     one regular-expression call counts) grows by far less than a backtracking frame per character."""
-    root = Path(__file__).resolve().parents[3]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, case, str(TEN_MB)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    growth_kib = json.loads(done.stdout.strip().splitlines()[-1])["growth_kib"]
+    growth_kib = json.loads(run_fresh(_CHILD, case, str(TEN_MB)).strip().splitlines()[-1])["growth_kib"]
     assert growth_kib < PEAK_GROWTH_BOUND_MIB * 1024, f"{case}: {growth_kib // 1024} MiB"
