@@ -27,13 +27,9 @@ _MAX_MENU_BYTES = 16 * 1024 * 1024
 """Estimated bytes those menus and their copies may keep alive."""
 
 
-def is_answer_tool(name: str, names: Sequence[str]) -> bool:
-    """Whether ``name`` is one of ``names`` (a name ending in ``*`` matches every name with that prefix)."""
-    return AnswerToolNames(names).matches(name)
-
-
 class AnswerToolNames:
-    """Answer-tool names ready to match many tool names: exact names in a set, ``*`` prefixes sorted.
+    """Answer-tool names ready to match many tool names: exact names in a set, ``*`` prefixes sorted (a
+    name ending in ``*`` matches every name with that prefix).
 
     Of prefixes where one starts with another only the shorter is kept; then the only prefix that can
     begin a name is the greatest one not after it, found by bisection. A match costs a set look-up and

@@ -16,7 +16,6 @@ from otel_shapecheck.cli.demo._scripted_openai import ScriptedOpenAIServer
 from otel_shapecheck.readers._answer_tools import (
     AnswerToolNames,
     arguments_text,
-    is_answer_tool,
     with_answer_tools,
 )
 from otel_shapecheck.readers._classify import names_own_tool_calls
@@ -236,8 +235,8 @@ class TestAnswerTools:
 
     def test_patterns_and_structured_arguments(self) -> None:
         """A trailing * matches a prefix; numbers in structured arguments keep their keys."""
-        assert is_answer_tool("final_result_Report", ("final_result_*",))
-        assert not is_answer_tool("final", ("final_result*",))
+        assert AnswerToolNames(("final_result_*",)).matches("final_result_Report")
+        assert not AnswerToolNames(("final_result*",)).matches("final")
         assert (
             arguments_text({"summary": "Usage is up.", "total_tb": 812.5}) == "Usage is up.\ntotal_tb: 812.5"
         )

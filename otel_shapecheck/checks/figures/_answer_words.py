@@ -227,10 +227,12 @@ class AnswerSentences:
         breaks = [match.span() for match in _SENTENCE_END.finditer(answer)]
         self._break_starts = [start for start, _ in breaks]
         self._break_ends = [end for _, end in breaks]
-        # The last sentence read, alone and with its context: figures come in order, and several share
-        # one sentence, which may follow a long one.
-        self._own: tuple[tuple[int, int], AnswerWords] | None = None
+        self._own: dict[tuple[int, int], AnswerWords] = {}
+        """Each sentence read alone, by its span: both passes over the figures ask for it (at most one per
+        distinct figure)."""
         self._around: tuple[tuple[int, int], AnswerWords] | None = None
+        """The last sentence read with its context: figures come in order, and several share one
+        sentence, which may follow a long one."""
         self._pieces: dict[int, tuple[frozenset[str], frozenset[int], bool]] = {}
         """The words, years and change words of each sentence read as context, by its number."""
         self._across: list[tuple[int, int]] | None = None
@@ -308,9 +310,10 @@ class AnswerSentences:
         return start, end, before
 
     def _words(self, start: int, end: int) -> AnswerWords:
-        if self._own is None or self._own[0] != (start, end):
-            self._own = ((start, end), _sentence_words(self._answer, start, end))
-        return self._own[1]
+        words = self._own.get((start, end))
+        if words is None:
+            words = self._own[start, end] = _sentence_words(self._answer, start, end)
+        return words
 
 
 def answer_words(answer: str, written: str) -> AnswerWords:
@@ -321,7 +324,7 @@ def answer_words(answer: str, written: str) -> AnswerWords:
 
 def _sentence_words(answer: str, start: int, end: int) -> AnswerWords:
     sentence = answer[start:end]
-    lowered = {word.lower() for word in _WORD.findall(_PERCENT_CHANGE.sub(" change ", sentence))}
+    lowered = _operation_words(sentence)
     operations = set()
     if {word.lower() for word in _WORD.findall(sentence)} & DECREASE_WORDS:
         operations.add("decrease")
@@ -342,8 +345,12 @@ def _sentence_words(answer: str, start: int, end: int) -> AnswerWords:
 
 def _names_change(sentence: str) -> bool:
     """Whether :func:`_sentence_words` finds a difference word in ``sentence``."""
-    lowered = {word.lower() for word in _WORD.findall(_PERCENT_CHANGE.sub(" change ", sentence))}
-    return bool(lowered & DIFFERENCE_WORDS)
+    return bool(_operation_words(sentence) & DIFFERENCE_WORDS)
+
+
+def _operation_words(sentence: str) -> set[str]:
+    """The sentence's words, lower case, read for the operations they name ("percentage change" a change)."""
+    return {word.lower() for word in _WORD.findall(_PERCENT_CHANGE.sub(" change ", sentence))}
 
 
 def _year_range(years: set[int], change: bool) -> set[int]:

@@ -82,7 +82,7 @@ class _ChildPaths:
         self._keyed = keyed
 
     def path(self, name: str | int) -> str:
-        return f"{self._prefix}{path_step(name)}" if self._keyed else f"{self.at}[{name}]"  # type: ignore[arg-type]
+        return f"{self._prefix}{path_step(str(name))}" if self._keyed else f"{self.at}[{name}]"
 
     def key(self, name: str | int) -> str | None:
         return str(name) if self._keyed else None
@@ -168,7 +168,7 @@ class BasisBuilder(CarriedNumbers):
             if keyed:  # _ChildPaths.path() and .key(), inline: a row each
                 prefix = f"{at}." if at else ""
                 rows = [
-                    (f"{prefix}{path_step(name)}", str(name), row)  # type: ignore[arg-type]
+                    (f"{prefix}{path_step(str(name))}", str(name), row)
                     for name, row in islice(children, MAX_ROWS)
                 ]
             else:
