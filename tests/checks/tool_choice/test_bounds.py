@@ -82,12 +82,17 @@ class TestLargeMenus:
                 user = menu[rng.randrange(len(menu))].description or ""  # the context favours another tool
             subjects.append(_subject(span, menu, chosen, user))
         embedder = HashingEmbedder()
-        indexed = ToolChoiceCheck(embedder, scoring=scoring)
+        # Every call is retained, so each is compared with its own brute-force twin: by the default byte
+        # bound only the newest few of these 2 748-tool calls are kept, and how many depends on the
+        # interpreter's object sizes.
+        retain_all = 1 << 30
+        indexed = ToolChoiceCheck(embedder, scoring=scoring, max_recorded_bytes=retain_all)
         indexed.evaluate(subjects)
         monkeypatch.setattr(_batch_scorer, "INDEX_MENU_TOOLS", 10**9)
-        whole = ToolChoiceCheck(embedder, scoring=scoring)
+        whole = ToolChoiceCheck(embedder, scoring=scoring, max_recorded_bytes=retain_all)
         whole.evaluate(subjects)
         assert len(indexed.menu_indexes) == 1 and len(whole.menu_indexes) == 0
+        assert len(indexed.calls()) == len(whole.calls()) == len(subjects)
         for a, b in zip(indexed.calls(), whole.calls(), strict=True):
             assert a.result is not None and b.result is not None
             _same(a.result, b.result)
