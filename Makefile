@@ -74,8 +74,9 @@ test-e2e: $(STAMP_TEST) $(STAMP_E2E) $(PROMETHEUS)
 
 # The ends of the supported range (README, "Supported versions"), each in a venv of its own: the oldest
 # OpenTelemetry release (compat/oldest.txt) on Python 3.10, the newest on Python 3.13. Each runs the
-# processor, readers, export, check and gateway tests; the framework matrix stays in `make test`.
-COMPAT_TESTS := tests/pipeline tests/otlp tests/readers tests/checks/conformance tests/analyst \
+# processor, readers, export, every check (figures, tool choice, conformance) and gateway tests; the
+# framework matrix stays in `make test`.
+COMPAT_TESTS := tests/pipeline tests/otlp tests/readers tests/checks tests/analyst \
 	tests/cli/test_check_field_shapes.py tests/cli/test_ci_reports.py \
 	tests/gateway/test_forwarding.py tests/gateway/test_passthrough.py tests/gateway/test_fidelity.py \
 	tests/gateway/test_validation.py
