@@ -204,7 +204,12 @@ def normalize_token(token: str) -> str:
 
 
 def _plain_value(number: str) -> str:
-    return number.replace(",", "").lstrip("+")
+    """A number as a value: no separators, no ``+``, no leading zeros (``01,000`` → ``1000``), so that
+    every way of writing one value at one precision is one figure, read once."""
+    plain = number.replace(",", "").lstrip("+")
+    sign = "-" if plain.startswith("-") else ""
+    digits = plain[len(sign) :].lstrip("0")
+    return sign + (digits if digits[:1].isdigit() else "0" + digits)
 
 
 def _require_min_digits(min_digits: int) -> None:

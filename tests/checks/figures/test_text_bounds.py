@@ -9,6 +9,7 @@ import pytest
 
 from otel_shapecheck import FiguresCheck
 from otel_shapecheck._attributes import FIGURES_CHECKED, FIGURES_TRUNCATED
+from otel_shapecheck._model import ToolResult
 from otel_shapecheck.checks.figures._findings import check_figures
 from otel_shapecheck.checks.figures._text import (
     MAX_ANSWER_FIGURES,
@@ -61,6 +62,33 @@ class TestDistinctFigureBound:
         assert verdict is not None and verdict.attributes[FIGURES_TRUNCATED] is True
         assert verdict.attributes[FIGURES_CHECKED] == MAX_ANSWER_FIGURES
         assert f"first {MAX_ANSWER_FIGURES} distinct figures" in verdict.explanation
+
+
+class TestOneValueOnePrecisionIsOneFigure:
+    def test_leading_zeros_separators_and_plus_signs_are_one_figure(self) -> None:
+        """Ways of writing one value at one precision are one figure, read where it is first written;
+        each of them used to be a figure of its own, and each a search of the same window of carried
+        numbers (1 600 of them over 40 000 carried numbers near the value took seconds)."""
+        variants = " ".join("0" * zeros + "1,000 TB" for zeros in range(1_600))
+        figures = figures_in(f"{variants} +1000 TB -01.5 TB -1.5 TB")
+        assert [(figure.written, figure.value) for figure in figures] == [
+            ("1,000 TB", "1000"),
+            ("-01.5 TB", "-1.5"),
+        ]
+
+    def test_another_precision_is_another_figure(self) -> None:
+        """A trailing zero states a precision, so ``1000.0`` stays a figure of its own (and ``0.5`` keeps
+        its leading zero)."""
+        figures = figures_in("01000 TB, 1000.0 TB, 00.5 TB and 0.50 TB")
+        assert [figure.value for figure in figures] == ["1000", "1000.0", "0.5", "0.50"]
+
+    def test_the_variants_are_checked_as_one(self) -> None:
+        """The finding checks the value once, and names the way it was first written."""
+        carried = json.dumps({"values": [1000 + i / 100_000 for i in range(40_000)]})
+        variants = " ".join("0" * zeros + "1000 TB" for zeros in range(1, 1_600))
+        finding = check_figures(f"{variants} and 37.4 TB", [ToolResult(carried)])
+        assert finding.checked == 2
+        assert finding.unsupported == ("37.4 TB",)
 
 
 class TestThousandsGroupBound:
