@@ -109,41 +109,18 @@ def find_focus(words: AnswerWords, labels: TableLabels, cells: Cells) -> Focus |
     return Focus(tuple(members), names, columns)
 
 
-SMALL_QUOTABLE: Final = 32
-"""Up to this many candidate rows, each label is looked for in the sentence itself; past it, the
-sentence's words are scanned once for every label (:class:`~._table_labels.LabelQuotes`)."""
-
-
-def _quoted_labels(words: AnswerWords, labels: TableLabels) -> set[str] | None:
-    """Every row label the phrase contains, from one scan of its words, or ``None`` when the rows that
-    could be quoted are few enough to test one by one."""
+def _quoted_labels(words: AnswerWords, labels: TableLabels) -> set[str]:
+    """Every row label the phrase contains, from one scan of its words
+    (:class:`~._table_labels.LabelQuotes`)."""
     if words.source is None:  # no phrase: nothing is quoted
         return set()
-    if labels.rows_sharing_count(words.words) + len(labels.wordless_rows) <= SMALL_QUOTABLE:
-        return None
     return labels.quotes.found_in(words.phrase)
 
 
-def _quoted_rows(words: AnswerWords, labels: TableLabels, quoted_labels: set[str] | None) -> dict[str, str]:
+def _quoted_rows(words: AnswerWords, labels: TableLabels, quoted_labels: set[str]) -> dict[str, str]:
     """The rows whose whole label (at least two words) the sentence quotes, except a label that is part of
     another quoted one ("assets" inside "total assets"). Only a row carrying one of the sentence's words,
     or no content word at all, is quoted."""
-    if words.source is None:
-        return {}
-    if quoted_labels is None:
-        quotable = sorted(
-            [*labels.rows_sharing(words.words), *labels.wordless_rows], key=labels.row_order.__getitem__
-        )
-        found = {}
-        for row in quotable:
-            label = labels.row_phrases[row]
-            if len(label.split()) >= 2 and label in words.phrase:
-                found[row] = label
-        return {
-            row: label
-            for row, label in found.items()
-            if not any(label != other and label in other for other in found.values())
-        }
     rows = labels.quotes.rows_by_phrase
     found = {
         row: label
@@ -159,30 +136,27 @@ def _quoted_rows(words: AnswerWords, labels: TableLabels, quoted_labels: set[str
 
 
 def _quoted_single_labels(
-    words: AnswerWords, labels: TableLabels, quoted_labels: set[str] | None
+    words: AnswerWords, labels: TableLabels, quoted_labels: set[str]
 ) -> list[tuple[float, int, str]]:
     """Rows labelled by one common word the sentence quotes ("Total", "Net"), scored as a word that names
     one row: "the percentage change in the total" names the Total row, beside the rows its other words name.
     Only when at most :data:`MAX_ROW_DOCUMENT_FREQUENCY` rows carry that label."""
     by_label: dict[str, list[str]] = {}
-    if quoted_labels is None:
-        candidates: Sequence[str] = labels.wordless_rows
-    else:
-        rows_by_phrase = labels.quotes.rows_by_phrase
-        candidates = sorted(
-            (
-                row
-                for label in quoted_labels
-                if len(label.split()) == 1
-                for row in rows_by_phrase[label]
-                if not labels.row_vocabulary[row]
-            ),
-            key=labels.row_order.__getitem__,
-        )
+    rows_by_phrase = labels.quotes.rows_by_phrase
+    candidates = sorted(
+        (
+            row
+            for label in quoted_labels
+            if len(label.split()) == 1
+            for row in rows_by_phrase[label]
+            if not labels.row_vocabulary[row]
+        ),
+        key=labels.row_order.__getitem__,
+    )
     for row in candidates:
         label = labels.row_phrases[row]
         # A row named only by its path ("[0]") has no label to quote: its digits would be the figure's.
-        if len(label.split()) == 1 and not label.strip().isdigit() and label in words.phrase:
+        if not label.strip().isdigit():
             by_label.setdefault(label, []).append(row)
     return [
         (-1.0 / len(rows), labels.row_order[row], row)

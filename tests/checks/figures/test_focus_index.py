@@ -13,13 +13,14 @@ from otel_shapecheck.checks.figures._answer_words import (
     _SENTENCE_END,
     MAX_CONTEXT_SENTENCES,
     AnswerSentences,
+    AnswerWords,
     _sentence_words,
     phrase_text,
 )
 from otel_shapecheck.checks.figures._basis import figure_basis
 from otel_shapecheck.checks.figures._cells import Cells, read_cells
 from otel_shapecheck.checks.figures._focus import find_focus
-from otel_shapecheck.checks.figures._table_labels import LabelQuotes, TableLabels
+from otel_shapecheck.checks.figures._table_labels import MAX_ROW_DOCUMENT_FREQUENCY, LabelQuotes, TableLabels
 
 VOCABULARY = ["item", "revenue", "total", "net", "cost", "a", "b", "2019", "of", "sales", "other", "O'Neil's"]
 """Few words, so that labels repeat, contain one another and share words with sentences ("O'Neil's" is
@@ -61,6 +62,42 @@ def test_the_automaton_finds_exactly_the_labels_a_phrase_contains(seed: int) -> 
         }
 
 
+def _scanned_quoted_rows(words: AnswerWords, labels: TableLabels, _: object) -> dict[str, str]:
+    """The quoted rows found by testing every row that could be quoted, one label at a time."""
+    if words.source is None:
+        return {}
+    quotable = sorted(
+        [*labels.rows_sharing(words.words), *labels.wordless_rows], key=labels.row_order.__getitem__
+    )
+    found = {
+        row: labels.row_phrases[row]
+        for row in quotable
+        if len(labels.row_phrases[row].split()) >= 2 and labels.row_phrases[row] in words.phrase
+    }
+    return {
+        row: label
+        for row, label in found.items()
+        if not any(label != other and label in other for other in found.values())
+    }
+
+
+def _scanned_single_labels(
+    words: AnswerWords, labels: TableLabels, _: object
+) -> list[tuple[float, int, str]]:
+    """The quoted one-word labels found by testing every row without content words."""
+    by_label: dict[str, list[str]] = {}
+    for row in labels.wordless_rows:
+        label = labels.row_phrases[row]
+        if len(label.split()) == 1 and not label.strip().isdigit() and label in words.phrase:
+            by_label.setdefault(label, []).append(row)
+    return [
+        (-1.0 / len(rows), labels.row_order[row], row)
+        for rows in by_label.values()
+        if len(rows) <= MAX_ROW_DOCUMENT_FREQUENCY
+        for row in rows
+    ]
+
+
 @pytest.mark.parametrize("seed", range(30))
 def test_find_focus_by_the_index_is_find_focus_by_scanning_every_row(
     seed: int, monkeypatch: pytest.MonkeyPatch
@@ -79,10 +116,10 @@ def test_find_focus_by_the_index_is_find_focus_by_scanning_every_row(
         for words in [sentences.around(answer.index(f" {figure}.37%"), 4)]
         for read in (words, *words.context)
     ]
-    monkeypatch.setattr(_focus, "SMALL_QUOTABLE", 10**9)
-    scanned = [find_focus(read, labels, cells) for read in reads]
-    monkeypatch.setattr(_focus, "SMALL_QUOTABLE", -1)
-    assert [find_focus(read, labels, cells) for read in reads] == scanned
+    indexed = [find_focus(read, labels, cells) for read in reads]
+    monkeypatch.setattr(_focus, "_quoted_rows", _scanned_quoted_rows)
+    monkeypatch.setattr(_focus, "_quoted_single_labels", _scanned_single_labels)
+    assert indexed == [find_focus(read, labels, cells) for read in reads]
 
 
 @pytest.mark.parametrize("seed", range(10))
