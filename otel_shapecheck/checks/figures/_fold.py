@@ -35,11 +35,13 @@ from otel_shapecheck.checks.figures._columns import (
     RowTable,
 )
 from otel_shapecheck.checks.figures._text import (
+    is_lone_number,
     may_state_a_number,
     normalize_token,
     numbers_in_text,
     plain_number,
 )
+from otel_shapecheck.checks.figures._text_tables import text_table
 
 MAX_ROWS: Final = 5_000
 """Rows of one list folded into columns."""
@@ -61,7 +63,6 @@ BOUNDED_READ_LEVELS: Final = STRUCTURED_DEPTH + TALLY_DEPTH + 4
 """Levels below a JSON text within which the bounded reader counts numbers (its outer levels, an
 element's nesting, and the levels the fold adds), kept under :data:`MAX_DEPTH`."""
 
-_LONE_NUMBER_RE: Final = re.compile(r"[\s$€£¥(+\-]*[0-9][0-9,]*(?:\.[0-9]+)?[\s)%]*")
 """A string that is one number and currency or sign punctuation around it (``"$ 1,997.8"``): a cell."""
 _JSON_OPENERS: Final = frozenset("[{")
 T = TypeVar("T")
@@ -303,6 +304,12 @@ class BasisBuilder(CarriedNumbers):
             # Read as text from here; if it was cut short when recorded (an attribute length limit
             # cuts the value, not the document), what it held past the cut is missing from the basis.
             self.truncated |= _cut_short(stripped)
+        if self.structure and depth + 1 < MAX_DEPTH:
+            table = text_table(text)
+            if table is not None:  # read as the list of lists it writes out, the text around it as text
+                self._stack.append((table.rest, at, None, depth))
+                self._stack.append((cast("JSONValue", table.rows), at, key, depth + 1))
+                return
         if not may_state_a_number(text):
             return
         number = plain_number(normalize_token(text)) if len(text) <= 64 else None
@@ -319,7 +326,7 @@ class BasisBuilder(CarriedNumbers):
             self._carry(value, at, None)
         if not self.structure:
             return
-        if len(self.values) == first + 1 and _LONE_NUMBER_RE.fullmatch(text):
+        if len(self.values) == first + 1 and is_lone_number(text):
             self._mark_cell(text)
         else:
             self.marks.update(dict.fromkeys(range(first, len(self.values)), MARK_TEXT))

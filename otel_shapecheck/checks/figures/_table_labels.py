@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Final
+from typing import Final, cast
 
 from otel_shapecheck._model import ToolResult
 from otel_shapecheck.checks.figures._answer_words import content_words, phrase_text, years_in
 from otel_shapecheck.checks.figures._carried import path_step
 from otel_shapecheck.checks.figures._cells import Cells, split_path
+from otel_shapecheck.checks.figures._text_tables import text_table
 
 MAX_ROW_DOCUMENT_FREQUENCY: Final = 3
 """A word names rows only when at most this many rows carry it ("total" in every subtotal does not)."""
@@ -278,19 +279,31 @@ def _list_table_headers(
         if not isinstance(content, str) or len(content) > MAX_HEADER_BYTES:
             continue
         try:
-            parsed = json.loads(content)
+            parsed: object = json.loads(content)
         except (ValueError, RecursionError):
-            continue
+            parsed = content  # a table written as text, as the fold reads it (:mod:`._text_tables`)
         tables = [("", parsed)]
         if isinstance(parsed, dict):
             tables = [(path_step(str(key)), value) for key, value in parsed.items()]  # as the fold names them
-        for path, table in tables:
-            if isinstance(table, list) and table and all(isinstance(row, list) for row in table):
+        for path, member in tables:
+            table = _list_table(member)
+            if table is not None:
                 for column, text in _headers_of(table).items():
                     headers.setdefault((path, str(column)), text)
                 for index, heading in _sections_of(table).items():
                     sections.setdefault((path, str(index)), heading)
     return headers, sections
+
+
+def _list_table(value: object) -> list[list[object]] | None:
+    """``value`` as a list-of-lists table: a JSON one, or one written as text (a Markdown, CSV or aligned
+    table, which the fold reads as the list of lists it writes out)."""
+    if isinstance(value, str):
+        written = text_table(value)
+        return cast("list[list[object]]", written.rows) if written is not None else None
+    if isinstance(value, list) and value and all(isinstance(row, list) for row in value):
+        return value
+    return None
 
 
 def _is_amount(cell: object) -> bool:

@@ -235,6 +235,15 @@ def is_number_text(text: str) -> bool:
     return _NUMBER_TEXT_RE.fullmatch(text.strip()) is not None
 
 
+_LONE_NUMBER_RE: Final = re.compile(r"[\s$€£¥(+\-]*[0-9][0-9,]*(?:\.[0-9]+)?[\s)%]*")
+
+
+def is_lone_number(text: str) -> bool:
+    """Whether ``text`` is one number with only currency, sign, parenthesis or ``%`` around it
+    (``$ 1,997.8``, ``(9,275)``, ``12.5%``): a table cell of its own."""
+    return _LONE_NUMBER_RE.fullmatch(text) is not None
+
+
 def may_state_a_number(text: str) -> bool:
     """Whether some token of ``text`` can start a number: a cheap superset test that skips identifiers."""
     return _NUMBER_TOKEN_START_RE.search(text) is not None
