@@ -65,16 +65,24 @@ class Row:
     """The answer arrives through an output tool (its tool choice is skipped as ``answer-tool``)."""
     run: str | None = None
     """The name of the run's agent span (the outermost agent span); ``None``: the telemetry has none."""
+    choice_recorded: bool = True
+    """The choosing call's output records its tool calls; ``False``: the telemetry writes them only as
+    text, so that call reads as a reply with no figures and no verdict: one span evaluated, no choice."""
 
     @property
     def id(self) -> str:
         return f"{self.framework}:{self.mode}"
 
     @property
+    def evaluated(self) -> int:
+        """Spans evaluated: the choosing call (where its choice is recorded) and the answering call."""
+        return 2 if self.choice_recorded else 1
+
+    @property
     def coverage(self) -> str:
         """How much of the run the checks read (``shapecheck.run.coverage``): a call skipped for its
-        missing menu makes it partial."""
-        return "partial" if self.menu_source is None else "full"
+        missing menu makes it partial (a call whose choice reads as text was read, and is not skipped)."""
+        return "partial" if self.menu_source is None and self.choice_recorded else "full"
 
 
 _PYDANTIC_AI = "invoke_agent agent"
@@ -86,6 +94,7 @@ _ADK = "invoke_agent storage_ops"
 _AGNO = "storage_ops.run"
 _AUTOGEN = "invoke_agent storage_ops"  # autogen-core's own agent span over OpenInference's LLM spans
 _CREWAI = "Storage operations assistant._execute_core"  # OpenInference AGENT, under the crew's CHAIN
+_OTEL_OPENAI_AGENTS = "Agent workflow"  # the instrumentation's invoke_agent span for the SDK's trace
 _APPLICATION = "invoke_agent storage-ops"  # the row's own GenAI agent span around its tool loop
 
 ROWS = [
@@ -132,6 +141,22 @@ ROWS = [
     Row("autogen", "stream", run=_AUTOGEN),
     Row("crewai", "chat", run=_CREWAI),
     Row("crewai", "stream", run=_CREWAI),
+    # opentelemetry-instrumentation-openai-agents-v2 writes no tool definitions, and writes the model's
+    # tool calls only as a text part holding their Python repr (`ResponseFunctionToolCall(...)` on the
+    # Responses path, the message dict's repr on the chat path), never as `tool_call` parts: the choosing
+    # call reads as a reply with no figures (no verdict); the answer is read, its basis from the
+    # execute_tool spans (the Responses path's input messages drop the calls and their results).
+    *(
+        Row(
+            "openai_agents_v2",
+            mode,
+            flagged=1,
+            menu_source=None,
+            run=_OTEL_OPENAI_AGENTS,
+            choice_recorded=False,
+        )
+        for mode in ("responses", "chat", "responses_stream")
+    ),
 ]
 
 
@@ -217,15 +242,17 @@ def test_row(row: Row, capsys: pytest.CaptureFixture[str]) -> None:
     _assert_run(row, live["runs"])
 
     summary = live["summary"]
-    assert summary["evaluated"] == 2, "one choosing call and one answering call, each evaluated once"
+    assert summary["evaluated"] == row.evaluated, "the choosing and the answering call, each evaluated once"
     assert summary["flagged"] == row.flagged
     assert summary["duplicates"] == row.duplicates
     duplicates = [span for span in live_spans if DUPLICATE_OF in (span.attributes or {})]
     evaluated_ids = {entry["span_id"] for entry in live["spans"]}
     assert all((span.attributes or {})[DUPLICATE_OF] in evaluated_ids for span in duplicates)
 
-    choosing, answering = _choosing_and_answering(live["spans"])
-    if row.menu_source is None:
+    choosing, answering = _choosing_and_answering(live["spans"], row.choice_recorded)
+    if choosing is None:
+        assert summary["tool_choice"]["llm_calls_with_tools"] == 0
+    elif row.menu_source is None:
         assert choosing["attributes"][TOOL_CHOICE_SKIPPED] == "no-menu"
     else:
         assert TOOL_CHOICE_SKIPPED not in choosing["attributes"], "the tool-choosing call must be scored"
@@ -248,9 +275,13 @@ def _assert_run(row: Row, runs: list[dict[str, Any]]) -> None:
         return
     assert [run["name"] for run in runs] == [row.run]
     counts = runs[0]["summary"]
-    assert (counts["evaluated"], counts["flagged"], counts["duplicates"]) == (2, row.flagged, row.duplicates)
+    assert (counts["evaluated"], counts["flagged"], counts["duplicates"]) == (
+        row.evaluated,
+        row.flagged,
+        row.duplicates,
+    )
     assert (counts["answers_checked"], counts["figures_unsupported"], counts["figures_computed"]) == (1, 1, 1)
-    assert counts["choices"] == 1 and counts["incomplete"] is False
+    assert counts["choices"] == int(row.choice_recorded) and counts["incomplete"] is False
     assert runs[0]["flagged"] is True
 
 
@@ -263,11 +294,13 @@ def _assert_coverage(row: Row, runs: list[dict[str, Any]]) -> None:
     assert counts["coverage"] == row.coverage
 
 
-def _choosing_and_answering(entries: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _choosing_and_answering(
+    entries: list[dict[str, Any]], choice_recorded: bool = True
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     choosing = [e for e in entries if scenario.CHOSEN in e["attributes"].get(TOOL_CHOICE_CHOSEN, ())]
     answering = [e for e in entries if FIGURES_UNSUPPORTED in e["attributes"]]
-    assert len(choosing) == 1 and len(answering) == 1, entries
-    return choosing[0], answering[0]
+    assert len(choosing) == int(choice_recorded) and len(answering) == 1, entries
+    return (choosing[0] if choosing else None), answering[0]
 
 
 _HASH_SEEDS = ("0", "1", "2026")
