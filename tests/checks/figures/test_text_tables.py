@@ -36,7 +36,8 @@ def separated(rows: list[list[str]], delimiter: str = ",") -> str:
 
 def aligned(rows: list[list[str]]) -> str:
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    return "\n".join("   ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in rows)
+    lines = ("   ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in rows)
+    return "\n".join(lines)
 
 
 class TestPipeTables:
