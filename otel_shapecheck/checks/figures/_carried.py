@@ -16,7 +16,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Final, NamedTuple, overload
 
 from otel_shapecheck.checks.figures._columns import DerivedValues, RowTable
-from otel_shapecheck.checks.figures._text import normalize_token, numbers_in_text, plain_number
+from otel_shapecheck.checks.figures._text import (
+    is_lone_number,
+    normalize_token,
+    numbers_in_text,
+    plain_number,
+)
 
 MAX_BASIS_NUMBERS: Final = 50_000
 """Carried numbers kept per basis."""
@@ -278,9 +283,10 @@ class CarriedNumbers:
 
 
 def text_label(text: str) -> str | None:
-    """``text`` as a row's label (stripped, cut to :data:`MAX_LABEL_CHARS`); ``None`` when it is a number."""
+    """``text`` as a row's label (stripped, cut to :data:`MAX_LABEL_CHARS`); ``None`` when it is a number,
+    also one written as an amount (``$ 463``, ``(9,275)``): a cell of the row, not its name."""
     label = text.strip()
-    if label and plain_number(normalize_token(label)) is None:
+    if label and plain_number(normalize_token(label)) is None and not is_lone_number(label):
         return label[:MAX_LABEL_CHARS]
     return None
 

@@ -34,6 +34,7 @@ from otel_shapecheck.checks.figures._columns import (
     MIN_GROUP_VALUES,
     RowTable,
 )
+from otel_shapecheck.checks.figures._table_forms import split_table, text_table
 from otel_shapecheck.checks.figures._text import (
     is_lone_number,
     may_state_a_number,
@@ -41,7 +42,6 @@ from otel_shapecheck.checks.figures._text import (
     numbers_in_text,
     plain_number,
 )
-from otel_shapecheck.checks.figures._text_tables import text_table
 
 MAX_ROWS: Final = 5_000
 """Rows of one list folded into columns."""
@@ -147,6 +147,10 @@ class BasisBuilder(CarriedNumbers):
         if depth >= MAX_DEPTH:
             self.truncated = True
             return
+        if self.structure and isinstance(node, dict):
+            table = split_table(node)
+            if table is not None:  # column names beside rows of values: read as the list of lists they are
+                node = cast("list[JSONValue]", table)
         room = max(MAX_NODES - self._nodes, 0)
         if len(node) > room:
             self.truncated = True

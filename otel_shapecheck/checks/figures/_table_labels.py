@@ -14,7 +14,7 @@ from otel_shapecheck._model import ToolResult
 from otel_shapecheck.checks.figures._answer_words import content_words, phrase_text, years_in
 from otel_shapecheck.checks.figures._carried import path_step
 from otel_shapecheck.checks.figures._cells import Cells, split_path
-from otel_shapecheck.checks.figures._text_tables import text_table
+from otel_shapecheck.checks.figures._table_forms import split_table, text_table
 
 MAX_ROW_DOCUMENT_FREQUENCY: Final = 3
 """A word names rows only when at most this many rows carry it ("total" in every subtotal does not)."""
@@ -281,9 +281,9 @@ def _list_table_headers(
         try:
             parsed: object = json.loads(content)
         except (ValueError, RecursionError):
-            parsed = content  # a table written as text, as the fold reads it (:mod:`._text_tables`)
+            parsed = content  # a table written as text, as the fold reads it (:mod:`._table_forms`)
         tables = [("", parsed)]
-        if isinstance(parsed, dict):
+        if isinstance(parsed, dict) and split_table(parsed) is None:
             tables = [(path_step(str(key)), value) for key, value in parsed.items()]  # as the fold names them
         for path, member in tables:
             table = _list_table(member)
@@ -296,11 +296,13 @@ def _list_table_headers(
 
 
 def _list_table(value: object) -> list[list[object]] | None:
-    """``value`` as a list-of-lists table: a JSON one, or one written as text (a Markdown, CSV or aligned
-    table, which the fold reads as the list of lists it writes out)."""
+    """``value`` as a list-of-lists table: a JSON one, one written as text (a Markdown, CSV or aligned
+    table), or column names beside rows of values, each as the fold reads it (:mod:`._table_forms`)."""
     if isinstance(value, str):
         written = text_table(value)
         return cast("list[list[object]]", written.rows) if written is not None else None
+    if isinstance(value, dict):
+        return split_table(value)
     if isinstance(value, list) and value and all(isinstance(row, list) for row in value):
         return value
     return None

@@ -1,4 +1,7 @@
-"""Tables written as text in a tool result: a Markdown pipe table, CSV or TSV, or aligned columns.
+"""Tables in a tool result that are not rows of cells: written as text, or as column names beside rows.
+
+A table as text is a Markdown pipe table, CSV or TSV, or aligned columns (:func:`text_table`); a table
+as JSON may name its columns once beside rows of bare values (:func:`split_table`).
 
 Tools often answer with a table as text (a SQL tool's Markdown, a CSV file, a data frame printed with
 its columns aligned) rather than as JSON rows. Read as plain text, all its numbers form one text group,
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Mapping
 from typing import Final, NamedTuple
 
 from otel_shapecheck.checks.figures._text import is_lone_number
@@ -152,3 +156,41 @@ def _is_table(rows: list[list[str]]) -> bool:
 
 def _has_a_number(row: list[str]) -> bool:
     return any(is_lone_number(cell) for cell in row[1:])
+
+
+def split_table(node: Mapping[str, object]) -> list[list[object]] | None:
+    """An object that names a table's columns once beside rows of bare values, as the list of lists
+    with its header row; ``None`` for any other object.
+
+    pandas' ``orient="split"`` writes ``{"columns": [...], "index": [...], "data": [[...], ...]}``, and
+    SQL tools answer ``{"columns": [...], "rows": [[...], ...]}``: read by shape, not by key names. The
+    rows are the object's one member that is a list of lists, all of one width *W*; the column names the
+    first member that is a list of *W* strings; the row names, if any, the next member that is a list of
+    as many strings or numbers as there are rows, which then become each row's first cell.
+    """
+    lists = [value for value in node.values() if isinstance(value, list) and value]
+    rows = [value for value in lists if all(isinstance(row, list) for row in value)]
+    if len(rows) != 1:
+        return None
+    (data,) = rows
+    width = len(data[0])
+    if width == 0 or any(len(row) != width for row in data):
+        return None
+    names = [value for value in lists if value is not data and all(isinstance(name, str) for name in value)]
+    columns = next((value for value in names if len(value) == width), None)
+    if columns is None:
+        return None
+    index = next(
+        (
+            value
+            for value in lists
+            if value is not data
+            and value is not columns
+            and len(value) == len(data)
+            and all(isinstance(name, str | int | float) and not isinstance(name, bool) for name in value)
+        ),
+        None,
+    )
+    if index is None:
+        return [list(columns), *data]
+    return [["", *columns], *([name, *row] for name, row in zip(index, data, strict=True))]

@@ -14,7 +14,7 @@ from otel_shapecheck._attributes import FIGURES_DERIVATIONS, FIGURES_INFERRED, F
 from otel_shapecheck._model import ToolResult
 from otel_shapecheck.checks.figures._basis import figure_basis
 from otel_shapecheck.checks.figures._findings import check_figures
-from otel_shapecheck.checks.figures._text_tables import MAX_TABLE_CHARS, TextTable, text_table
+from otel_shapecheck.checks.figures._table_forms import MAX_TABLE_CHARS, TextTable, split_table, text_table
 
 from .test_extended import ASSETS
 from .test_figures_check import answer_subject
@@ -184,3 +184,65 @@ def test_the_closed_derivations_read_text_as_the_reference_does() -> None:
     """Under ``closed`` the fold is the reference's: a text table is text, its numbers carried as tokens."""
     basis = figure_basis([ToolResult(markdown(ASSETS))])
     assert {str(path) for path in basis._paths} == {"result"}
+
+
+class TestColumnNamesBesideRows:
+    def test_pandas_split_orient(self) -> None:
+        """``{"columns", "index", "data"}``: the row names become each row's first cell."""
+        written = {
+            "columns": ["2019", "2018"],
+            "index": ["Food Care", "Total"],
+            "data": [["$ 1,997.8", "$ 1,914.4"], ["$ 5,765.2", "$ 5,050.2"]],
+        }
+        assert split_table(written) == [
+            ["", "2019", "2018"],
+            ["Food Care", "$ 1,997.8", "$ 1,914.4"],
+            ["Total", "$ 5,765.2", "$ 5,050.2"],
+        ]
+
+    def test_a_sql_tools_columns_and_rows(self) -> None:
+        """Read by shape, not by key names: the rows keep their own first cell."""
+        written = {
+            "fields": ["segment", "2019"],
+            "count": 2,
+            "records": [["Cloud", 412.0], ["Devices", 318.0]],
+        }
+        assert split_table(written) == [["segment", "2019"], ["Cloud", 412.0], ["Devices", 318.0]]
+
+    @pytest.mark.parametrize(
+        "written",
+        [
+            {"columns": ["a", "b"], "data": [[1, 2], [3]]},  # rows of different widths
+            {"columns": ["a", "b", "c"], "data": [[1, 2], [3, 4]]},  # names of another width
+            {"columns": ["a", "b"], "data": [[1, 2]], "more": [[3, 4]]},  # two lists of rows
+            {"tags": ["a", "b"], "count": 2},  # no rows
+        ],
+    )
+    def test_other_objects_are_no_split_table(self, written: dict[str, object]) -> None:
+        assert split_table(written) is None
+
+    @pytest.mark.parametrize("shape", ["split", "columns and rows"])
+    def test_the_fold_reads_the_cells_a_json_table_gives(self, shape: str) -> None:
+        header, *rows = ASSETS
+        if shape == "split":
+            written = {
+                "columns": header[1:],
+                "index": [row[0] for row in rows],
+                "data": [r[1:] for r in rows],
+            }
+            expected = [["", *header[1:]], *rows]
+        else:
+            written = {"columns": header, "rows": rows}
+            expected = ASSETS
+        assert _structure(json.dumps(written)) == _structure(json.dumps(expected))
+        answer = "Food Care grew by 83.4 million from 2018 to 2019."
+        finding = check_figures(answer, [ToolResult(json.dumps(written))])
+        assert [figure.source for figure in finding.inferred] == [
+            "1997.8 − 1914.4, row Food Care, 2019 / 2018"
+        ]
+
+
+def test_an_amount_is_no_row_label() -> None:
+    """A row whose first text is an amount (``$ 463`` after a year) is named by its place, not by it."""
+    labels = figure_basis([ToolResult(json.dumps([["", "total"], ["2011", "$ 463"]]))], structure=True)
+    assert labels.structure.labels == {"[0]": "total"}
