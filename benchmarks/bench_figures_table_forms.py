@@ -1,12 +1,15 @@
-"""Figures over one table written five ways: JSON rows, a Markdown pipe table, CSV, TSV, aligned columns.
+"""Figures over one table written seven ways: JSON rows, as pandas' split orient, as column names beside
+rows, as a Markdown pipe table, CSV, TSV, aligned columns.
 
-A tool returns a table as JSON, or as text: a SQL tool's Markdown, a file's CSV, a data frame printed
-with ``to_string()``. The verdicts should not depend on which. Each question of the figure sets
-(``benchmarks/bench_figures_tatqa.py``: the same faithful, mutated and invented figures, worded and bare)
-is asked over its table in each form, at the default setting, and the accepted shares are printed per
-form beside JSON's, which is the baseline measured in the same run. The text forms are written by the
-standard writers where there is one (:mod:`csv`), and by hand as GitHub Flavored Markdown and as
-right-aligned columns two spaces or more apart (an empty cell printed ``NaN``, as a data frame does).
+A tool returns a table as JSON rows, as column names beside rows of values (pandas' ``to_json(orient=
+"split")``, a SQL tool's ``{"columns", "rows"}``), or as text: a SQL tool's Markdown, a file's CSV, a
+data frame printed with ``to_string()``. The verdicts should not depend on which. Each question of the
+figure sets (``benchmarks/bench_figures_tatqa.py``: the same faithful, mutated and invented figures,
+worded and bare) is asked over its table in each form, at the default setting, and the accepted shares
+are printed per form beside JSON's, which is the baseline measured in the same run. The text forms are
+written by the standard writers where there is one (:mod:`csv`), and by hand as GitHub Flavored
+Markdown and as right-aligned columns two spaces or more apart (an empty cell printed ``NaN``, as a data
+frame does).
 
 ``python -m benchmarks.bench_figures_table_forms [SET ...]`` (all five sets by default).
 """
@@ -51,8 +54,28 @@ def as_aligned(table: Table) -> str:
     )
 
 
+def _padded(table: Table) -> Table:
+    width = max(map(len, table))
+    return [row + [""] * (width - len(row)) for row in table]
+
+
+def as_split(table: Table) -> str:
+    """pandas' ``orient="split"``: column names, row names and rows of values apart."""
+    header, *rows = _padded(table)
+    index = [row[0] for row in rows]
+    return json.dumps({"columns": header[1:], "index": index, "data": [row[1:] for row in rows]})
+
+
+def as_columns_and_rows(table: Table) -> str:
+    """A SQL tool's answer: the column names once, then the rows as lists."""
+    header, *rows = _padded(table)
+    return json.dumps({"columns": header, "rows": rows})
+
+
 FORMS: dict[str, Callable[[Table], str]] = {
     "json": lambda table: json.dumps(table),
+    "split": as_split,
+    "columns+rows": as_columns_and_rows,
     "markdown": as_markdown,
     "csv": lambda table: _separated(table, ","),
     "tsv": lambda table: _separated(table, "\t"),
@@ -125,10 +148,12 @@ def main(arguments: Sequence[str]) -> None:
     if unknown:
         raise SystemExit(f"unknown set {unknown[0]!r}: the sets are {', '.join(SETS)}")
     counts = tallies(arguments or tuple(SETS))
-    print(f"{'set':<13} {'form':<9} {'answer':<7} {'faithful accepted':>20} {'mutated':>15} {'invented':>16}")
+    print(
+        f"{'set':<13} {'form':<13} {'answer':<7} {'faithful accepted':>20} {'mutated':>15} {'invented':>16}"
+    )
     for (name, form, worded), (f, fa, m, ma, i, ia) in counts.items():
         print(
-            f"{name:<13} {form:<9} {'worded' if worded else 'bare':<7} "
+            f"{name:<13} {form:<13} {'worded' if worded else 'bare':<7} "
             f"{_share(fa, f):>7.1f}% of {f:<6} {_share(ma, m):>6.2f}% of {m:<5} "
             f"{_share(ia, i):>6.2f}% of {i:<5}"
         )
