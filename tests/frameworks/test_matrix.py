@@ -31,6 +31,7 @@ from otel_shapecheck._attributes import (
     DUPLICATE_OF,
     FIGURES_DERIVATIONS,
     FIGURES_UNSUPPORTED,
+    FIGURES_UNSUPPORTED_COUNT,
     TOOL_CHOICE_CHOSEN,
     TOOL_CHOICE_MENU_SOURCE,
     TOOL_CHOICE_SKIPPED,
@@ -68,6 +69,12 @@ class Row:
     choice_recorded: bool = True
     """The choosing call's output records its tool calls; ``False``: the telemetry writes them only as
     text, so that call reads as a reply with no figures and no verdict: one span evaluated, no choice."""
+    content_on_span: bool = True
+    """The model calls' content is on their spans; ``False``: only in log records, so the verdict leaves
+    the figures themselves (``FIGURES_UNSUPPORTED``, ``FIGURES_DERIVATIONS``) off the span, counts kept."""
+    tool_prefix: str = ""
+    """What the framework puts before a tool's name (Semantic Kernel: ``<plugin>-``), as the generator's
+    ``Mode`` scripted it."""
 
     @property
     def id(self) -> str:
@@ -95,6 +102,7 @@ _AGNO = "storage_ops.run"
 _AUTOGEN = "invoke_agent storage_ops"  # autogen-core's own agent span over OpenInference's LLM spans
 _CREWAI = "Storage operations assistant._execute_core"  # OpenInference AGENT, under the crew's CHAIN
 _OTEL_OPENAI_AGENTS = "Agent workflow"  # the instrumentation's invoke_agent span for the SDK's trace
+_SEMANTIC_KERNEL = "invoke_agent storage_ops"  # the ChatCompletionAgent's span, its tools' definitions on it
 _APPLICATION = "invoke_agent storage-ops"  # the row's own GenAI agent span around its tool loop
 
 ROWS = [
@@ -156,6 +164,20 @@ ROWS = [
             choice_recorded=False,
         )
         for mode in ("responses", "chat", "responses_stream")
+    ),
+    # Semantic Kernel's chat spans carry neither content nor menu: the content is in its log records
+    # (per-message events), the menu on the invoke_agent span, and its tools are named <plugin>-<function>.
+    # Content kept off the chat spans is not quoted back on them: the figures are counted there, not listed.
+    *(
+        Row(
+            "semantic_kernel",
+            mode,
+            menu_source="ancestor",
+            run=_SEMANTIC_KERNEL,
+            content_on_span=False,
+            tool_prefix="storage-",
+        )
+        for mode in ("chat", "stream")
     ),
 ]
 
@@ -249,7 +271,9 @@ def test_row(row: Row, capsys: pytest.CaptureFixture[str]) -> None:
     evaluated_ids = {entry["span_id"] for entry in live["spans"]}
     assert all((span.attributes or {})[DUPLICATE_OF] in evaluated_ids for span in duplicates)
 
-    choosing, answering = _choosing_and_answering(live["spans"], row.choice_recorded)
+    choosing, answering = _choosing_and_answering(
+        live["spans"], row.tool_prefix + scenario.CHOSEN, row.choice_recorded
+    )
     if choosing is None:
         assert summary["tool_choice"]["llm_calls_with_tools"] == 0
     elif row.menu_source is None:
@@ -261,8 +285,12 @@ def test_row(row: Row, capsys: pytest.CaptureFixture[str]) -> None:
     assert answering["attributes"].get(TOOL_CHOICE_SKIPPED, "nothing-chosen") == expected_skip
 
     figures = answering["attributes"]
-    assert figures[FIGURES_UNSUPPORTED] == [scenario.INVENTED]
-    assert any(d.startswith("812.5 = column-sum") for d in figures[FIGURES_DERIVATIONS])
+    if row.content_on_span:
+        assert figures[FIGURES_UNSUPPORTED] == [scenario.INVENTED]
+        assert any(d.startswith("812.5 = column-sum") for d in figures[FIGURES_DERIVATIONS])
+    else:
+        assert FIGURES_UNSUPPORTED not in figures and FIGURES_DERIVATIONS not in figures
+        assert figures[FIGURES_UNSUPPORTED_COUNT] == 1 and figures["shapecheck.figures.computed"] == 1
     assert figures["shapecheck.figures.carried"] >= 1
     assert summary["figures"]["answers"] == 1 and summary["figures"]["skipped"] == 0
     _assert_coverage(row, live["runs"])
@@ -295,10 +323,10 @@ def _assert_coverage(row: Row, runs: list[dict[str, Any]]) -> None:
 
 
 def _choosing_and_answering(
-    entries: list[dict[str, Any]], choice_recorded: bool = True
+    entries: list[dict[str, Any]], chosen: str, choice_recorded: bool = True
 ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    choosing = [e for e in entries if scenario.CHOSEN in e["attributes"].get(TOOL_CHOICE_CHOSEN, ())]
-    answering = [e for e in entries if FIGURES_UNSUPPORTED in e["attributes"]]
+    choosing = [e for e in entries if chosen in e["attributes"].get(TOOL_CHOICE_CHOSEN, ())]
+    answering = [e for e in entries if FIGURES_UNSUPPORTED_COUNT in e["attributes"]]
     assert len(choosing) == int(choice_recorded) and len(answering) == 1, entries
     return (choosing[0] if choosing else None), answering[0]
 
