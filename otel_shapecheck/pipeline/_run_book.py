@@ -91,7 +91,7 @@ class RunBook:
     @staticmethod
     def claim(run: RunState, facts: TraceFacts, start: int, end: int) -> None:
         """Count for ``run`` the trace's members of unknown ancestry that are its agent span's children
-        or ran inside its time window.
+        or ran inside its time window, and the trace's tool executions found so.
 
         The window is widened by :data:`CLOCK_SLACK_NS` at each end: an SDK that takes start times from
         a millisecond clock and durations from a finer one (OpenTelemetry JS) can put a child's end up
@@ -100,9 +100,16 @@ class RunBook:
         """
         if facts.lost_members:
             run.lost = True
+        start, end = start - CLOCK_SLACK_NS, end + CLOCK_SLACK_NS
+        # Tool executions are facts, not members: counted by the same window, live and offline alike.
+        run.tally.tool_executions += sum(
+            1
+            for execution in facts.executions
+            if execution.parent_id == run.agent_id
+            or start <= (execution.span.start_time or 0) <= (execution.span.end_time or 0) <= end
+        )
         if not facts.unclaimed:
             return
-        start, end = start - CLOCK_SLACK_NS, end + CLOCK_SLACK_NS
         kept: list[Member] = []
         for member in facts.unclaimed:
             if member.parent_id != run.agent_id and not (

@@ -12,7 +12,7 @@ A run also says how much of it was read: ``shapecheck.run.llm_calls`` (the model
 once) and ``shapecheck.run.coverage``: ``none`` when no model call was seen (a framework whose
 telemetry carries no model spans: all-zero counts are then no clean run), ``partial`` when a call was
 seen without its content, menu or output (read as nothing, or a check skipped it for what was
-missing), else ``full``.
+missing) or when tools ran and no call was read choosing one, else ``full``.
 """
 
 from __future__ import annotations
@@ -103,6 +103,10 @@ class RunTally:
     """Model-call spans seen (a second span of one call is not counted again)."""
     llm_calls_partial: int = 0
     """Of those, calls seen without their content, menu or output."""
+    llm_calls_choosing: int = 0
+    """Of those, calls whose output named at least one tool call."""
+    tool_executions: int = 0
+    """Tool-execution spans the run's agent span counted in its time window (see :func:`coverage`)."""
 
     def add(self, other: RunTally) -> None:
         """Add ``other``'s counts to these."""
@@ -149,6 +153,7 @@ def tally_verdicts(
     if model_call:
         tally.llm_calls = 1
         tally.llm_calls_partial = int(_seen_in_part(call, verdicts))
+        tally.llm_calls_choosing = int(call is not None and bool(call.tool_calls))
     if not verdicts:
         return tally
     tally.evaluated = 1
@@ -185,11 +190,15 @@ def _seen_in_part(call: LLMCall | None, verdicts: Sequence[Verdict]) -> bool:
 def coverage(tally: RunTally, incomplete: bool = False) -> str:
     """``none``, ``partial`` or ``full``: how much of a run's model calls the checks could read.
 
-    A run released before all its spans were evaluated (``incomplete``) was read in part at best.
+    A run released before all its spans were evaluated (``incomplete``) was read in part at best, and so
+    was a run that executed tools when none of its model calls was read choosing one: the choices were
+    written somewhere the readers do not look (as text, say), and the run must not read as clean.
     """
     if tally.llm_calls == 0:
         return COVERAGE_NONE
     if tally.llm_calls_partial or incomplete or tally.incomplete:
+        return COVERAGE_PARTIAL
+    if tally.tool_executions and not tally.llm_calls_choosing:
         return COVERAGE_PARTIAL
     return COVERAGE_FULL
 

@@ -88,8 +88,8 @@ class Row:
     @property
     def coverage(self) -> str:
         """How much of the run the checks read (``shapecheck.run.coverage``): a call skipped for its
-        missing menu makes it partial (a call whose choice reads as text was read, and is not skipped)."""
-        return "partial" if self.menu_source is None and self.choice_recorded else "full"
+        missing menu makes it partial, and so do tools that ran when no call was read choosing one."""
+        return "partial" if self.menu_source is None else "full"
 
 
 _PYDANTIC_AI = "invoke_agent agent"
@@ -153,7 +153,8 @@ ROWS = [
     # tool calls only as a text part holding their Python repr (`ResponseFunctionToolCall(...)` on the
     # Responses path, the message dict's repr on the chat path), never as `tool_call` parts: the choosing
     # call reads as a reply with no figures (no verdict); the answer is read, its basis from the
-    # execute_tool spans (the Responses path's input messages drop the calls and their results).
+    # execute_tool spans (the Responses path's input messages drop the calls and their results). Tools
+    # ran and no call was read choosing one: the run reads partial, not clean.
     *(
         Row(
             "openai_agents_v2",

@@ -137,3 +137,45 @@ def test_the_skip_reasons_for_missing_content_are_the_checks_own() -> None:
         (FIGURES_SKIPPED, figures.SKIP_NO_RESULTS),
         (FIGURES_SKIPPED, figures.SKIP_RESULTS_LOST),
     } == _SKIPS_FOR_MISSING
+
+
+def test_tools_that_ran_when_no_call_was_read_choosing_one_make_the_run_partial() -> None:
+    """A framework that writes the model's tool calls as text (a Python repr) leaves every call read as a
+    reply: the tools ran, no choice was read, and the run must not read as clean. The control: the same
+    run whose first call names its tool call reads full. Live and through ``check`` (no span starts, so
+    the execution is found by the agent span's time window)."""
+    for names_the_call in (False, True):
+
+        def write(provider: TracerProvider, names_the_call: bool = names_the_call) -> None:
+            tracer = provider.get_tracer("framework")
+            with tracer.start_as_current_span(
+                "invoke_agent ops", attributes={"gen_ai.operation.name": "invoke_agent"}
+            ):
+                part = (
+                    {"type": "tool_call", "id": "c1", "name": "get_capacity", "arguments": {"site": "Lyon"}}
+                    if names_the_call
+                    else {"type": "text", "content": "ResponseFunctionToolCall(name='get_capacity', ...)"}
+                )
+                choice = {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.input.messages": QUESTION,
+                    "gen_ai.tool.definitions": MENU,
+                    "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [part]}]),
+                }
+                tracer.start_span("chat", attributes=choice).end()
+                execution = {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "get_capacity",
+                    "gen_ai.tool.call.result": '{"usable_tb": 1200}',
+                }
+                tracer.start_span("execute_tool get_capacity", attributes=execution).end()
+                answer = json.dumps(
+                    [{"role": "assistant", "parts": [{"type": "text", "content": "1200 TB."}]}]
+                )
+                final = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": QUESTION}
+                tracer.start_span("chat", attributes={**final, "gen_ai.output.messages": answer}).end()
+
+        expected = COVERAGE_FULL if names_the_call else COVERAGE_PARTIAL
+        for spans in _both_ways(write):
+            run = _run(spans)
+            assert (run[RUN_LLM_CALLS], run[RUN_COVERAGE]) == (2, expected), names_the_call

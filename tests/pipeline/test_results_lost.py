@@ -70,6 +70,7 @@ def _answers(downstream: CountingProcessor, answer: str = ANSWER) -> list[Readab
 
 def _many_results(handler: TelemetryHandler, tracer: trace.Tracer, answer: str, **options: int) -> None:
     with tracer.start_as_current_span("invoke_agent capacity", attributes={OPERATION_NAME: "invoke_agent"}):
+        chat(handler, tool_call="get_capacity")  # the call that chose the tools: the run's choice is read
         for pool in range(10):
             execute_tool(handler, result={"pool": pool, "usable_tb": 1000 + 111 * pool})
         chat(handler, answer=answer)
