@@ -184,6 +184,12 @@ ROWS = [
         )
         for mode in ("chat", "stream")
     ),
+    # openinference-instrumentation-haystack 0.1.46 writes no llm.tools.* and no content for the tool
+    # results it lists in llm.input_messages (role "tool" only): the menu and the results are in
+    # input.value as Python reprs of Haystack's Tool and ChatMessage only. The choice is skipped as
+    # no-menu, the answer's figures as no-results; the Agent's own span is a CHAIN, no run.
+    Row("haystack", "chat", flagged=0, menu_source=None, figures_skipped="no-results"),
+    Row("haystack", "stream", flagged=0, menu_source=None, figures_skipped="no-results"),
 ]
 
 
