@@ -308,7 +308,7 @@ class BasisBuilder(CarriedNumbers):
             # Read as text from here; if it was cut short when recorded (an attribute length limit
             # cuts the value, not the document), what it held past the cut is missing from the basis.
             self.truncated |= _cut_short(stripped)
-        if self.structure and depth + 1 < MAX_DEPTH:
+        if self.structure and "\n" in text and depth + 1 < MAX_DEPTH:  # a table has lines
             table = text_table(text)
             if table is not None:  # read as the list of lists it writes out, the text around it as text
                 self._stack.append((table.rest, at, None, depth))

@@ -138,6 +138,9 @@ def _splits_a_number(fields: list[str]) -> bool:
 def _aligned(lines: list[str]) -> list[list[str]] | None:
     if len(lines) < 2:
         return None
+    second = _ALIGNED_GAP_RE.split(lines[1].strip())
+    if len(second) < 2:  # its first body line is one field: not a table, and the rest need not be split
+        return None
     rows = [_ALIGNED_GAP_RE.split(line.strip()) for line in lines]
     if len(rows[0]) == len(rows[1]) - 1:
         rows[0] = ["", *rows[0]]  # a data frame's header has no name over its index (the row labels)
