@@ -107,6 +107,7 @@ _AUTOGEN = "invoke_agent storage_ops"  # autogen-core's own agent span over Open
 _CREWAI = "Storage operations assistant._execute_core"  # OpenInference AGENT, under the crew's CHAIN
 _OTEL_OPENAI_AGENTS = "Agent workflow"  # the instrumentation's invoke_agent span for the SDK's trace
 _SEMANTIC_KERNEL = "invoke_agent storage_ops"  # the ChatCompletionAgent's span, its tools' definitions on it
+_AGENT_FRAMEWORK = "invoke_agent storage_ops"
 _APPLICATION = "invoke_agent storage-ops"  # the row's own GenAI agent span around its tool loop
 
 ROWS = [
@@ -190,6 +191,10 @@ ROWS = [
     # no-menu, the answer's figures as no-results; the Agent's own span is a CHAIN, no run.
     Row("haystack", "chat", flagged=0, menu_source=None, figures_skipped="no-results"),
     Row("haystack", "stream", flagged=0, menu_source=None, figures_skipped="no-results"),
+    # The chat spans carry no gen_ai.tool.definitions (the framework builds their attributes without the
+    # request's options): the menu is the invoke_agent span's.
+    Row("agent_framework", "chat", menu_source="ancestor", run=_AGENT_FRAMEWORK),
+    Row("agent_framework", "stream", menu_source="ancestor", run=_AGENT_FRAMEWORK),
 ]
 
 
