@@ -63,7 +63,6 @@ BOUNDED_READ_LEVELS: Final = STRUCTURED_DEPTH + TALLY_DEPTH + 4
 """Levels below a JSON text within which the bounded reader counts numbers (its outer levels, an
 element's nesting, and the levels the fold adds), kept under :data:`MAX_DEPTH`."""
 
-"""A string that is one number and currency or sign punctuation around it (``"$ 1,997.8"``): a cell."""
 _JSON_OPENERS: Final = frozenset("[{")
 T = TypeVar("T")
 _NUMBER_KINDS: Final = frozenset({int, float, type(None)})

@@ -30,6 +30,7 @@ from __future__ import annotations
 import csv
 import re
 from collections.abc import Mapping
+from itertools import pairwise
 from typing import Final, NamedTuple
 
 from otel_shapecheck.checks.figures._text import is_lone_number
@@ -131,7 +132,7 @@ def _splits_a_number(fields: list[str]) -> bool:
         _GROUP_LEAD_RE.search(field) is not None
         and not is_lone_number(field)
         and _GROUP_RE.match(after) is not None
-        for field, after in zip(fields, fields[1:], strict=False)
+        for field, after in pairwise(fields)
     )
 
 

@@ -282,11 +282,11 @@ def _list_table_headers(
             parsed: object = json.loads(content)
         except (ValueError, RecursionError):
             parsed = content  # a table written as text, as the fold reads it (:mod:`._table_forms`)
-        tables = [("", parsed)]
-        if isinstance(parsed, dict) and split_table(parsed) is None:
-            tables = [(path_step(str(key)), value) for key, value in parsed.items()]  # as the fold names them
-        for path, member in tables:
-            table = _list_table(member)
+        whole = _list_table(parsed)
+        tables = [("", whole)]
+        if whole is None and isinstance(parsed, dict):  # its members, named as the fold names them
+            tables = [(path_step(str(key)), _list_table(value)) for key, value in parsed.items()]
+        for path, table in tables:
             if table is not None:
                 for column, text in _headers_of(table).items():
                     headers.setdefault((path, str(column)), text)
